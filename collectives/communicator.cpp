@@ -1,0 +1,1 @@
+#include "collectives/communicator.h"

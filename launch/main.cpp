@@ -1,0 +1,3 @@
+#include "launch/cli.h"
+
+int main(int argc, char** argv) { return dp::launch::run_cli(argc, argv); }

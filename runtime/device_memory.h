@@ -1,0 +1,15 @@
+// defines: the device-memory hooks Storage uses for non-CPU devices. Without CUDA they fail
+// with a clear error; the CUDA build implements them with the stream-ordered allocator.
+#pragma once
+#include <cstddef>
+
+#include "runtime/tensor.h"
+
+namespace dp {
+void* device_alloc(size_t bytes, Device device);
+void device_free(void* p, Device device) noexcept;
+void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+void device_memset_zero(void* p, Device device, size_t bytes);
+// Number of usable CUDA devices; 0 when built without CUDA or when no driver/GPU is present.
+int cuda_device_count();
+}  // namespace dp

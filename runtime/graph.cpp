@@ -1,0 +1,196 @@
+#include "runtime/graph.h"
+
+#include <unordered_set>
+
+#include "kernels/cpu/elementwise.h"
+
+namespace dp {
+
+int Graph::add(std::unique_ptr<Layer> layer, const std::vector<std::string>& inputs) {
+  DP_CHECK(!built_, "graph already built; cannot add '{}'", layer->name());
+  if (find(layer->name()) >= 0) DP_THROW_USER("layer name '{}' is used twice", layer->name());
+  Node n;
+  if (inputs.empty()) {
+    n.inputs = {nodes_.empty() ? kInput : static_cast<int>(nodes_.size()) - 1};
+  } else {
+    for (const auto& in : inputs) {
+      if (in == "input") {
+        n.inputs.push_back(kInput);
+        continue;
+      }
+      int idx = find(in);
+      if (idx < 0)
+        DP_THROW_USER("layer '{}' takes input '{}', which is not an earlier layer (layers must be listed after "
+                      "their inputs; 'input' is the model input)",
+                      layer->name(), in);
+      n.inputs.push_back(idx);
+    }
+  }
+  if (static_cast<int>(n.inputs.size()) != layer->num_inputs())
+    DP_THROW_USER("layer '{}' ({}) takes {} input(s), but {} given", layer->name(), layer->type(),
+                  layer->num_inputs(), n.inputs.size());
+  n.layer = std::move(layer);
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int Graph::find(const std::string& name) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].layer->name() == name) return static_cast<int>(i);
+  return -1;
+}
+
+void Graph::build(const Shape& input_shape, uint64_t seed, Device device) {
+  DP_CHECK(!built_, "graph built twice");
+  DP_CHECK(!nodes_.empty(), "empty graph");
+  input_shape_ = input_shape;
+  device_ = device;
+  consumers_count_.assign(nodes_.size(), 0);
+  std::vector<std::vector<ParamDecl>> decls(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto& n = nodes_[i];
+    std::vector<Shape> in;
+    for (int src : n.inputs) {
+      in.push_back(src == kInput ? input_shape_ : nodes_[src].out_shape);
+      if (src != kInput) consumers_count_[src]++;
+    }
+    n.out_shape = n.layer->setup(in);
+    decls[i] = n.layer->declare_params();
+    for (const auto& d : decls[i]) {
+      std::string full = n.layer->name() + "." + d.name;
+      if (d.trainable) {
+        DP_CHECK(d.dtype == DType::F32, "trainable parameter {} must be f32", full);
+        n.param_slots.push_back(params_.add(full, d.shape));
+      } else {
+        n.buffer_ids.push_back(static_cast<int>(buffers_.size()));
+        buffers_.push_back({full, Tensor::zeros(d.shape, d.dtype, Device::cpu())});
+      }
+    }
+  }
+  // Initialise on the CPU (one RNG stream per parameter, so adding a layer never changes the
+  // others' values), then move to the device.
+  params_.allocate(DType::F32, Device::cpu());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    size_t p = 0, b = 0;
+    for (const auto& d : decls[i]) {
+      Tensor t = d.trainable ? params_.tensor(nodes_[i].param_slots[p++]) : buffers_[nodes_[i].buffer_ids[b++]].tensor;
+      if (!d.init) continue;
+      Rng rng(seed, kStreamInit + (static_cast<uint64_t>(i) << 8) + (p + b) * 0x100000ull);
+      d.init(t, rng);
+    }
+  }
+  if (!device.is_cpu()) {
+    Arena on_dev = params_.like(DType::F32, device);
+    on_dev.flat().copy_from(params_.flat());
+    params_ = std::move(on_dev);
+    for (auto& b : buffers_) {
+      Tensor t = Tensor::zeros(b.tensor.shape(), b.tensor.dtype(), device);
+      t.copy_from(b.tensor);
+      b.tensor = t;
+    }
+  }
+  grads_ = params_.like(DType::F32, device);
+  for (auto& n : nodes_) {
+    std::vector<Tensor> ps, gs, bs;
+    for (int s : n.param_slots) ps.push_back(params_.tensor(s)), gs.push_back(grads_.tensor(s));
+    for (int b : n.buffer_ids) bs.push_back(buffers_[b].tensor);
+    n.layer->bind(std::move(ps), std::move(gs), std::move(bs));
+  }
+  acts_.assign(nodes_.size(), Tensor());
+  dacts_.assign(nodes_.size(), Tensor());
+  built_ = true;
+}
+
+namespace {
+Shape batched(int64_t n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+}  // namespace
+
+const Tensor& Graph::forward(const StepContext& ctx, const Tensor& x) {
+  DP_CHECK(built_, "forward before build");
+  Shape want = batched(x.dim(0), input_shape_);
+  if (x.shape() != want)
+    DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
+                  shape_str(want));
+  input_ = x;
+  const int64_t n = x.dim(0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto& node = nodes_[i];
+    std::vector<Tensor> in;
+    for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
+    Shape out = batched(n, node.out_shape);
+    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device())
+      acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
+    node.layer->forward(ctx, in, acts_[i]);
+  }
+  return acts_.back();
+}
+
+void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::function<void(int)>& on_ready) {
+  DP_CHECK(input_.defined(), "backward before forward");
+  DP_CHECK(dy.shape() == acts_.back().shape(), "output gradient {} does not match output {}", dy.describe(),
+           acts_.back().describe());
+  // dacts_[i]: gradient w.r.t. node i's output, summed over its consumers.
+  std::vector<bool> have(nodes_.size(), false);
+  dacts_.back() = dy;
+  have.back() = true;
+  for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
+    auto& node = nodes_[i];
+    std::vector<Tensor> in, dx;
+    for (int src : node.inputs) {
+      in.push_back(src == kInput ? input_ : acts_[src]);
+      dx.push_back(src == kInput ? Tensor() : Tensor::zeros(acts_[src].shape(), acts_[src].dtype(), acts_[src].device()));
+    }
+    if (!have[i]) {
+      // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
+      dacts_[i] = Tensor::zeros(acts_[i].shape(), acts_[i].dtype(), acts_[i].device());
+    }
+    node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      int src = node.inputs[k];
+      if (src == kInput) continue;
+      if (!have[src]) {
+        dacts_[src] = dx[k];
+        have[src] = true;
+      } else {
+        DP_CHECK(dx[k].device().is_cpu(), "gradient accumulation across consumers on {} not supported yet",
+                 dx[k].device().str());
+        if (dx[k].dtype() == DType::F64)
+          kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
+        else
+          kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
+      }
+    }
+    dacts_[i] = Tensor();  // free as soon as consumed
+    if (!node.param_slots.empty() && on_ready) on_ready(i);
+  }
+}
+
+void Graph::zero_grad() { grads_.flat().zero_(); }
+
+std::vector<Graph::NamedTensor> Graph::state() const {
+  std::vector<NamedTensor> out;
+  for (const auto& n : nodes_) {
+    // Registration order per layer: trainable then buffers, as torch's state_dict does
+    // (parameters before buffers within a module).
+    for (int s : n.param_slots) out.push_back({params_.slot(s).name, params_.tensor(s)});
+    for (int b : n.buffer_ids) out.push_back(buffers_[b]);
+  }
+  return out;
+}
+
+std::string Graph::summary() const {
+  std::string s;
+  for (const auto& n : nodes_) {
+    int64_t np = 0;
+    for (int p : n.param_slots) np += params_.slot(p).numel;
+    s += fmt::format("  {:<28} {:<16} out {:<18} params {}\n", n.layer->name(), n.layer->type(), shape_str(n.out_shape),
+                     np);
+  }
+  return s;
+}
+
+}  // namespace dp

@@ -1,0 +1,76 @@
+// defines: Layer (the base of every layer), ParamDecl, StepContext.
+//
+// Caffe-style: the public forward/backward are non-virtual and dispatch on the tensors' device
+// to forward_cpu / forward_cuda. Shapes given to a layer at build time are per-sample (no batch
+// dimension); tensors at run time have the batch as dimension 0.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/rng.h"
+#include "runtime/tensor.h"
+
+namespace dp {
+
+struct StepContext {
+  bool training = true;
+  uint64_t seed = 0;   // run seed
+  uint64_t step = 0;   // global step (dropout masks are a function of seed, step, layer)
+};
+
+// Fills a parameter at initialisation (CPU f32 tensor).
+using InitFn = std::function<void(Tensor& t, Rng& rng)>;
+
+struct ParamDecl {
+  std::string name;        // suffix: "weight", "bias", "running_mean", ...
+  Shape shape;
+  bool trainable = true;   // false: a buffer (running statistics), not in the parameter arena
+  DType dtype = DType::F32;
+  InitFn init;             // null: zeros
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual const char* type() const = 0;
+  virtual int num_inputs() const { return 1; }
+
+  // Validates the per-sample input shapes and returns the per-sample output shape. Called once
+  // when the graph is built, before declare_params. Throws UserError naming the layer.
+  virtual Shape setup(const std::vector<Shape>& in) = 0;
+  // Parameters and buffers, in registration order (the order of the state dict).
+  virtual std::vector<ParamDecl> declare_params() const { return {}; }
+
+  // Called by the graph after allocation: views in declare_params order, split into trainable
+  // (params/grads, views into the arenas) and buffers.
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
+  const std::vector<Tensor>& params() const { return params_; }
+  const std::vector<Tensor>& grads() const { return grads_; }
+  const std::vector<Tensor>& buffers() const { return buffers_; }
+
+  // y is preallocated with the batch's output shape; x.size() == num_inputs().
+  void forward(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y);
+  // dy: gradient of the loss w.r.t. y. dx[i] is defined where the input needs a gradient, is
+  // preallocated and is overwritten. Parameter gradients are accumulated (+=) into grads().
+  void backward(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                std::vector<Tensor>& dx);
+
+ protected:
+  virtual void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) = 0;
+  virtual void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y,
+                            const Tensor& dy, std::vector<Tensor>& dx) = 0;
+  virtual void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y);
+  virtual void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y,
+                             const Tensor& dy, std::vector<Tensor>& dx);
+
+  std::string name_;
+  std::vector<Tensor> params_, grads_, buffers_;
+};
+
+}  // namespace dp

@@ -1,0 +1,14 @@
+// defines: closest_match, the "did you mean" helper for unknown names (Levenshtein distance).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace dp {
+
+size_t edit_distance(const std::string& a, const std::string& b);
+// The candidate nearest to `word`, or "" when none is reasonably close (distance > max(2, len/2)).
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+// "a, b, c"
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
+}  // namespace dp

@@ -1,0 +1,133 @@
+#include "runtime/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/device_memory.h"
+
+namespace dp {
+
+std::string Device::str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  void* p = nullptr;
+  if (device.is_cpu()) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    DP_CHECK(p != nullptr, "out of host memory allocating {} bytes", bytes);
+    std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  } else {
+    p = device_alloc(bytes, device);
+  }
+  return std::shared_ptr<Storage>(new Storage(p, bytes, device));
+}
+
+Storage::~Storage() {
+  if (device_.is_cpu()) std::free(data_);
+  else device_free(data_, device_);
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  for (auto d : shape) DP_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
+  Tensor t;
+  t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, size_t byte_offset, const Shape& shape, DType dtype) {
+  DP_CHECK(storage != nullptr, "view of a null storage");
+  DP_CHECK(byte_offset + shape_numel(shape) * dtype_size(dtype) <= storage->bytes(),
+           "view {} {} at byte {} overruns a storage of {} bytes", dtype_name(dtype), shape_str(shape),
+           byte_offset, storage->bytes());
+  Tensor t;
+  t.storage_ = std::move(storage);
+  t.offset_ = byte_offset;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
+}
+
+int64_t Tensor::dim(int i) const {
+  int n = ndim();
+  if (i < 0) i += n;
+  DP_CHECK(i >= 0 && i < n, "dimension {} out of range for {}", i, describe());
+  return shape_[i];
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  DP_CHECK(shape_numel(shape) == numel(), "cannot reshape {} to {}", describe(), shape_str(shape));
+  return view_of(storage_, offset_, shape, dtype_);
+}
+
+Tensor Tensor::slice_flat(int64_t begin, const Shape& shape) const {
+  DP_CHECK(begin >= 0 && begin + shape_numel(shape) <= numel(), "slice [{}, +{}) out of {}", begin,
+           shape_numel(shape), describe());
+  return view_of(storage_, offset_ + begin * dtype_size(dtype_), shape, dtype_);
+}
+
+Tensor Tensor::narrow0(int64_t begin, int64_t count) const {
+  DP_CHECK(ndim() >= 1 && begin >= 0 && begin + count <= shape_[0], "narrow0({}, {}) of {}", begin, count,
+           describe());
+  Shape s = shape_;
+  s[0] = count;
+  int64_t row = numel() / (shape_[0] == 0 ? 1 : shape_[0]);
+  return slice_flat(begin * row, s);
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = zeros(shape_, dtype_, device());
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) const {
+  DP_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "copy {} into {}", src.describe(), describe());
+  if (nbytes() == 0) return;
+  if (device().is_cpu() && src.device().is_cpu()) std::memcpy(raw(), src.raw(), nbytes());
+  else device_copy(raw(), device(), src.raw(), src.device(), nbytes());
+}
+
+void Tensor::zero_() const {
+  if (nbytes() == 0) return;
+  if (device().is_cpu()) std::memset(raw(), 0, nbytes());
+  else device_memset_zero(raw(), device(), nbytes());
+}
+
+void Tensor::fill_(double v) const {
+  DP_CHECK(device().is_cpu(), "fill_ on {}", describe());
+  if (dtype_ == DType::F32) {
+    float* p = data<float>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = static_cast<float>(v);
+  } else if (dtype_ == DType::F64) {
+    double* p = data<double>();
+    for (int64_t i = 0; i < numel(); ++i) p[i] = v;
+  } else {
+    DP_CHECK(false, "fill_ supports f32/f64, not {}", describe());
+  }
+}
+
+std::string Tensor::describe() const {
+  return fmt::format("{}{} on {}", dtype_name(dtype_), shape_str(shape_), device().str());
+}
+
+void Tensor::check_type(size_t elem_size, DType want) const {
+  DP_CHECK(storage_ != nullptr, "access to an undefined tensor");
+  DP_CHECK(dtype_size(dtype_) == elem_size && (dtype_ == want || elem_size == 2),
+           "tensor is {}, accessed as {}", describe(), dtype_name(want));
+}
+
+}  // namespace dp

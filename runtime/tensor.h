@@ -1,0 +1,109 @@
+// defines: Device, Shape, Storage (owning bytes) and Tensor (a typed view into a Storage).
+//
+// Tensors are contiguous row-major views: (storage, byte offset, shape, dtype). Many tensors can
+// view one Storage; that is how the flat parameter and gradient arenas (runtime/arena.h) work.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+
+namespace dp {
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+  static Device cpu() { return {}; }
+  static Device cuda(int i) { return {DeviceType::CUDA, i}; }
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;
+};
+
+using Shape = std::vector<int64_t>;
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);  // "[2, 3, 4]"
+
+// Owns one allocation. CPU memory is 64-byte aligned and zero-filled.
+class Storage {
+ public:
+  static std::shared_ptr<Storage> allocate(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage(void* data, size_t bytes, Device device) : data_(data), bytes_(bytes), device_(device) {}
+  void* data_;
+  size_t bytes_;
+  Device device_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A new, zero-filled tensor with its own storage.
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  // A view of `storage` starting at `byte_offset`.
+  static Tensor view_of(std::shared_ptr<Storage> storage, size_t byte_offset, const Shape& shape, DType dtype);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const;  // negative i counts from the end
+  int64_t numel() const { return shape_numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  size_t byte_offset() const { return offset_; }
+
+  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  template <typename T>
+  T* data() const {
+    check_type(sizeof(T), type_tag<T>());
+    return static_cast<T*>(raw());
+  }
+
+  // Same storage, new shape with the same number of elements.
+  Tensor reshape(const Shape& shape) const;
+  // Elements [begin, begin + numel(shape)) of this tensor, as a new view.
+  Tensor slice_flat(int64_t begin, const Shape& shape) const;
+  // Rows [begin, begin+count) along dim 0.
+  Tensor narrow0(int64_t begin, int64_t count) const;
+  // A copy with its own storage (same device).
+  Tensor clone() const;
+  // Copy contents from `src` (same shape and dtype; any devices).
+  void copy_from(const Tensor& src) const;  // data methods are const: a Tensor is a handle
+  void zero_() const;
+  // CPU float (f32/f64) helpers used by tests and tools.
+  void fill_(double v) const;
+  std::string describe() const;  // "f32[2, 3] on cpu"
+
+ private:
+  template <typename T>
+  static DType type_tag();
+  void check_type(size_t elem_size, DType want) const;
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+  Shape shape_;
+  DType dtype_ = DType::F32;
+};
+
+template <> inline DType Tensor::type_tag<float>() { return DType::F32; }
+template <> inline DType Tensor::type_tag<double>() { return DType::F64; }
+template <> inline DType Tensor::type_tag<int32_t>() { return DType::I32; }
+template <> inline DType Tensor::type_tag<int64_t>() { return DType::I64; }
+template <> inline DType Tensor::type_tag<uint8_t>() { return DType::U8; }
+template <> inline DType Tensor::type_tag<uint16_t>() { return DType::BF16; }  // raw 16-bit access
+
+}  // namespace dp
