@@ -1,0 +1,15 @@
+// defines: build_model, ModelConfig (+ the input shape) -> a built Graph (parameters initialised).
+#pragma once
+#include <memory>
+
+#include "runtime/config.h"
+#include "runtime/graph.h"
+
+namespace dp::models {
+
+// The preset's layer list or the cfg's [[layer]] list, validated through the registry (errors
+// name the cfg file and line), shapes inferred from `input_shape` (per sample).
+std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
+                                   Device device = Device::cpu());
+
+}  // namespace dp::models

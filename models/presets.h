@@ -1,0 +1,18 @@
+// defines: the built-in models as [[layer]] lists (LayerSpecs), so a preset and a cfg-written
+// model take the same road through the registry.
+//   mlp            flatten -> (linear, relu)* -> linear
+//   cnn            2 x (conv3x3, batchnorm, relu, maxpool2) -> linear 128 -> linear   (Fashion-MNIST)
+//   resnet18/50    torchvision's ResNet (v1.5: stride on the 3x3 of a bottleneck), its names
+//   cifar_resnet18 ResNet-18 with a 3x3 stride-1 stem and no max-pool (32x32 inputs)
+#pragma once
+#include <vector>
+
+#include "runtime/config.h"
+
+namespace dp::models {
+
+std::vector<std::string> preset_names();
+// Throws UserError listing the presets when `cfg.preset` is unknown.
+std::vector<LayerSpec> preset_layers(const ModelConfig& cfg);
+
+}  // namespace dp::models

@@ -1,0 +1,429 @@
+#include "runtime/config.h"
+
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <variant>
+
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+#include "runtime/suggest.h"
+
+namespace dp {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using FieldPtr = std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*>;
+
+struct Field {
+  std::string section, key, help;
+  FieldPtr ptr;
+  double min = -kInf, max = kInf;
+  std::vector<std::string> choices;
+  std::string full() const { return section + "." + key; }
+};
+
+// The schema, bound to one Config. Order here is the order of the resolved file and the docs.
+std::vector<Field> schema(Config& c) {
+  return {
+      {"run", "name", "run name: the run directory is <run.dir>/<run.name>", &c.run.name},
+      {"run", "dir", "root folder of run directories", &c.run.dir},
+      {"run", "seed", "seed for initialisation, shuffling, augmentation and dropout", &c.run.seed, 0, 9.2e18},
+      {"run", "log_level", "console and file log level", &c.run.log_level, -kInf, kInf,
+       {"trace", "debug", "info", "warn", "error", "off"}},
+      {"data", "dataset", "data set kind", &c.data.dataset, -kInf, kInf, {"fashion_mnist", "idx", "cifar10", "synthetic"}},
+      {"data", "path", "folder of the data set files (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin)", &c.data.path},
+      {"data", "mean", "per-channel normalisation mean (inputs scaled to [0, 1] first)", &c.data.mean},
+      {"data", "std", "per-channel normalisation standard deviation", &c.data.std},
+      {"data", "crop_padding", "random crop with this zero padding (0 = off)", &c.data.crop_padding, 0, 1024},
+      {"data", "hflip", "random horizontal flip", &c.data.hflip},
+      {"data", "train_limit", "use only the first N training samples (0 = all)", &c.data.train_limit, 0, 9.2e18},
+      {"data", "eval_limit", "evaluate on the first N evaluation samples (0 = all)", &c.data.eval_limit, 0, 9.2e18},
+      {"data", "shuffle", "shuffle the training set each epoch", &c.data.shuffle},
+      {"data", "drop_last", "drop the last incomplete batch", &c.data.drop_last},
+      {"data", "synthetic_train", "synthetic data: training samples", &c.data.synthetic_train, 1, 9.2e18},
+      {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
+      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape},
+      {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
+      {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset, -kInf, kInf,
+       {"", "mlp", "cnn", "resnet18", "resnet50", "cifar_resnet18"}},
+      {"model", "num_classes", "output classes of a preset", &c.model.num_classes, 2, 1e9},
+      {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
+      {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
+      {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
+      {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
+      {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
+      {"train", "optimizer", "optimizer", &c.train.optimizer, -kInf, kInf, {"sgd", "adamw"}},
+      {"train", "lr", "base learning rate", &c.train.lr, 0, 1e6},
+      {"train", "momentum", "SGD momentum", &c.train.momentum, 0, 1},
+      {"train", "dampening", "SGD dampening", &c.train.dampening, 0, 1},
+      {"train", "nesterov", "SGD Nesterov momentum", &c.train.nesterov},
+      {"train", "weight_decay", "weight decay (SGD: L2 in the gradient; AdamW: decoupled)", &c.train.weight_decay, 0, 1e3},
+      {"train", "beta1", "AdamW beta1", &c.train.beta1, 0, 0.999999},
+      {"train", "beta2", "AdamW beta2", &c.train.beta2, 0, 0.999999999},
+      {"train", "eps", "AdamW epsilon", &c.train.eps, 0, 1},
+      {"train", "schedule", "learning-rate schedule", &c.train.schedule, -kInf, kInf, {"constant", "step", "cosine"}},
+      {"train", "warmup_steps", "linear warmup steps", &c.train.warmup_steps, 0, 9.2e18},
+      {"train", "warmup_start_factor", "learning rate at step 0 as a fraction of lr", &c.train.warmup_start_factor, 0, 1},
+      {"train", "step_size", "step schedule: steps between decays", &c.train.step_size, 1, 9.2e18},
+      {"train", "gamma", "step schedule: decay factor", &c.train.gamma, 0, 1},
+      {"train", "min_lr", "cosine schedule: final learning rate", &c.train.min_lr, 0, 1e6},
+      {"train", "label_smoothing", "cross-entropy label smoothing", &c.train.label_smoothing, 0, 1},
+      {"train", "eval_every", "evaluate every N steps (0 = at the end of each epoch)", &c.train.eval_every, 0, 9.2e18},
+      {"train", "log_every", "steps between progress lines", &c.train.log_every, 1, 9.2e18},
+      {"train", "device", "where to train", &c.train.device, -kInf, kInf, {"auto", "cpu", "cuda"}},
+      {"train", "precision", "compute precision", &c.train.precision, -kInf, kInf, {"fp32", "bf16", "fp16"}},
+      {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
+      {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
+  };
+}
+
+const std::vector<std::string> kSections = {"run", "data", "model", "train", "checkpoint", "layer"};
+
+std::string where(const std::string& file, const toml::node& n) {
+  return fmt::format("{}:{}", file, n.source().begin.line);
+}
+
+std::string describe_node(const toml::node& n) {
+  if (n.is_string()) return fmt::format("a string (\"{}\")", *n.value<std::string>());
+  if (n.is_integer()) return fmt::format("an integer ({})", *n.value<int64_t>());
+  if (n.is_floating_point()) return fmt::format("a float ({})", *n.value<double>());
+  if (n.is_boolean()) return fmt::format("a boolean ({})", *n.value<bool>() ? "true" : "false");
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date/time";
+}
+
+std::string num_str(double x) {
+  if (x == kInf) return "inf";
+  if (x == -kInf) return "-inf";
+  if (x >= 9e18) return "max";
+  return fmt::format("{}", x);
+}
+
+void check_range(const Field& f, double v, const std::string& pos, const std::string& shown) {
+  if (!(v >= f.min && v <= f.max))
+    DP_THROW_USER("{}: {} = {} is out of range [{}, {}]", pos, f.full(), shown, num_str(f.min), num_str(f.max));
+}
+
+// Assigns node `n` to field `f`; `pos` names where the value came from.
+void assign(const Field& f, const toml::node& n, const std::string& pos) {
+  auto wrong = [&](const char* want) {
+    DP_THROW_USER("{}: {} must be {}, got {}", pos, f.full(), want, describe_node(n));
+  };
+  std::visit(
+      [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!n.is_string()) wrong("a string");
+          std::string v = *n.value<std::string>();
+          if (!f.choices.empty()) {
+            bool ok = false;
+            for (const auto& c : f.choices) ok = ok || c == v;
+            if (!ok) {
+              std::vector<std::string> shown;
+              for (const auto& c : f.choices)
+                if (!c.empty()) shown.push_back(c);
+              std::string near = closest_match(v, shown);
+              DP_THROW_USER("{}: {} = \"{}\" is not allowed{}; use one of: {}", pos, f.full(), v,
+                            near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near), join(shown));
+            }
+          }
+          *p = v;
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          if (!n.is_integer()) wrong("an integer");
+          int64_t v = *n.value<int64_t>();
+          check_range(f, static_cast<double>(v), pos, std::to_string(v));
+          *p = v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!n.is_number()) wrong("a number");
+          double v = *n.value<double>();
+          check_range(f, v, pos, fmt::format("{}", v));
+          *p = v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!n.is_boolean()) wrong("true or false");
+          *p = *n.value<bool>();
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          if (!n.is_array()) wrong("an array of numbers");
+          std::vector<double> out;
+          for (const auto& e : *n.as_array()) {
+            if (!e.is_number()) wrong("an array of numbers");
+            out.push_back(*e.value<double>());
+          }
+          *p = out;
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          if (!n.is_array()) wrong("an array of integers");
+          std::vector<int64_t> out;
+          for (const auto& e : *n.as_array()) {
+            if (!e.is_integer()) wrong("an array of integers");
+            out.push_back(*e.value<int64_t>());
+          }
+          *p = out;
+        }
+      },
+      f.ptr);
+}
+
+std::vector<std::string> keys_of(const std::vector<Field>& fields, const std::string& section) {
+  std::vector<std::string> out;
+  for (const auto& f : fields)
+    if (f.section == section) out.push_back(f.key);
+  return out;
+}
+
+ArgValue to_arg(const toml::node& n, const std::string& pos, const std::string& key) {
+  if (n.is_integer()) return *n.value<int64_t>();
+  if (n.is_floating_point()) return *n.value<double>();
+  if (n.is_boolean()) return *n.value<bool>();
+  if (n.is_string()) return *n.value<std::string>();
+  DP_THROW_USER("{}: layer key '{}' must be a number, boolean or string, got {}", pos, key, describe_node(n));
+}
+
+LayerSpec parse_layer(const toml::table& t, const std::string& file, int index) {
+  LayerSpec s;
+  s.pos = {file, static_cast<int>(t.source().begin.line)};
+  const toml::node* type = t.get("type");
+  if (!type)
+    DP_THROW_USER("{}: [[layer]] #{} is missing the required key 'type'", s.pos.str(), index + 1);
+  if (!type->is_string()) DP_THROW_USER("{}: layer.type must be a string, got {}", where(file, *type), describe_node(*type));
+  s.type = *type->value<std::string>();
+  s.name = s.type + std::to_string(index + 1);
+  for (const auto& [k, v] : t) {
+    std::string key(k.str());
+    std::string pos = where(file, v);
+    if (key == "type") continue;
+    if (key == "name") {
+      if (!v.is_string()) DP_THROW_USER("{}: layer.name must be a string, got {}", pos, describe_node(v));
+      s.name = *v.value<std::string>();
+    } else if (key == "inputs" || key == "input") {
+      if (v.is_string()) s.inputs = {*v.value<std::string>()};
+      else if (v.is_array()) {
+        for (const auto& e : *v.as_array()) {
+          if (!e.is_string()) DP_THROW_USER("{}: layer.inputs must be an array of layer names, got {}", pos, describe_node(e));
+          s.inputs.push_back(*e.value<std::string>());
+        }
+      } else {
+        DP_THROW_USER("{}: layer.inputs must be a layer name or an array of names, got {}", pos, describe_node(v));
+      }
+    } else {
+      s.args[key] = to_arg(v, pos, key);
+      s.arg_pos[key] = {file, static_cast<int>(v.source().begin.line)};
+    }
+  }
+  return s;
+}
+
+void apply_table(Config& c, std::vector<Field>& fields, const toml::table& root, const std::string& file) {
+  for (const auto& [k, v] : root) {
+    std::string section(k.str());
+    std::string pos = where(file, v);
+    if (section == "layer") {
+      if (!v.is_array_of_tables())
+        DP_THROW_USER("{}: 'layer' must be written as [[layer]] tables (an array of tables)", pos);
+      int i = 0;
+      for (const auto& e : *v.as_array()) c.model.layers.push_back(parse_layer(*e.as_table(), file, i++));
+      continue;
+    }
+    bool known = false;
+    for (const auto& s : kSections) known = known || s == section;
+    if (!known || !v.is_table()) {
+      if (!known && !v.is_table()) {
+        // A top-level key: suggest the section.key it probably belongs to.
+        std::vector<std::string> all;
+        for (const auto& f : fields) all.push_back(f.key);
+        std::string near = closest_match(section, all);
+        std::string hint;
+        for (const auto& f : fields)
+          if (f.key == near) hint = fmt::format(" (did you mean '{}' in [{}]?)", f.key, f.section);
+        DP_THROW_USER("{}: key '{}' is outside any section{}; sections: {}", pos, section, hint, join(kSections));
+      }
+      if (!known) {
+        std::string near = closest_match(section, kSections);
+        DP_THROW_USER("{}: unknown section [{}]{}; sections: {}", pos, section,
+                      near.empty() ? "" : fmt::format(" (did you mean [{}]?)", near), join(kSections));
+      }
+      DP_THROW_USER("{}: '{}' must be a section ([{}]), got {}", pos, section, section, describe_node(v));
+    }
+    for (const auto& [kk, vv] : *v.as_table()) {
+      std::string key(kk.str());
+      Field* f = nullptr;
+      for (auto& cand : fields)
+        if (cand.section == section && cand.key == key) f = &cand;
+      if (!f) {
+        std::string near = closest_match(key, keys_of(fields, section));
+        DP_THROW_USER("{}: unknown key '{}.{}'{}; valid keys in [{}]: {}", where(file, vv), section, key,
+                      near.empty() ? "" : fmt::format(" (did you mean '{}.{}'?)", section, near), section,
+                      join(keys_of(fields, section)));
+      }
+      assign(*f, vv, where(file, vv));
+    }
+  }
+}
+
+void apply_override(std::vector<Field>& fields, const std::string& ov) {
+  const std::string pos = fmt::format("--set {}", ov);
+  auto eq = ov.find('=');
+  auto dot = ov.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot > eq)
+    DP_THROW_USER("{}: expected section.key=value (e.g. --set train.lr=0.01)", pos);
+  std::string section = ov.substr(0, dot), key = ov.substr(dot + 1, eq - dot - 1), value = ov.substr(eq + 1);
+  Field* f = nullptr;
+  for (auto& cand : fields)
+    if (cand.section == section && cand.key == key) f = &cand;
+  if (!f) {
+    std::vector<std::string> all;
+    for (const auto& cand : fields) all.push_back(cand.full());
+    std::string near = closest_match(section + "." + key, all);
+    DP_THROW_USER("{}: unknown key '{}.{}'{}", pos, section, key,
+                  near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+  }
+  // The value uses TOML syntax (0.1, true, [1, 2], "text"); a bare word is taken as a string.
+  toml::table t;
+  try {
+    t = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    t = toml::table{{"v", value}};
+  }
+  assign(*f, *t.get("v"), pos);
+}
+
+void validate(const Config& c) {
+  const std::string src = c.source.empty() ? "<config>" : c.source;
+  if (c.model.preset.empty() && c.model.layers.empty())
+    DP_THROW_USER("{}: no model given: set model.preset (one of: mlp, cnn, resnet18, resnet50, cifar_resnet18) "
+                  "or write a [[layer]] list",
+                  src);
+  if (!c.model.preset.empty() && !c.model.layers.empty())
+    DP_THROW_USER("{}: both model.preset = \"{}\" and a [[layer]] list are given; keep one", src, c.model.preset);
+  if (c.data.mean.size() != c.data.std.size())
+    DP_THROW_USER("{}: data.mean has {} values but data.std has {}; give one per channel", src, c.data.mean.size(),
+                  c.data.std.size());
+  for (double s : c.data.std)
+    if (!(s > 0)) DP_THROW_USER("{}: data.std values must be > 0, got {}", src, s);
+  if (c.data.dataset == "synthetic" && c.data.synthetic_shape.empty())
+    DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
+}
+
+std::string toml_value(const FieldPtr& p) {
+  return std::visit(
+      [](auto* v) -> std::string {
+        using T = std::remove_pointer_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          std::ostringstream os;
+          os << toml::value<std::string>(*v);
+          return os.str();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return *v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          std::ostringstream os;
+          os << toml::value<double>(*v);
+          return os.str();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          return std::to_string(*v);
+        } else {
+          std::string s = "[";
+          for (size_t i = 0; i < v->size(); ++i) {
+            std::ostringstream os;
+            os << toml::value<typename T::value_type>((*v)[i]);
+            s += (i ? ", " : "") + os.str();
+          }
+          return s + "]";
+        }
+      },
+      p);
+}
+
+std::string arg_value(const ArgValue& v) {
+  std::ostringstream os;
+  switch (v.index()) {
+    case 0: os << std::get<int64_t>(v); break;
+    case 1: os << toml::value<double>(std::get<double>(v)); break;
+    case 2: os << (std::get<bool>(v) ? "true" : "false"); break;
+    default: os << toml::value<std::string>(std::get<std::string>(v)); break;
+  }
+  return os.str();
+}
+
+Config parse_impl(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
+  Config c;
+  c.source = name;
+  auto fields = schema(c);
+  toml::table root;
+  try {
+    root = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    DP_THROW_USER("{}:{}:{}: TOML syntax error: {}", name, e.source().begin.line, e.source().begin.column,
+                  std::string(e.description()));
+  }
+  apply_table(c, fields, root, name);
+  for (const auto& ov : overrides) apply_override(fields, ov);
+  validate(c);
+  return c;
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
+  return parse_impl(text, name, overrides);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in)
+    DP_THROW_USER("cannot read config file '{}': {} (give the path of a model.cfg, e.g. models/fmnist_cnn.cfg)", path,
+                  std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_impl(ss.str(), path, overrides);
+}
+
+std::string to_toml(const Config& cfg) {
+  Config c = cfg;
+  auto fields = schema(c);
+  std::string out = fmt::format("# dptrain resolved configuration (from {})\n", c.source.empty() ? "defaults" : c.source);
+  std::string section;
+  for (const auto& f : fields) {
+    if (f.section != section) {
+      section = f.section;
+      out += fmt::format("\n[{}]\n", section);
+    }
+    out += fmt::format("{} = {}\n", f.key, toml_value(f.ptr));
+  }
+  for (const auto& l : c.model.layers) {
+    out += fmt::format("\n[[layer]]\ntype = \"{}\"\nname = \"{}\"\n", l.type, l.name);
+    if (!l.inputs.empty()) {
+      std::vector<std::string> q;
+      for (const auto& i : l.inputs) q.push_back("\"" + i + "\"");
+      out += fmt::format("inputs = [{}]\n", join(q));
+    }
+    for (const auto& [k, v] : l.args) out += fmt::format("{} = {}\n", k, arg_value(v));
+  }
+  return out;
+}
+
+std::string config_reference() {
+  Config c;
+  auto fields = schema(c);
+  std::string out, section;
+  for (const auto& f : fields) {
+    if (f.section != section) {
+      section = f.section;
+      out += fmt::format("\n### [{}]\n\n| key | default | allowed | meaning |\n|---|---|---|---|\n", section);
+    }
+    std::string allowed;
+    if (!f.choices.empty()) {
+      std::vector<std::string> q;
+      for (const auto& ch : f.choices) q.push_back("`\"" + ch + "\"`");
+      allowed = join(q);
+    } else if (f.min != -kInf || f.max != kInf) {
+      allowed = fmt::format("[{}, {}]", num_str(f.min), num_str(f.max));
+    }
+    out += fmt::format("| `{}` | `{}` | {} | {} |\n", f.key, toml_value(f.ptr), allowed, f.help);
+  }
+  return out;
+}
+
+}  // namespace dp

@@ -1,0 +1,96 @@
+// defines: Config (the typed run configuration) and load_config (TOML model.cfg + --set overrides).
+//
+// Every key is declared once in a schema (runtime/config.cpp: name, type, default, range or
+// choices, help). The schema drives parsing, validation, the resolved config written to the run
+// directory, and `dptrain --print-config-reference`. Problems in the user's file are one
+// UserError line naming file:line, the key and the closest valid key or the allowed values.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/layer_registry.h"
+
+namespace dp {
+
+struct RunConfig {
+  std::string name = "default";
+  std::string dir = "runs";       // run directory root: <dir>/<name>/
+  int64_t seed = 0;
+  std::string log_level = "info";
+};
+
+struct DataConfig {
+  std::string dataset = "fashion_mnist";  // fashion_mnist | idx | cifar10 | synthetic
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  std::vector<double> mean = {0.2860};
+  std::vector<double> std = {0.3530};
+  int64_t crop_padding = 0;
+  bool hflip = false;
+  int64_t train_limit = 0;  // 0 = all training samples
+  int64_t eval_limit = 0;   // 0 = all evaluation samples
+  bool shuffle = true;
+  bool drop_last = false;
+  int64_t synthetic_train = 10000;
+  int64_t synthetic_eval = 1000;
+  std::vector<int64_t> synthetic_shape = {3, 32, 32};
+  int64_t synthetic_classes = 10;
+};
+
+struct ModelConfig {
+  std::string preset;              // mlp | cnn | resnet18 | resnet50 | cifar_resnet18 ("" = [[layer]] list)
+  int64_t num_classes = 10;
+  std::vector<int64_t> hidden = {512, 256};  // mlp preset
+  double dropout = 0.0;            // mlp/cnn presets
+  std::vector<LayerSpec> layers;   // the [[layer]] list
+};
+
+struct TrainConfig {
+  int64_t epochs = 1;
+  int64_t steps = 0;               // > 0: stop after this many steps (overrides epochs)
+  int64_t batch_size = 128;        // per rank
+  std::string optimizer = "adamw"; // sgd | adamw
+  double lr = 1e-3;
+  double momentum = 0.9;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::string schedule = "constant";  // constant | step | cosine
+  int64_t warmup_steps = 0;
+  double warmup_start_factor = 0.0;
+  int64_t step_size = 1000;
+  double gamma = 0.1;
+  double min_lr = 0.0;
+  double label_smoothing = 0.0;
+  int64_t eval_every = 0;          // steps; 0 = at the end of each epoch
+  int64_t log_every = 50;          // steps between progress lines
+  std::string device = "auto";     // auto | cpu | cuda
+  std::string precision = "fp32";  // fp32 | bf16 | fp16
+  int64_t threads = 0;             // CPU threads (0 = all cores)
+};
+
+struct CheckpointConfig {
+  bool final = true;               // write <run>/final.safetensors at the end
+};
+
+struct Config {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  TrainConfig train;
+  CheckpointConfig checkpoint;
+  std::string source;              // the cfg path ("" when built in code)
+};
+
+// Reads `path` (TOML), applies overrides ("section.key=value", TOML value syntax, bare words
+// as strings) and validates. Throws UserError with file:line.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from a string (for tests); `name` is used in messages.
+Config parse_config(const std::string& text, const std::string& name, const std::vector<std::string>& overrides = {});
+// The resolved config as TOML: every key with its value, then the [[layer]] list.
+std::string to_toml(const Config& c);
+// Markdown reference of every key (generated from the schema).
+std::string config_reference();
+
+}  // namespace dp
