@@ -1,9 +1,27 @@
 #include "models/build.h"
 
+#include <algorithm>
+
 #include "models/presets.h"
 #include "models/registry.h"
 
 namespace dp::models {
+
+void validate_model(const ModelConfig& cfg) {
+  const std::vector<LayerSpec> specs = cfg.preset.empty() ? cfg.layers : preset_layers(cfg);
+  std::vector<std::string> seen = {"input"};
+  for (const auto& spec : specs) {
+    layer_registry().validate(spec);
+    for (const auto& in : spec.inputs)
+      if (std::find(seen.begin(), seen.end(), in) == seen.end())
+        DP_THROW_USER("{}: layer '{}' takes input '{}', which is not an earlier layer (layers must be listed after "
+                      "their inputs; 'input' is the model input)",
+                      spec.pos.str(), spec.name, in);
+    if (std::find(seen.begin(), seen.end(), spec.name) != seen.end())
+      DP_THROW_USER("{}: layer name '{}' is used twice", spec.pos.str(), spec.name);
+    seen.push_back(spec.name);
+  }
+}
 
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed, Device device) {
   const std::vector<LayerSpec> specs = cfg.preset.empty() ? cfg.layers : preset_layers(cfg);

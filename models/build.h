@@ -9,6 +9,10 @@ namespace dp::models {
 
 // The preset's layer list or the cfg's [[layer]] list, validated through the registry (errors
 // name the cfg file and line), shapes inferred from `input_shape` (per sample).
+// Checks the layer list (types, keys, values, input names) without building: the errors of a bad
+// cfg surface before any run directory or data set is touched.
+void validate_model(const ModelConfig& cfg);
+
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
                                    Device device = Device::cpu());
 

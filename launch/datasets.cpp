@@ -1,0 +1,44 @@
+#include "launch/datasets.h"
+
+#include <numeric>
+
+namespace dp::launch {
+namespace {
+std::vector<int64_t> range(int64_t begin, int64_t count) {
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+int64_t limited(int64_t n, int64_t limit) { return limit > 0 ? std::min(n, limit) : n; }
+}  // namespace
+
+Datasets open_datasets(const DataConfig& cfg) {
+  Datasets d;
+  if (cfg.dataset == "synthetic") {
+    // One generator for both splits: the evaluation samples are the indices after the training
+    // ones, so they come from the same distribution but are never trained on.
+    Shape shape(cfg.synthetic_shape.begin(), cfg.synthetic_shape.end());
+    std::shared_ptr<const data::Dataset> ds = data::make_synthetic(
+        cfg.synthetic_train + cfg.synthetic_eval, shape, static_cast<int>(cfg.synthetic_classes), 12345);
+    d.train = {ds, range(0, limited(cfg.synthetic_train, cfg.train_limit))};
+    d.eval = {ds, range(cfg.synthetic_train, limited(cfg.synthetic_eval, cfg.eval_limit))};
+  } else {
+    std::shared_ptr<const data::Dataset> tr, ev;
+    if (cfg.dataset == "cifar10") {
+      tr = data::open_cifar10(cfg.path, true);
+      ev = data::open_cifar10(cfg.path, false);
+    } else {  // fashion_mnist, idx: the MNIST file names in cfg.path
+      tr = data::open_fashion_mnist(cfg.path, true);
+      ev = data::open_fashion_mnist(cfg.path, false);
+    }
+    d.train = {tr, range(0, limited(tr->size(), cfg.train_limit))};
+    d.eval = {ev, range(0, limited(ev->size(), cfg.eval_limit))};
+  }
+  const Shape s = d.train.dataset->sample_shape();
+  if (!cfg.mean.empty() && static_cast<int64_t>(cfg.mean.size()) != s[0])
+    DP_THROW_USER("data.mean and data.std have {} values but the {} data has {} channels; give one per channel",
+                  cfg.mean.size(), cfg.dataset, s[0]);
+  return d;
+}
+
+}  // namespace dp::launch

@@ -1,0 +1,266 @@
+#include "launch/trainer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "launch/datasets.h"
+#include "launch/run_dir.h"
+#include "models/build.h"
+#include "models/layers/softmax_cross_entropy.h"
+#include "runtime/data/loader.h"
+#include "runtime/data/sampler.h"
+#include "runtime/device_memory.h"
+#include "runtime/log.h"
+#include "runtime/optim/adamw.h"
+#include "runtime/optim/schedule.h"
+#include "runtime/optim/sgd.h"
+#include "runtime/safetensors.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace dp::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string hms(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+// Top-k hits of one batch: logits (N, K) f32 on the CPU, labels (N).
+void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
+  const int64_t n = logits.dim(0), k = logits.dim(1);
+  const float* z = logits.data<float>();
+  const int32_t* y = labels.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = z + i * k;
+    const float target = row[y[i]];
+    // Rank of the true class = number of classes scoring strictly higher (ties count for it).
+    int64_t higher = 0;
+    for (int64_t j = 0; j < k; ++j) higher += row[j] > target;
+    top1 += higher < 1;
+    top5 += higher < 5;
+  }
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {
+  if (t.optimizer == "sgd") {
+    optim::SgdOptions o;
+    o.momentum = t.momentum;
+    o.dampening = t.dampening;
+    o.nesterov = t.nesterov;
+    o.weight_decay = t.weight_decay;
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      DP_THROW_USER("train.nesterov = true needs train.momentum > 0 and train.dampening = 0 (as in torch.optim.SGD)");
+    return optim::make_sgd(numel, o);
+  }
+  optim::AdamWOptions o;
+  o.beta1 = t.beta1;
+  o.beta2 = t.beta2;
+  o.eps = t.eps;
+  o.weight_decay = t.weight_decay;
+  return optim::make_adamw(numel, o);
+}
+
+optim::ScheduleOptions schedule_of(const TrainConfig& t) {
+  optim::ScheduleOptions s;
+  s.kind = t.schedule;
+  s.base_lr = t.lr;
+  s.warmup_steps = t.warmup_steps;
+  s.warmup_start_factor = t.warmup_start_factor;
+  s.step_size = t.step_size;
+  s.gamma = t.gamma;
+  s.min_lr = t.min_lr;
+  return s;
+}
+
+data::Transform transform_of(const DataConfig& d, bool train) {
+  data::Transform t;
+  t.mean.assign(d.mean.begin(), d.mean.end());
+  t.std.assign(d.std.begin(), d.std.end());
+  if (train) {
+    t.crop_padding = static_cast<int>(d.crop_padding);
+    t.hflip = d.hflip;
+  }
+  return t;
+}
+
+}  // namespace
+
+Device choose_device(const std::string& wanted) {
+  int n = cuda_device_count();
+  if (wanted == "cpu") return Device::cpu();
+  if (wanted == "cuda") {
+    if (n == 0)
+      DP_THROW_USER("train.device = \"cuda\" but no usable GPU was found (no driver, no device, or a build without "
+                    "CUDA); use train.device = \"auto\" or \"cpu\"");
+    return Device::cuda(0);
+  }
+  if (n == 0) {
+    log::get("train")->info("no GPU found; training on the CPU");
+    return Device::cpu();
+  }
+  return Device::cuda(0);
+}
+
+EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
+                    uint64_t step) {
+  EvalResult r;
+  StepContext ctx{false, static_cast<uint64_t>(cfg.run.seed), step};
+  data::Loader loader(*split.dataset, split.indices, static_cast<int>(cfg.train.batch_size), /*drop_last=*/false,
+                      transform_of(cfg.data, false), cfg.run.seed, 0);
+  data::Batch b;
+  double loss_sum = 0;
+  int64_t top1 = 0, top5 = 0;
+  while (loader.next(b)) {
+    const Tensor& logits = model.forward(ctx, b.x);
+    const int64_t n = b.x.dim(0);
+    loss_sum += loss.forward_backward(logits, b.y, nullptr) * static_cast<double>(n);
+    count_hits(logits, b.y, top1, top5);
+    r.samples += n;
+  }
+  if (r.samples > 0) {
+    r.loss = loss_sum / r.samples;
+    r.top1 = static_cast<double>(top1) / r.samples;
+    r.top5 = static_cast<double>(top5) / r.samples;
+  }
+  return r;
+}
+
+TrainResult train(const Config& cfg) {
+  auto lg = log::get("train");
+  const auto t_start = Clock::now();
+  if (cfg.train.threads > 0) {
+    omp_set_num_threads(static_cast<int>(cfg.train.threads));
+    openblas_set_num_threads(static_cast<int>(cfg.train.threads));
+  }
+  if (cfg.train.precision != "fp32")
+    DP_THROW_USER("train.precision = \"{}\" needs the CUDA path; the CPU trains in fp32 (set train.precision = \"fp32\")",
+                  cfg.train.precision);
+  const Device device = choose_device(cfg.train.device);
+  if (!device.is_cpu())
+    DP_THROW_USER("training on {} is not available in this build yet; use train.device = \"cpu\"", device.str());
+
+  RunDir run(cfg.run.dir, cfg.run.name);
+  run.write_text("config.toml", to_toml(cfg));
+  log::configure(cfg.run.log_level, run.file("logs/rank-0.log"));
+  lg = log::get("train");
+  lg->info("run directory {}", run.path());
+
+  Datasets ds = open_datasets(cfg.data);
+  lg->info("data: train {} ({} samples), eval {} samples", ds.train.dataset->describe(), ds.train.indices.size(),
+           ds.eval.indices.size());
+
+  const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
+  auto model = models::build_model(cfg.model, ds.train.dataset->sample_shape(), seed, device);
+  lg->info("model {}: {} parameters\n{}", cfg.model.preset.empty() ? "from [[layer]] list" : cfg.model.preset,
+           model->num_parameters(), model->summary());
+  if (model->output_shape().size() != 1)
+    DP_THROW_USER("the model's output has per-sample shape {}; the loss needs class scores [K] (end with a linear layer)",
+                  shape_str(model->output_shape()));
+  if (model->output_shape()[0] < ds.train.dataset->num_classes())
+    DP_THROW_USER("the model outputs {} classes but the data set has {}; set model.num_classes = {}",
+                  model->output_shape()[0], ds.train.dataset->num_classes(), ds.train.dataset->num_classes());
+
+  models::SoftmaxCrossEntropy loss(cfg.train.label_smoothing);
+  auto opt = make_optimizer(cfg.train, model->num_parameters());
+  const auto sched = schedule_of(cfg.train);
+
+  const int64_t bs = cfg.train.batch_size;
+  const int64_t n_train = static_cast<int64_t>(ds.train.indices.size());
+  const int64_t per_epoch = cfg.data.drop_last ? n_train / bs : (n_train + bs - 1) / bs;
+  if (per_epoch == 0)
+    DP_THROW_USER("train.batch_size = {} is larger than the {} training samples with data.drop_last = true", bs, n_train);
+  const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : per_epoch * cfg.train.epochs;
+  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
+           bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
+
+  TrainResult result;
+  result.run_dir = run.path();
+  int64_t step = 0;
+  Tensor dlogits;
+  auto t_window = Clock::now();
+  double win_loss = 0;
+  int64_t win_samples = 0, win_hits = 0, win_steps = 0;
+  bool evaluated_last = false;
+  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
+    std::vector<int64_t> order = data::sampler_indices(n_train, 1, 0, cfg.data.shuffle, seed, epoch, cfg.data.drop_last);
+    for (auto& i : order) i = ds.train.indices[i];
+    data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
+                        transform_of(cfg.data, true), seed, epoch);
+    data::Batch b;
+    while (step < total && loader.next(b)) {
+      StepContext ctx{true, seed, static_cast<uint64_t>(step)};
+      model->zero_grad();
+      const Tensor& logits = model->forward(ctx, b.x);
+      if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
+      const double l = loss.forward_backward(logits, b.y, &dlogits);
+      if (!std::isfinite(l))
+        throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", l, step,
+                                  identity_string()));
+      int64_t top1 = 0, top5 = 0;
+      count_hits(logits, b.y, top1, top5);
+      model->backward(ctx, dlogits);
+      const double lr = optim::lr_at(sched, step, total);
+      opt->step(model->params().flat(), model->grads().flat(), lr);
+      ++step;
+      evaluated_last = false;
+      const int64_t n = b.x.dim(0);
+      win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
+      if (step % cfg.train.log_every == 0 || step == total) {
+        const double dt = seconds_since(t_window);
+        const double sps = win_samples / std::max(dt, 1e-9);
+        const double eta = (total - step) * (dt / win_steps);
+        lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", epoch + 1, epochs,
+                 step, total, win_loss / win_samples, static_cast<double>(win_hits) / win_samples, lr, sps, hms(eta));
+        run.append_metrics({{"split", "train"}, {"step", step}, {"epoch", epoch + 1}, {"loss", win_loss / win_samples},
+                            {"accuracy", static_cast<double>(win_hits) / win_samples}, {"lr", lr},
+                            {"samples_per_s", sps}, {"time", seconds_since(t_start)}});
+        t_window = Clock::now();
+        win_loss = 0, win_samples = win_hits = win_steps = 0;
+      }
+      if (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) {
+        result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+        evaluated_last = true;
+        lg->info("eval at step {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", step, result.final_eval.loss,
+                 result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
+        run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
+                            {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
+                            {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
+      }
+    }
+    if (cfg.train.eval_every == 0 || (step == total && !evaluated_last)) {
+      result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+      lg->info("eval after epoch {} (step {}): loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", epoch + 1, step,
+               result.final_eval.loss, result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
+      run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
+                          {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
+                          {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
+    }
+  }
+  result.steps = step;
+  result.seconds = seconds_since(t_start);
+  if (cfg.checkpoint.final) {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& nt : model->state()) tensors.emplace_back(nt.name, nt.tensor);
+    write_safetensors(run.file("final.safetensors"), tensors,
+                      {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step)},
+                       {"config", to_toml(cfg)}});
+  }
+  lg->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step, hms(result.seconds),
+           result.final_eval.top1, result.final_eval.top5, result.final_eval.loss);
+  return result;
+}
+
+}  // namespace dp::launch

@@ -1,0 +1,147 @@
+// Config parsing: values land in the typed structs, and every kind of malformed cfg is one
+// exact error line naming file:line, the key, and the closest key or the allowed values.
+#include <gtest/gtest.h>
+
+#include "runtime/config.h"
+
+namespace dp {
+namespace {
+
+std::string error_of(const std::string& text, const std::vector<std::string>& ov = {}) {
+  try {
+    parse_config(text, "m.cfg", ov);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+const char* kMin = "[model]\npreset = \"mlp\"\n";
+
+TEST(Config, ParsesTypedValues) {
+  Config c = parse_config(
+      "[run]\nname = \"x\"\nseed = 7\n[model]\npreset = \"cnn\"\n[train]\nlr = 0.5\nbatch_size = 32\n"
+      "nesterov = true\noptimizer = \"sgd\"\n[data]\nmean = [0.1, 0.2, 0.3]\nstd = [1, 2, 3]\n",
+      "m.cfg");
+  EXPECT_EQ(c.run.name, "x");
+  EXPECT_EQ(c.run.seed, 7);
+  EXPECT_EQ(c.model.preset, "cnn");
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.5);
+  EXPECT_EQ(c.train.batch_size, 32);
+  EXPECT_TRUE(c.train.nesterov);
+  EXPECT_EQ(c.train.optimizer, "sgd");
+  ASSERT_EQ(c.data.std.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.data.std[2], 3.0);  // integers are accepted where numbers are expected
+}
+
+TEST(Config, OverridesApplyAfterTheFile) {
+  Config c = parse_config(std::string(kMin) + "[train]\nlr = 0.5\n", "m.cfg",
+                          {"train.lr=0.01", "run.name=abc", "data.hflip=true", "model.hidden=[8, 4]"});
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.01);
+  EXPECT_EQ(c.run.name, "abc");  // a bare word is a string
+  EXPECT_TRUE(c.data.hflip);
+  EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{8, 4}));
+}
+
+TEST(Config, UnknownKeySuggestsClosest) {
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
+            "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
+            "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
+            "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
+            "device, precision, threads");
+}
+
+TEST(Config, UnknownSectionSuggestsClosest) {
+  EXPECT_EQ(error_of(std::string(kMin) + "[trian]\nlr = 0.1\n"),
+            "m.cfg:3: unknown section [trian] (did you mean [train]?); sections: run, data, model, train, checkpoint, "
+            "layer");
+}
+
+TEST(Config, WrongType) {
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlr = \"fast\"\n"),
+            "m.cfg:4: train.lr must be a number, got a string (\"fast\")");
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nbatch_size = 1.5\n"),
+            "m.cfg:4: train.batch_size must be an integer, got a float (1.5)");
+}
+
+TEST(Config, OutOfRange) {
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nbatch_size = 0\n"),
+            "m.cfg:4: train.batch_size = 0 is out of range [1, 1000000000]");
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nmomentum = 1.5\n"),
+            "m.cfg:4: train.momentum = 1.5 is out of range [0, 1]");
+}
+
+TEST(Config, NotAnAllowedValue) {
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\noptimizer = \"adam\"\n"),
+            "m.cfg:4: train.optimizer = \"adam\" is not allowed (did you mean \"adamw\"?); use one of: sgd, adamw");
+}
+
+TEST(Config, MissingModel) {
+  EXPECT_EQ(error_of("[train]\nlr = 0.1\n"),
+            "m.cfg: no model given: set model.preset (one of: mlp, cnn, resnet18, resnet50, cifar_resnet18) or "
+            "write a [[layer]] list");
+}
+
+TEST(Config, LayerWithoutType) {
+  EXPECT_EQ(error_of("[[layer]]\ntype = \"flatten\"\n\n[[layer]]\nout_features = 10\n"),
+            "m.cfg:4: [[layer]] #2 is missing the required key 'type'");
+}
+
+TEST(Config, LayerListKeepsArgsAndPositions) {
+  Config c = parse_config(
+      "[[layer]]\ntype = \"flatten\"\n[[layer]]\ntype = \"linear\"\nname = \"fc\"\nout_features = 10\n"
+      "inputs = [\"flatten1\"]\n",
+      "m.cfg");
+  ASSERT_EQ(c.model.layers.size(), 2u);
+  EXPECT_EQ(c.model.layers[0].name, "flatten1");  // default name: type + position
+  const LayerSpec& fc = c.model.layers[1];
+  EXPECT_EQ(fc.name, "fc");
+  EXPECT_EQ(std::get<int64_t>(fc.args.at("out_features")), 10);
+  EXPECT_EQ(fc.arg_pos.at("out_features").line, 6);
+  EXPECT_EQ(fc.inputs, std::vector<std::string>{"flatten1"});
+}
+
+TEST(Config, SyntaxError) {
+  std::string e = error_of("[train\nlr = 1\n");
+  EXPECT_EQ(e.rfind("m.cfg:1:", 0), 0u) << e;
+  EXPECT_NE(e.find("TOML syntax error"), std::string::npos) << e;
+}
+
+TEST(Config, BadOverride) {
+  EXPECT_EQ(error_of(kMin, {"train.lrr=0.1"}), "--set train.lrr=0.1: unknown key 'train.lrr' (did you mean 'train.lr'?)");
+  EXPECT_EQ(error_of(kMin, {"lr"}), "--set lr: expected section.key=value (e.g. --set train.lr=0.01)");
+  EXPECT_EQ(error_of(kMin, {"train.lr=abc"}), "--set train.lr=abc: train.lr must be a number, got a string (\"abc\")");
+}
+
+TEST(Config, MissingFile) {
+  try {
+    load_config("/nonexistent/m.cfg");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot read config file '/nonexistent/m.cfg': No such file or directory (give the path of a "
+                 "model.cfg, e.g. models/fmnist_cnn.cfg)");
+  }
+}
+
+TEST(Config, ResolvedConfigRoundTrips) {
+  Config c = parse_config(
+      "[model]\npreset = \"cnn\"\n[train]\nlr = 0.25\n[data]\nmean = [0.5]\nstd = [0.25]\n", "m.cfg", {"run.seed=3"});
+  Config back = parse_config(to_toml(c), "resolved.toml");
+  EXPECT_EQ(to_toml(back).substr(to_toml(back).find('\n')), to_toml(c).substr(to_toml(c).find('\n')));
+  EXPECT_DOUBLE_EQ(back.train.lr, 0.25);
+  EXPECT_EQ(back.run.seed, 3);
+  Config l = parse_config("[[layer]]\ntype = \"linear\"\nname = \"fc\"\nout_features = 3\nbias = false\n", "m.cfg");
+  Config lb = parse_config(to_toml(l), "resolved.toml");
+  ASSERT_EQ(lb.model.layers.size(), 1u);
+  EXPECT_EQ(std::get<bool>(lb.model.layers[0].args.at("bias")), false);
+}
+
+TEST(Config, ExampleConfigsParse) {
+  for (const char* f : {"fmnist_cnn.cfg", "fmnist_mlp.cfg", "cifar_resnet18.cfg", "resnet50.cfg"}) {
+    EXPECT_NO_THROW(load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/" + f)) << f;
+  }
+}
+
+}  // namespace
+}  // namespace dp
