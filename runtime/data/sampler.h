@@ -1,0 +1,36 @@
+// defines: the distributed sampler, as pure functions: which dataset indices rank r of N visits
+// in an epoch, in order. Semantics are exactly torch.utils.data.DistributedSampler's:
+//
+//   1. order   = a permutation of [0, n) chosen by (seed, epoch), or [0, n) if !shuffle
+//   2. drop_last = false: total = ceil(n / N) * N; pad by repeating `order` from its start
+//                         (cyclically, so padding longer than n repeats it several times)
+//      drop_last = true:  total = floor(n / N) * N; truncate `order` to its first `total`
+//   3. rank r takes order[r], order[r + N], order[r + 2N], ...  (order[r:total:N])
+//
+// Every rank gets total / N indices, so every rank runs the same number of steps.
+// Only the permutation differs from torch (torch.randperm with a generator seeded
+// seed + epoch); sampler_indices_from_permutation takes any permutation, so a test can feed
+// torch's and compare the rest exactly (tests/oracle/test_sampler_torch.py).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace dp::data {
+
+// Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P) over [0, n) driven by
+// keyed_rng(seed, kStreamShuffle, id = epoch): every (seed, epoch) pair is its own Philox
+// stream, so unlike torch's seed + epoch, (seed 1, epoch 0) and (seed 0, epoch 1) differ.
+std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch);
+
+// Steps 2 and 3 above, for a given order (`perm` need not be a permutation: it is used as is).
+std::vector<int64_t> sampler_indices_from_permutation(const std::vector<int64_t>& perm, int world_size, int rank,
+                                                      bool drop_last);
+
+// Steps 1 to 3.
+std::vector<int64_t> sampler_indices(int64_t dataset_size, int world_size, int rank, bool shuffle, uint64_t seed,
+                                     uint64_t epoch, bool drop_last);
+
+// How many indices every rank gets: ceil(n / N) or, with drop_last, floor(n / N).
+int64_t sampler_num_samples(int64_t dataset_size, int world_size, bool drop_last);
+
+}  // namespace dp::data
