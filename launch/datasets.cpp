@@ -1,5 +1,6 @@
 #include "launch/datasets.h"
 
+#include <filesystem>
 #include <numeric>
 
 namespace dp::launch {
@@ -8,6 +9,11 @@ std::vector<int64_t> range(int64_t begin, int64_t count) {
   std::vector<int64_t> v(static_cast<size_t>(count));
   std::iota(v.begin(), v.end(), begin);
   return v;
+}
+// <dir>/<stem>.gz when it exists, else <dir>/<stem> (whose absence open_idx reports).
+std::string idx_file(const std::string& dir, const std::string& stem) {
+  const std::string gz = dir + "/" + stem + ".gz";
+  return std::filesystem::exists(gz) ? gz : dir + "/" + stem;
 }
 int64_t limited(int64_t n, int64_t limit) { return limit > 0 ? std::min(n, limit) : n; }
 }  // namespace
@@ -27,7 +33,10 @@ Datasets open_datasets(const DataConfig& cfg) {
     if (cfg.dataset == "cifar10") {
       tr = data::open_cifar10(cfg.path, true);
       ev = data::open_cifar10(cfg.path, false);
-    } else {  // fashion_mnist, idx: the MNIST file names in cfg.path
+    } else if (cfg.dataset == "idx") {  // any MNIST-style IDX pair, plain or gzip
+      tr = data::open_idx(idx_file(cfg.path, "train-images-idx3-ubyte"), idx_file(cfg.path, "train-labels-idx1-ubyte"));
+      ev = data::open_idx(idx_file(cfg.path, "t10k-images-idx3-ubyte"), idx_file(cfg.path, "t10k-labels-idx1-ubyte"));
+    } else {
       tr = data::open_fashion_mnist(cfg.path, true);
       ev = data::open_fashion_mnist(cfg.path, false);
     }
