@@ -1,0 +1,24 @@
+// defines: AdamW, Adam with decoupled weight decay (Loshchilov & Hutter, ICLR 2019), with
+// torch.optim.AdamW's semantics (bias-corrected moments, eps added after sqrt(v_hat), no amsgrad).
+#pragma once
+#include "runtime/optim/optimizer.h"
+
+namespace dp::optim {
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(int64_t numel, AdamWOptions options);  // throws UserError for invalid options
+  const char* name() const override { return "adamw"; }
+  void step(const Tensor& params, const Tensor& grads, double lr) override;
+  // {"exp_avg", "exp_avg_sq"}
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) override;
+  const AdamWOptions& options() const { return options_; }
+
+ private:
+  AdamWOptions options_;
+  Tensor exp_avg_;     // (numel,) f32, first moment m
+  Tensor exp_avg_sq_;  // (numel,) f32, second moment v
+};
+
+}  // namespace dp::optim

@@ -1,0 +1,59 @@
+#include "runtime/optim/optimizer.h"
+
+#include <cmath>
+#include <set>
+
+#include "runtime/suggest.h"
+
+namespace dp::optim {
+
+Optimizer::Optimizer(int64_t numel) : numel_(numel) {
+  DP_CHECK(numel >= 0, "optimizer over {} parameters", numel);
+}
+
+void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, double lr) const {
+  for (const Tensor* t : {&params, &grads}) {
+    const char* what = t == &params ? "parameters" : "gradients";
+    DP_CHECK(t->defined(), "{} optimizer: {} tensor is undefined", name(), what);
+    DP_CHECK(t->dtype() == DType::F32 && t->ndim() == 1 && t->numel() == numel_,
+             "{} optimizer over {} parameters was given {} {}: want a flat f32 tensor of that length", name(),
+             numel_, what, t->describe());
+    DP_CHECK(t->device().is_cpu(), "{} optimizer: {} are {}, but only the CPU kernel is built", name(), what,
+             t->describe());
+  }
+  if (!std::isfinite(lr) || lr < 0)
+    DP_THROW_USER("{} optimizer: invalid learning rate {} (want a finite value >= 0)", name(), lr);
+}
+
+void Optimizer::load_slots(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps,
+                           const std::vector<std::pair<std::string, Tensor>>& slots) {
+  std::vector<std::string> expected, missing, unexpected, problems;
+  std::set<std::string> given;
+  for (const auto& [n, t] : slots) expected.push_back(n);
+  for (const auto& [n, t] : state) {
+    if (!given.insert(n).second) problems.push_back(fmt::format("'{}' given twice", n));
+    bool known = false;
+    for (const auto& e : expected) known = known || e == n;
+    if (!known) unexpected.push_back("'" + n + "'");
+  }
+  for (const auto& e : expected)
+    if (!given.count(e)) missing.push_back("'" + e + "'");
+  if (!missing.empty()) problems.push_back("missing " + join(missing));
+  if (!unexpected.empty()) problems.push_back("unexpected " + join(unexpected));
+  for (const auto& [n, t] : state) {
+    if (!t.defined()) problems.push_back(fmt::format("'{}' is undefined", n));
+    else if (t.dtype() != DType::F32 || t.numel() != numel_)
+      problems.push_back(fmt::format("'{}' is {}, want f32 with {} elements", n, t.describe(), numel_));
+  }
+  if (steps < 0) problems.push_back(fmt::format("step count {} is negative", steps));
+  if (!problems.empty())
+    DP_THROW_USER("cannot load {} optimizer state ({} parameters, slots: {}): {}", name(), numel_,
+                  expected.empty() ? std::string("none") : join(expected), join(problems, "; "));
+  // Everything checked: now copy, so a failed load leaves the optimizer as it was.
+  for (const auto& [n, dst] : slots)
+    for (const auto& [m, src] : state)
+      if (m == n) dst.copy_from(src.reshape(dst.shape()));
+  steps_ = steps;
+}
+
+}  // namespace dp::optim

@@ -1,0 +1,65 @@
+// defines: Optimizer, the interface of an update rule over the flat parameter arena, the options
+// of the built-in rules and their factories (make_sgd, make_adamw).
+//
+// An optimizer sees one flat F32 parameter tensor and one flat gradient tensor of the same length
+// (the arenas of runtime/arena.h), so one fused pass updates every parameter. It owns its state
+// as flat tensors of that length and serialises it by name (tiny-cuda-nn's habit: optimizers
+// serialise their own state); checkpoints store them as `optim.<slot>` tensors.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace dp::optim {
+
+// torch.optim.SGD's options (lr is given per step).
+struct SgdOptions {
+  double momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+
+// torch.optim.AdamW's options (lr is given per step; amsgrad is not supported).
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual const char* name() const = 0;
+  // One update over the flat parameter arena (params, grads: 1-D F32 CPU tensors of numel()).
+  virtual void step(const Tensor& params, const Tensor& grads, double lr) = 0;
+  // Number of step() calls so far (or as restored by load_state).
+  int64_t steps() const { return steps_; }
+  // Number of parameters this optimizer updates.
+  int64_t numel() const { return numel_; }
+  // State as named flat F32 tensors ("momentum_buffer"; "exp_avg", "exp_avg_sq"); with steps()
+  // that is everything needed to resume bitwise. The tensors are views of the live state: write
+  // or clone them before the next step().
+  virtual std::vector<std::pair<std::string, Tensor>> state() const = 0;
+  // Restores state() output (any shape with numel() F32 elements per slot, any device) and the
+  // step count; checks names and sizes first and says what mismatched (UserError).
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) = 0;
+
+ protected:
+  explicit Optimizer(int64_t numel);
+  // Checks step() arguments; the message names this optimizer.
+  void check_step_args(const Tensor& params, const Tensor& grads, double lr) const;
+  // load_state for slots: `state` must hold exactly the names of `slots`, each with numel()
+  // F32 elements; then copies them in and sets the step count.
+  void load_slots(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps,
+                  const std::vector<std::pair<std::string, Tensor>>& slots);
+
+  int64_t numel_ = 0;
+  int64_t steps_ = 0;
+};
+
+// Both throw UserError for out-of-range options (the same ranges torch accepts).
+std::unique_ptr<Optimizer> make_sgd(int64_t numel, SgdOptions options);
+std::unique_ptr<Optimizer> make_adamw(int64_t numel, AdamWOptions options);
+
+}  // namespace dp::optim

@@ -1,0 +1,23 @@
+// defines: Sgd, stochastic gradient descent with momentum, dampening, weight decay and Nesterov,
+// with torch.optim.SGD's semantics (the momentum buffer starts as the first step's gradient).
+#pragma once
+#include "runtime/optim/optimizer.h"
+
+namespace dp::optim {
+
+class Sgd : public Optimizer {
+ public:
+  Sgd(int64_t numel, SgdOptions options);  // throws UserError for invalid options
+  const char* name() const override { return "sgd"; }
+  void step(const Tensor& params, const Tensor& grads, double lr) override;
+  // {"momentum_buffer"} when momentum != 0, else nothing.
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) override;
+  const SgdOptions& options() const { return options_; }
+
+ private:
+  SgdOptions options_;
+  Tensor momentum_buffer_;  // (numel,) f32; allocated only with momentum
+};
+
+}  // namespace dp::optim
