@@ -141,7 +141,7 @@ TrainResult train(const Config& cfg) {
   auto lg = log::get("train");
   const auto t_start = Clock::now();
   if (cfg.train.threads > 0) {
-    omp_set_num_threads(static_cast<int>(cfg.train.threads));
+    omp_set_num_threads(static_cast<int>(cfg.train.threads));  // OpenBLAS (OpenMP build) follows
     openblas_set_num_threads(static_cast<int>(cfg.train.threads));
   }
   if (cfg.train.precision != "fp32")
