@@ -32,7 +32,7 @@ TEST(Train, FashionMnistCnnShortRunReaches085) {
   const std::string root = temp_root("acc");
   // The shipped cfg, shortened: a third of the training set, one epoch.
   Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
-                           {"run.dir=\"" + root + "\"", "train.epochs=1", "data.train_limit=20000",
+                           {"run.dir=\"" + root + "\"", "train.epochs=1", "data.train_limit=30000",
                             "train.warmup_steps=20", "run.log_level=\"warn\""});
   TrainResult r = train(cfg);
   std::filesystem::remove_all(root);
