@@ -8,4 +8,15 @@ namespace dp::kernels::cpu {
 void add_inplace(float* dst, const float* src, int64_t n);
 void add_inplace(double* dst, const double* src, int64_t n);
 
+// y[i] = a[i] + b[i]
+template <typename T>
+void add(T* y, const T* a, const T* b, int64_t n);
+
+// y[i] = max(x[i], 0)
+template <typename T>
+void relu_forward(T* y, const T* x, int64_t n);
+// dx[i] = y[i] > 0 ? dy[i] : 0   (PyTorch's threshold_backward on the output)
+template <typename T>
+void relu_backward(T* dx, const T* dy, const T* y, int64_t n);
+
 }  // namespace dp::kernels::cpu
