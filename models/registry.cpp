@@ -1,10 +1,31 @@
 #include "models/registry.h"
 
+#include "models/layers/add.h"
+#include "models/layers/avgpool2d.h"
+#include "models/layers/batchnorm2d.h"
+#include "models/layers/conv2d.h"
+#include "models/layers/dropout.h"
+#include "models/layers/flatten.h"
+#include "models/layers/global_avgpool.h"
+#include "models/layers/linear.h"
+#include "models/layers/maxpool2d.h"
+#include "models/layers/relu.h"
+
 namespace dp::models {
 
 const LayerRegistry& layer_registry() {
   static const LayerRegistry reg = [] {
     LayerRegistry r;
+    register_linear(r);
+    register_conv2d(r);
+    register_batchnorm2d(r);
+    register_relu(r);
+    register_maxpool2d(r);
+    register_avgpool2d(r);
+    register_global_avgpool(r);
+    register_flatten(r);
+    register_dropout(r);
+    register_add(r);
     return r;
   }();
   return reg;

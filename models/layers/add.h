@@ -1,0 +1,28 @@
+// defines: Add, layer type "add": the sum of two inputs of identical shape (residual joins),
+// and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class Add : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "add"; }
+  int num_inputs() const override { return 2; }
+  Shape setup(const std::vector<Shape>& in) override;
+
+ protected:
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  // Both inputs receive dy (where their gradient is wanted).
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+
+ private:
+  Shape shape_;
+};
+
+// No arguments; the layer's `inputs` list names the two joined layers.
+void register_add(LayerRegistry& r);
+
+}  // namespace dp::models

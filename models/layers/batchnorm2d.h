@@ -1,0 +1,39 @@
+// defines: BatchNorm2d, layer type "batchnorm2d" (PyTorch's nn.BatchNorm2d with affine=True and
+// track_running_stats=True), and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class BatchNorm2d : public Layer {
+ public:
+  BatchNorm2d(std::string name, double momentum, double eps);
+  const char* type() const override { return "batchnorm2d"; }
+  // Input [C, H, W] -> same.
+  Shape setup(const std::vector<Shape>& in) override;
+  // Torch's state_dict order: "weight" (C) = 1, "bias" (C) = 0, then the buffers
+  // "running_mean" (C) = 0, "running_var" (C) = 1, "num_batches_tracked" (i64 scalar) = 0.
+  std::vector<ParamDecl> declare_params() const override;
+
+ protected:
+  // Training (ctx.training): normalise with the batch statistics (biased variance) and update
+  // the running ones (momentum, unbiased variance) exactly as torch does; eval: running stats.
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  // The batch statistics are recomputed from x rather than cached: the layer keeps no state
+  // between forward and backward, so a backward can never see another batch's statistics.
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+
+ private:
+  void check_bound(DType dtype) const;
+  // mean and 1/sqrt(var + eps) (C): of the batch in training, of the running stats otherwise.
+  void statistics(bool training, const Tensor& x, std::vector<double>& mean, std::vector<double>& invstd,
+                  std::vector<double>* batch_var) const;
+  double momentum_, eps_;
+  int64_t C_ = 0, H_ = 0, W_ = 0;
+};
+
+// momentum (float, 0.1, [0, 1]), eps (float, 1e-5, > 0).
+void register_batchnorm2d(LayerRegistry& r);
+
+}  // namespace dp::models

@@ -1,0 +1,58 @@
+// defines: helpers shared by the layers: "layer 'x' (type)" prefixes, f32/f64 dispatch,
+// batched-shape checks, output-size arithmetic, ArgSpec builders and PyTorch's initialisers.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+// "layer 'conv2' (conv2d)", the start of every message about a layer.
+std::string layer_str(const Layer& layer);
+
+// [n, s...]
+Shape with_batch(int64_t n, const Shape& s);
+
+// Throws UserError unless the layer has exactly one input and it has `rank` dimensions, naming
+// what the layer expects (e.g. "[C, H, W]").
+void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, size_t rank, const char* expected);
+
+// Run-time checks that `t` is a `dtype` tensor of `shape` ([batch, per_sample...] for
+// check_batched): internal invariants (the graph allocates these), so DpErrors naming the layer.
+void check_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
+void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t batch, const Shape& per_sample,
+                   const char* what);
+// Every bound gradient is `dtype` with its parameter's shape.
+void check_grads(const Layer& layer, DType dtype);
+
+// Calls f(float{}) or f(double{}) by dtype; other dtypes are a DpError naming the layer.
+template <typename F>
+void dispatch_float(const Layer& layer, DType dtype, F&& f) {
+  if (dtype == DType::F32) f(float{});
+  else if (dtype == DType::F64) f(double{});
+  else throw DpError(fmt::format("{}: CPU path supports f32 and f64 tensors, not {}", layer_str(layer), dtype_name(dtype)));
+}
+
+// Pointer to t's data as T, or nullptr for an undefined tensor (an optional gradient).
+template <typename T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// Output size along one axis of a convolution or pooling window: floor((in + 2 pad - k) /
+// stride) + 1, or 0 when the padded input is smaller than the window.
+int64_t window_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad);
+
+// ArgSpec builders, so registrations read as a table. Ranges are inclusive.
+ArgSpec int_arg(const std::string& name, std::optional<int64_t> default_value, int64_t min);  // nullopt: required
+ArgSpec float_arg(const std::string& name, double default_value, double min, double max = 1e300);
+ArgSpec bool_arg(const std::string& name, bool default_value);
+ArgSpec choice_arg(const std::string& name, const std::string& default_value, std::vector<std::string> choices);
+
+// PyTorch's initialisers; they fill f32 (the graph) or f64 (tests) tensors.
+InitFn init_uniform(double bound);  // U(-bound, bound)
+InitFn init_normal(double std);     // N(0, std^2)
+InitFn init_constant(double value);
+
+}  // namespace dp::models

@@ -1,0 +1,43 @@
+// defines: Conv2d, layer type "conv2d": grouped 2-D convolution (PyTorch's nn.Conv2d, square
+// kernel, NCHW), and its registration.
+#pragma once
+#include "kernels/cpu/conv2d.h"
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+struct Conv2dArgs {
+  int64_t out_channels = 1, kernel = 1, stride = 1, padding = 0, groups = 1;
+  bool bias = true;
+  // "default": PyTorch's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+  // "kaiming_normal_fan_out": torchvision ResNet's N(0, 2/fan_out) weight, zero bias.
+  std::string init = "default";
+};
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(std::string name, Conv2dArgs args);
+  const char* type() const override { return "conv2d"; }
+  // Input [C, H, W] -> [out_channels, OH, OW].
+  Shape setup(const std::vector<Shape>& in) override;
+  // "weight" (out_channels, C/groups, kernel, kernel), "bias" (out_channels).
+  std::vector<ParamDecl> declare_params() const override;
+
+ protected:
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+
+ private:
+  kernels::cpu::Conv2dDims dims(int64_t batch) const;
+  void check_params(DType dtype) const;
+  Conv2dArgs a_;
+  int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+};
+
+// out_channels (int, required, >= 1), kernel (int, required, >= 1), stride (int, 1, >= 1),
+// padding (int, 0, >= 0), groups (int, 1, >= 1), bias (bool, true),
+// init (string, "default" | "kaiming_normal_fan_out").
+void register_conv2d(LayerRegistry& r);
+
+}  // namespace dp::models

@@ -1,0 +1,26 @@
+// defines: Flatten, layer type "flatten": any per-sample shape -> [product] (row-major, so a
+// plain copy), and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class Flatten : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "flatten"; }
+  Shape setup(const std::vector<Shape>& in) override;
+
+ protected:
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+
+ private:
+  Shape in_;
+};
+
+// No arguments.
+void register_flatten(LayerRegistry& r);
+
+}  // namespace dp::models

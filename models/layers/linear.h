@@ -1,0 +1,30 @@
+// defines: Linear, layer type "linear": y = x W^T + b (PyTorch's nn.Linear), and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class Linear : public Layer {
+ public:
+  Linear(std::string name, int64_t out_features, bool bias);
+  const char* type() const override { return "linear"; }
+  // Input [in_features] -> [out_features].
+  Shape setup(const std::vector<Shape>& in) override;
+  // "weight" (out, in), "bias" (out): U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default.
+  std::vector<ParamDecl> declare_params() const override;
+
+ protected:
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+
+ private:
+  void check_params(DType dtype) const;
+  int64_t in_ = 0, out_;
+  bool bias_;
+};
+
+// out_features (int, required, >= 1), bias (bool, true).
+void register_linear(LayerRegistry& r);
+
+}  // namespace dp::models

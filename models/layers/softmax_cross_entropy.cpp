@@ -1,0 +1,36 @@
+#include "models/layers/softmax_cross_entropy.h"
+
+#include "kernels/cpu/softmax_xent.h"
+
+namespace dp::models {
+
+SoftmaxCrossEntropy::SoftmaxCrossEntropy(double label_smoothing) : smoothing_(label_smoothing) {
+  DP_CHECK(smoothing_ >= 0 && smoothing_ <= 1, "label_smoothing = {} outside [0, 1]", smoothing_);
+}
+
+double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits) const {
+  DP_CHECK(logits.ndim() == 2 && logits.dim(0) >= 1 && logits.dim(1) >= 1 && logits.device().is_cpu(),
+           "softmax cross entropy: logits must be a non-empty (N, K) CPU tensor, got {}", logits.describe());
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  DP_CHECK(labels.dtype() == DType::I32 && labels.shape() == Shape{N} && labels.device().is_cpu(),
+           "softmax cross entropy: labels must be i32[{}] on cpu, got {}", N, labels.describe());
+  const bool want_grad = dlogits && dlogits->defined();
+  if (want_grad)
+    DP_CHECK(dlogits->dtype() == logits.dtype() && dlogits->shape() == logits.shape() && dlogits->device().is_cpu(),
+             "softmax cross entropy: dlogits is {}, expected {}", dlogits->describe(), logits.describe());
+  const int32_t* y = labels.data<int32_t>();
+  for (int64_t n = 0; n < N; ++n)
+    if (y[n] < 0 || y[n] >= K)
+      throw DpError(fmt::format("softmax cross entropy: label {} at batch index {} is outside [0, {}) (the model has "
+                                "{} classes)",
+                                y[n], n, K, K));
+  if (logits.dtype() == DType::F32)
+    return kernels::cpu::softmax_xent<float>(logits.data<float>(), y, want_grad ? dlogits->data<float>() : nullptr, N,
+                                             K, smoothing_);
+  DP_CHECK(logits.dtype() == DType::F64, "softmax cross entropy: logits must be f32 or f64, got {}",
+           logits.describe());
+  return kernels::cpu::softmax_xent<double>(logits.data<double>(), y, want_grad ? dlogits->data<double>() : nullptr,
+                                            N, K, smoothing_);
+}
+
+}  // namespace dp::models
