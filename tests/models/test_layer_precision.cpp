@@ -45,7 +45,7 @@ TEST_P(LayerPrecision, F32MatchesF64) {
 INSTANTIATE_TEST_SUITE_P(Layers, LayerPrecision, ::testing::ValuesIn(layer_cases()),
                          [](const auto& info) { return info.param.name; });
 
-TEST(LossPrecision, SoftmaxCrossEntropyF32MatchesF64) {
+TEST(LayerLossPrecision, SoftmaxCrossEntropyF32MatchesF64) {
   const int64_t N = 6, K = 10;
   Rng rng(4, 0);
   Tensor z64 = random_normal({N, K}, DType::F64, rng), z32 = cast(z64, DType::F32);

@@ -154,7 +154,7 @@ TEST(ReluLayer, Values) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y.data<float>()[i], want[i]);
 }
 
-TEST(SoftmaxCrossEntropyLoss, KnownValues) {
+TEST(LayerLossSoftmaxCrossEntropy, KnownValues) {
   const int64_t K = 5;
   Tensor z = Tensor::zeros({2, K}, DType::F64);
   Tensor labels = Tensor::zeros({2}, DType::I32);
@@ -177,7 +177,7 @@ TEST(SoftmaxCrossEntropyLoss, KnownValues) {
   EXPECT_NEAR(get(d, 3), std::exp(3 - lse) - 0.02, 1e-15);
 }
 
-TEST(SoftmaxCrossEntropyLoss, HugeLogitsStayFinite) {
+TEST(LayerLossSoftmaxCrossEntropy, HugeLogitsStayFinite) {
   Tensor z = Tensor::zeros({1, 3}, DType::F32);
   z.data<float>()[0] = 1000.0f, z.data<float>()[1] = -1000.0f, z.data<float>()[2] = 999.0f;
   Tensor labels = Tensor::zeros({1}, DType::I32);
@@ -188,7 +188,7 @@ TEST(SoftmaxCrossEntropyLoss, HugeLogitsStayFinite) {
   for (int k = 0; k < 3; ++k) EXPECT_TRUE(std::isfinite(d.data<float>()[k]));
 }
 
-TEST(SoftmaxCrossEntropyLoss, LabelOutOfRangeNamesLabelAndIndex) {
+TEST(LayerLossSoftmaxCrossEntropy, LabelOutOfRangeNamesLabelAndIndex) {
   Tensor z = Tensor::zeros({3, 5}, DType::F32);
   Tensor labels = Tensor::zeros({3}, DType::I32);
   labels.data<int32_t>()[1] = 7;
