@@ -8,7 +8,8 @@
 // allows (usually the whole batch), so memory stays bounded for large images or batches.
 //
 // Determinism: OpenMP loops give every output element to exactly one thread and sum in a fixed
-// order; gemm is OpenBLAS's, which does not split the K reduction across threads.
+// order; gemm (kernels/cpu/blas.h) slices C by shape only. Results are bitwise the same for
+// any thread count.
 #pragma once
 #include <cstdint>
 
