@@ -151,12 +151,6 @@ TrainResult train(const Config& cfg) {
   if (!device.is_cpu())
     DP_THROW_USER("training on {} is not available in this build yet; use train.device = \"cpu\"", device.str());
 
-  RunDir run(cfg.run.dir, cfg.run.name);
-  run.write_text("config.toml", to_toml(cfg));
-  log::configure(cfg.run.log_level, run.file("logs/rank-0.log"));
-  lg = log::get("train");
-  lg->info("run directory {}", run.path());
-
   Datasets ds = open_datasets(cfg.data);
   lg->info("data: train {} ({} samples), eval {} samples", ds.train.dataset->describe(), ds.train.indices.size(),
            ds.eval.indices.size());
@@ -183,6 +177,19 @@ TrainResult train(const Config& cfg) {
     DP_THROW_USER("train.batch_size = {} is larger than the {} training samples with data.drop_last = true", bs, n_train);
   const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : per_epoch * cfg.train.epochs;
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  try {
+    optim::validate_schedule(sched, total);
+  } catch (const UserError& e) {
+    DP_THROW_USER("{}: {}; the run has {} steps (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
+                  e.what(), total, cfg.train.warmup_steps);
+  }
+
+  // Everything the cfg decides is checked; only now touch the file system.
+  RunDir run(cfg.run.dir, cfg.run.name);
+  run.write_text("config.toml", to_toml(cfg));
+  log::configure(cfg.run.log_level, run.file("logs/rank-0.log"));
+  lg = log::get("train");
+  lg->info("run directory {}", run.path());
   lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
            bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
 

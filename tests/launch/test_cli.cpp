@@ -70,7 +70,7 @@ TEST_F(Cli, LayerValueOutOfRange) {
   std::string p = write("[[layer]]\ntype = \"dropout\"\nname = \"d\"\np = 1.5\n");
   auto r = run({p});
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "dptrain: error: " + p + ":4: layer 'd' (dropout): key 'p' = 1.5 is out of range [0, 1]\n");
+  EXPECT_EQ(r.err, "dptrain: error: " + p + ":4: layer 'd' (dropout): key 'p' = 1.5 is out of range [0, 0.999999]\n");
 }
 
 TEST_F(Cli, LayerInputMustExist) {
