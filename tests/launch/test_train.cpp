@@ -8,6 +8,7 @@
 
 #include "launch/trainer.h"
 #include "runtime/config.h"
+#include "runtime/device_memory.h"
 #include "runtime/safetensors.h"
 
 namespace dp::launch {
@@ -67,6 +68,19 @@ TEST(Train, SameSeedGivesBitwiseIdenticalWeights) {
   ASSERT_GT(wa.size(), 100000u);
   EXPECT_TRUE(wa == wb) << "same seed, different final weights";
   EXPECT_FALSE(wa == wc) << "a different seed should change the weights";
+}
+
+TEST(Train, NoGpuMeansCpuAndAskingForCudaIsAClearError) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_TRUE(choose_device("auto").is_cpu());
+  EXPECT_TRUE(choose_device("cpu").is_cpu());
+  try {
+    choose_device("cuda");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "train.device = \"cuda\" but no usable GPU was found (no driver, no device, or a build "
+                           "without CUDA); use train.device = \"auto\" or \"cpu\"");
+  }
 }
 
 TEST(Train, WritesRunDirectory) {
