@@ -1,0 +1,218 @@
+#include "collectives/ring/algorithms.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace dp::ring {
+
+using kernels::cpu::ReduceKind;
+
+Block ring_block(int64_t count, int n, int i) {
+  const int64_t base = count / n, extra = count % n;
+  return {i * base + std::min<int64_t>(i, extra), base + (i < extra ? 1 : 0)};
+}
+
+int lower_power_of_two(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// One received block of a ring pass: where it lands, and (when reducing) the local operand.
+struct RingRecv {
+  char* dst;
+  const char* local;  // null: plain copy into dst
+  int64_t count;
+  bool divide;
+};
+
+// The streamed ring: send `first` (first_count elements) to the next rank, then forward, piece
+// by piece, every block received from the previous rank except the last. Received pieces that
+// reduce land in one scratch piece first: dst = scratch (op) local.
+void ring_pass(Transport& tx, const char* first, int64_t first_count, const std::vector<RingRecv>& steps,
+               DType dtype, ReduceKind kind, int divisor, size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t esz = dtype_size(dtype);
+  const int64_t piece = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / esz));
+
+  struct Piece {
+    char* dst;
+    const char* local;
+    int64_t count;
+    bool divide;
+  };
+  std::vector<Piece> pieces;
+  size_t n_forward = 0;  // the pieces of every step but the last are forwarded
+  int64_t largest = 0;
+  for (size_t t = 0; t < steps.size(); ++t) {
+    const RingRecv& st = steps[t];
+    for (int64_t b = 0; b < st.count; b += piece) {
+      int64_t c = std::min(piece, st.count - b);
+      pieces.push_back({st.dst + b * esz, st.local ? st.local + b * esz : nullptr, c, st.divide});
+      largest = std::max(largest, c);
+    }
+    if (t + 2 == steps.size()) n_forward = pieces.size();
+  }
+  // Received pieces that reduce land here first; they are received and reduced one at a time.
+  char* scratch = tx.scratch(0, static_cast<size_t>(std::max<int64_t>(largest, 1)) * esz);
+
+  std::vector<SendStream> sends(1);
+  std::vector<RecvStream> recvs(1);
+  SendStream& s = sends[0];
+  RecvStream& rv = recvs[0];
+  s.peer = mod(r + 1, n);
+  rv.peer = mod(r - 1, n);
+  for (int64_t b = 0; b < first_count; b += piece)
+    s.regions.push_back({const_cast<char*>(first) + b * esz, static_cast<size_t>(std::min(piece, first_count - b)) * esz});
+  const size_t first_pieces = s.regions.size();
+  for (size_t i = 0; i < n_forward; ++i)
+    s.regions.push_back({pieces[i].dst, static_cast<size_t>(pieces[i].count) * esz});
+  s.ready = first_pieces;
+  for (const Piece& p : pieces)
+    rv.regions.push_back({p.local ? scratch : p.dst, static_cast<size_t>(p.count) * esz});
+  rv.on_region = [&](size_t i) {
+    const Piece& p = pieces[i];
+    if (p.local) kernels::cpu::reduce(dtype, kind, p.dst, scratch, p.local, p.count);
+    if (p.divide) kernels::cpu::divide(dtype, p.dst, p.count, divisor);
+    if (i < n_forward) s.ready = first_pieces + i + 1;
+  };
+  tx.run(sends, recvs, 0);
+}
+
+}  // namespace
+
+void ring_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, ReduceKind kind, int divisor,
+                    size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t esz = dtype_size(dtype);
+  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
+  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  std::vector<RingRecv> steps;
+  // reduce-scatter: step t receives block r-t-2 and reduces it; the last (t = n-2) is block r.
+  for (int t = 0; t < n - 1; ++t) {
+    int b = mod(r - t - 2, n);
+    steps.push_back({at(b), at(b), len(b), divisor > 0 && t == n - 2});
+  }
+  // all-gather: step j receives block r-j-1, already final.
+  for (int j = 0; j < n - 1; ++j) {
+    int b = mod(r - j - 1, n);
+    steps.push_back({at(b), nullptr, len(b), false});
+  }
+  int first = mod(r - 1, n);
+  ring_pass(tx, at(first), len(first), steps, dtype, kind, divisor, piece_bytes);
+}
+
+void ring_reduce_scatter(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
+                         ReduceKind kind, int divisor, size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t bytes = static_cast<size_t>(block_count) * dtype_size(dtype);
+  // Partial sums of the blocks in transit: block b received in step t (< n-2) is forwarded in
+  // step t+1; each block passes through here once, so one slot per block suffices.
+  char* work = tx.scratch(1, bytes * static_cast<size_t>(n));
+  std::vector<RingRecv> steps;
+  for (int t = 0; t < n - 1; ++t) {
+    int b = mod(r - t - 2, n);
+    bool last = t == n - 2;
+    steps.push_back({last ? out : work + b * bytes, in + b * bytes, block_count, divisor > 0 && last});
+  }
+  ring_pass(tx, in + mod(r - 1, n) * bytes, block_count, steps, dtype, kind, divisor, piece_bytes);
+}
+
+void ring_allgather(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
+                    size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t bytes = static_cast<size_t>(block_count) * dtype_size(dtype);
+  if (out + r * bytes != in) std::memcpy(out + r * bytes, in, bytes);
+  std::vector<RingRecv> steps;
+  for (int j = 0; j < n - 1; ++j) steps.push_back({out + mod(r - j - 1, n) * bytes, nullptr, block_count, false});
+  ring_pass(tx, out + r * bytes, block_count, steps, dtype, ReduceKind::Sum, 0, piece_bytes);
+}
+
+void recursive_doubling_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, ReduceKind kind,
+                                  int divisor) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  const int p2 = lower_power_of_two(n), extra = n - p2;
+  char* other = tx.scratch(0, std::max<size_t>(bytes, 1));
+  constexpr uint32_t kFold = 0, kUnfold = 1000;
+  if (r >= p2) {  // folded: hand the value to r - p2, get the result back
+    tx.sendrecv(r - p2, buf, bytes, -1, nullptr, 0, kFold);
+    tx.sendrecv(-1, nullptr, 0, r - p2, buf, bytes, kUnfold);
+    return;
+  }
+  if (r < extra) {
+    tx.sendrecv(-1, nullptr, 0, r + p2, other, bytes, kFold);
+    kernels::cpu::reduce(dtype, kind, buf, buf, other, count);  // v[r] = x[r] (op) x[r+p2]
+  }
+  for (int k = 0, dist = 1; dist < p2; ++k, dist *= 2) {
+    const int partner = r ^ dist;
+    tx.sendrecv(partner, buf, bytes, partner, other, bytes, 1 + k);
+    if (r < partner) kernels::cpu::reduce(dtype, kind, buf, buf, other, count);
+    else kernels::cpu::reduce(dtype, kind, buf, other, buf, count);
+  }
+  if (divisor > 0) kernels::cpu::divide(dtype, buf, count, divisor);
+  if (r < extra) tx.sendrecv(r + p2, buf, bytes, -1, nullptr, 0, kUnfold);
+}
+
+void binomial_broadcast(Transport& tx, char* buf, size_t bytes, int root) {
+  const int n = tx.size(), r = tx.rank();
+  const int vr = mod(r - root, n);  // rank relative to the root
+  int mask = 1;
+  while (mask < n) {
+    if (vr & mask) {
+      tx.sendrecv(-1, nullptr, 0, mod(vr - mask + root, n), buf, bytes, 0);
+      break;
+    }
+    mask <<= 1;
+  }
+  // children: vr + m for every m below the bit we received on (all of them for the root)
+  std::vector<SendStream> sends;
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask >= n) continue;
+    SendStream s;
+    s.peer = mod(vr + mask + root, n);
+    s.regions = {{buf, bytes}};
+    s.ready = 1;
+    sends.push_back(std::move(s));
+  }
+  std::vector<RecvStream> none;
+  if (!sends.empty()) tx.run(sends, none, 0);
+}
+
+void chain_broadcast(Transport& tx, char* buf, size_t bytes, int root, size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const int vr = mod(r - root, n);
+  const size_t piece = std::max<size_t>(1, piece_bytes);
+  std::vector<Region> regions;
+  for (size_t b = 0; b < bytes; b += piece) regions.push_back({buf + b, std::min(piece, bytes - b)});
+  std::vector<SendStream> sends;
+  std::vector<RecvStream> recvs;
+  if (vr < n - 1) {
+    sends.emplace_back();
+    sends[0].peer = mod(r + 1, n);
+    sends[0].regions = regions;
+    sends[0].ready = vr == 0 ? regions.size() : 0;
+  }
+  if (vr > 0) {
+    recvs.emplace_back();
+    recvs[0].peer = mod(r - 1, n);
+    recvs[0].regions = regions;
+    if (!sends.empty()) recvs[0].on_region = [&sends](size_t i) { sends[0].ready = i + 1; };
+  }
+  tx.run(sends, recvs, 0);
+}
+
+void dissemination_barrier(Transport& tx) {
+  const int n = tx.size(), r = tx.rank();
+  for (uint32_t k = 0, dist = 1; static_cast<int>(dist) < n; ++k, dist *= 2)
+    tx.sendrecv(mod(r + static_cast<int>(dist), n), nullptr, 0, mod(r - static_cast<int>(dist), n), nullptr, 0, k);
+}
+
+}  // namespace dp::ring

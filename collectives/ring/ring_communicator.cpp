@@ -1,0 +1,257 @@
+#include "collectives/ring/ring_communicator.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <mutex>
+#include <thread>
+
+#include "collectives/ring/algorithms.h"
+#include "collectives/ring/control.h"
+#include "collectives/ring/mesh.h"
+#include "collectives/ring/transport.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+
+namespace dp {
+namespace {
+
+using ring::Algo;
+using ring::Kind;
+using kernels::cpu::ReduceKind;
+
+size_t env_size(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0') DP_THROW_USER("{}={} is not a number of bytes", name, v);
+  log::get("coll")->info("ring: {}={}", name, x);
+  return static_cast<size_t>(x);
+}
+
+ReduceKind kind_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg: return ReduceKind::Sum;
+    case ReduceOp::Max: return ReduceKind::Max;
+    case ReduceOp::Min: return ReduceKind::Min;
+  }
+  return ReduceKind::Sum;
+}
+
+void check_host(const Tensor& t, const std::string& what) {
+  DP_CHECK(t.device().is_cpu(), "{}: the ring backend takes host tensors, this one is {} (use the nccl backend "
+           "for device buffers)", what, t.describe());
+}
+
+class RingCommunicator final : public Communicator {
+ public:
+  RingCommunicator(Bootstrap& bs, const RingOptions& opt) : rank_(bs.rank()), size_(bs.size()), opt_(opt) {
+    std::string host = opt.listen_host.empty() ? ring::ring_listen_host(bs) : opt.listen_host;
+    ring::Mesh mesh = ring::connect_mesh(bs, host, opt.socket_buffer_bytes, opt.timeout_s);
+    control_ = std::make_unique<ring::ControlPlane>(rank_, size_, std::move(mesh.control));
+    transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), *control_, opt.timeout_s);
+    worker_ = std::thread([this] { loop(); });
+    log::get("coll")->debug("ring communicator up: {} ranks, listening on {}", size_, host);
+  }
+
+  ~RingCommunicator() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      if (busy_ || !queue_.empty()) {
+        // Destroyed with collectives in flight: give up on them rather than wait.
+        control_->fail(ring::Failure{-1, rank_, 0,
+                                     fmt::format("rank {} destroyed its communicator with collectives in flight",
+                                                 rank_)});
+      }
+    }
+    cv_.notify_all();
+    worker_.join();
+    control_.reset();  // BYE to every peer first, so that a peer reading our closed data
+    transport_.reset();  // sockets knows we left cleanly
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "ring"; }
+
+  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override {
+    check_collective_dtype(t, "ring allreduce");
+    check_host(t, "ring allreduce");
+    const size_t bytes = t.nbytes();
+    Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local
+                : bytes <= opt_.small_bytes  ? Algo::RecursiveDoubling
+                                             : Algo::Ring;
+    return enqueue(Kind::Allreduce, t.dtype(), op, algo, t.numel(), -1, [this, t, op, algo] {
+      const int divisor = op == ReduceOp::Avg ? size_ : 0;
+      char* buf = static_cast<char*>(t.raw());
+      if (algo == Algo::RecursiveDoubling)
+        ring::recursive_doubling_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor);
+      else if (algo == Algo::Ring)
+        ring::ring_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor, opt_.piece_bytes);
+    });
+  }
+
+  WorkPtr broadcast_async(const Tensor& t, int root) override {
+    check_collective_dtype(t, "ring broadcast");
+    check_host(t, "ring broadcast");
+    DP_CHECK(root >= 0 && root < size_, "ring broadcast: root {} is not a rank of a world of {}", root, size_);
+    Algo algo = size_ == 1 || t.numel() == 0  ? Algo::Local
+                : t.nbytes() <= opt_.small_bytes ? Algo::BinomialTree
+                                                 : Algo::Chain;
+    return enqueue(Kind::Broadcast, t.dtype(), std::nullopt, algo, t.numel(), root, [this, t, root, algo] {
+      if (algo == Algo::BinomialTree) ring::binomial_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root);
+      else if (algo == Algo::Chain)
+        ring::chain_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root, opt_.piece_bytes);
+    });
+  }
+
+  WorkPtr allgather_async(const Tensor& in, const Tensor& out) override {
+    check_allgather_shapes(in, out, size_, "ring allgather");
+    check_host(in, "ring allgather");
+    check_host(out, "ring allgather");
+    Algo algo = size_ == 1 || in.numel() == 0 ? Algo::Local : Algo::Ring;
+    return enqueue(Kind::Allgather, in.dtype(), std::nullopt, algo, out.numel(), -1, [this, in, out, algo] {
+      if (algo == Algo::Ring)
+        ring::ring_allgather(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
+                             in.numel(), in.dtype(), opt_.piece_bytes);
+      else if (in.numel() > 0)
+        out.reshape(in.shape()).copy_from(in);
+    });
+  }
+
+  WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    check_reduce_scatter_shapes(in, out, size_, "ring reduce_scatter");
+    check_host(in, "ring reduce_scatter");
+    check_host(out, "ring reduce_scatter");
+    Algo algo = size_ == 1 || out.numel() == 0 ? Algo::Local : Algo::Ring;
+    return enqueue(Kind::ReduceScatter, in.dtype(), op, algo, in.numel(), -1, [this, in, out, op, algo] {
+      if (algo == Algo::Ring)
+        ring::ring_reduce_scatter(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
+                                  out.numel(), in.dtype(), kind_of(op), op == ReduceOp::Avg ? size_ : 0,
+                                  opt_.piece_bytes);
+      else if (out.numel() > 0)
+        out.reshape(in.shape()).copy_from(in);  // one rank: the average of one value is itself
+    });
+  }
+
+  WorkPtr barrier_async() override {
+    Algo algo = size_ == 1 ? Algo::Local : Algo::Dissemination;
+    return enqueue(Kind::Barrier, DType::U8, std::nullopt, algo, 0, -1, [this, algo] {
+      if (algo == Algo::Dissemination) ring::dissemination_barrier(*transport_);
+    });
+  }
+
+  void abort(const std::string& reason) override {
+    control_->fail(ring::Failure{-1, rank_, 0,
+                                 fmt::format("rank {} aborted the communicator: {}", rank_,
+                                             reason.empty() ? "abort() called" : reason)});
+  }
+
+ private:
+  struct Task {
+    WorkPtr work;
+    ring::CollectiveInfo info;
+    std::function<void()> run;
+  };
+
+  WorkPtr enqueue(Kind kind, DType dtype, std::optional<ReduceOp> op, Algo algo, int64_t count, int root,
+                  std::function<void()> run) {
+    std::lock_guard lock(mu_);
+    ring::CollectiveInfo info;
+    info.seq = ++seq_;
+    info.kind = kind;
+    info.dtype = dtype;
+    info.op = op ? static_cast<uint8_t>(*op) + 1 : 0;
+    info.algo = algo;
+    info.count = count;
+    info.root = root;
+    info.description = kind == Kind::Barrier
+                           ? fmt::format("ring barrier #{}", info.seq)
+                           : collective_description("ring", ring::kind_name(kind), info.seq, dtype, count,
+                                                    op ? reduce_op_name(*op) : nullptr, root);
+    auto work = std::make_shared<Work>(info.seq, info.description);
+    queue_.push_back(Task{work, std::move(info), std::move(run)});
+    cv_.notify_all();
+    return work;
+  }
+
+  // The worker: runs the collectives in issue order. Never lets an exception escape: each one
+  // goes to its Work, and the first one breaks the communicator for every later collective.
+  void loop() {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+      }
+      control_->entered(task.info.seq);
+      std::exception_ptr error;
+      try {
+        if (!broken_.empty())
+          throw DpError(fmt::format("{} [{}]: not run: the communicator is broken since an earlier error: {}",
+                                    task.info.description, identity_string(), broken_));
+        transport_->begin(task.info);
+        task.run();
+      } catch (const std::exception& e) {
+        if (broken_.empty()) broken_ = e.what();
+        error = dynamic_cast<const DpError*>(&e)
+                    ? std::current_exception()
+                    : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description,
+                                                                  identity_string(), e.what())));
+      }
+      control_->completed(task.info.seq);
+      {
+        std::lock_guard lock(mu_);
+        busy_ = false;
+      }
+      task.work->finish(error);
+    }
+  }
+
+  const int rank_;
+  const int size_;
+  const RingOptions opt_;
+  std::unique_ptr<ring::ControlPlane> control_;
+  std::unique_ptr<ring::Transport> transport_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  uint64_t seq_ = 0;
+  bool stop_ = false;
+  bool busy_ = false;
+  std::string broken_;  // the first error (worker thread only)
+  std::thread worker_;
+};
+
+}  // namespace
+
+RingOptions ring_options_from_env(double timeout_s) {
+  RingOptions o;
+  o.timeout_s = timeout_s;
+  o.small_bytes = env_size("DPTRAIN_RING_SMALL_BYTES", o.small_bytes);
+  o.piece_bytes = std::max<size_t>(8, env_size("DPTRAIN_RING_PIECE_BYTES", o.piece_bytes));
+  o.socket_buffer_bytes = static_cast<int>(env_size("DPTRAIN_RING_SOCKET_BUFFER", o.socket_buffer_bytes));
+  if (const char* h = std::getenv("DPTRAIN_RING_HOST"); h && *h) o.listen_host = h;
+  return o;
+}
+
+std::unique_ptr<Communicator> make_ring_communicator(Bootstrap& bs, double timeout_s) {
+  return make_ring_communicator(bs, ring_options_from_env(timeout_s));
+}
+
+std::unique_ptr<Communicator> make_ring_communicator(Bootstrap& bs, const RingOptions& options) {
+  DP_CHECK(options.timeout_s > 0, "ring: timeout {} s must be positive", options.timeout_s);
+  return std::make_unique<RingCommunicator>(bs, options);
+}
+
+}  // namespace dp

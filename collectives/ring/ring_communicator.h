@@ -1,0 +1,42 @@
+// defines: RingOptions and make_ring_communicator, the project's own collectives backend on host
+// buffers: TCP between all ranks (a full mesh built through the bootstrap), the algorithms of
+// collectives/ring/algorithms.h, one worker thread that runs the collectives in issue order.
+//
+// Tunables, read once from the environment (and logged when set):
+//   DPTRAIN_RING_SMALL_BYTES  allreduce and broadcast messages up to this size use the latency-
+//                             optimised algorithm (recursive doubling, binomial tree); larger
+//                             ones the ring / pipelined chain. Default 64 KiB: on loopback TCP
+//                             a message costs ~15 us and moves ~3 GB/s, so below ~64 KiB the
+//                             log2(N) rounds of recursive doubling beat the 2(N-1) of the ring
+//                             (MPICH's switch point is 2 KiB, Open MPI's tuned one 10 KB: both
+//                             for cheaper shared-memory messages).
+//   DPTRAIN_RING_PIECE_BYTES  pipelining granularity of the ring and chain (default 256 KiB).
+//   DPTRAIN_RING_SOCKET_BUFFER  SO_SNDBUF/SO_RCVBUF of the data sockets (default 4 MiB).
+//   DPTRAIN_RING_HOST         the address to listen on (default: see ring_listen_host).
+// Every rank must use the same values; the stream headers catch a rank that does not.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "collectives/bootstrap.h"
+#include "collectives/communicator.h"
+
+namespace dp {
+
+struct RingOptions {
+  double timeout_s = 300;  // no progress for this long in a collective (or its setup) is an error
+  size_t small_bytes = 64 << 10;
+  size_t piece_bytes = 256 << 10;
+  int socket_buffer_bytes = 4 << 20;
+  std::string listen_host;  // empty: ring_listen_host(bootstrap)
+};
+
+// The defaults above, overridden by the DPTRAIN_RING_* variables.
+RingOptions ring_options_from_env(double timeout_s);
+
+// Collective over the bootstrap (every rank calls it); throws DpError naming the unreachable rank.
+std::unique_ptr<Communicator> make_ring_communicator(Bootstrap& bs, double timeout_s);
+std::unique_ptr<Communicator> make_ring_communicator(Bootstrap& bs, const RingOptions& options);
+
+}  // namespace dp

@@ -1,0 +1,327 @@
+#include "collectives/ring/transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/error.h"
+
+namespace dp::ring {
+namespace {
+
+constexpr uint32_t kMagic = 0x54445044;  // "DPDT"
+constexpr size_t kHeaderBytes = 32;
+constexpr int kMaxIov = 64;
+
+struct DataHeader {
+  uint32_t magic;
+  uint8_t kind, dtype, op, algo;
+  uint64_t seq;
+  int64_t count;
+  int32_t root;
+  uint32_t step;
+};
+static_assert(sizeof(DataHeader) == kHeaderBytes);
+
+// After a data connection breaks, how long to wait for the control plane to learn why (the
+// peer's abort notice, or its control connection closing too) before blaming the peer itself.
+constexpr double kVerdictWaitS = 2.0;
+
+std::string describe_header(const DataHeader& h) {
+  return fmt::format("{} #{} ({}, {} elements, algorithm {}, step {})", kind_name(static_cast<Kind>(h.kind)), h.seq,
+                     dtype_name(static_cast<DType>(h.dtype)), h.count, algo_name(static_cast<Algo>(h.algo)), h.step);
+}
+
+}  // namespace
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Allreduce: return "allreduce";
+    case Kind::Broadcast: return "broadcast";
+    case Kind::Allgather: return "allgather";
+    case Kind::ReduceScatter: return "reduce_scatter";
+    case Kind::Barrier: return "barrier";
+  }
+  return "?";
+}
+
+const char* algo_name(Algo a) {
+  switch (a) {
+    case Algo::Local: return "local";
+    case Algo::Ring: return "ring";
+    case Algo::RecursiveDoubling: return "recursive-doubling";
+    case Algo::BinomialTree: return "binomial-tree";
+    case Algo::Chain: return "chain";
+    case Algo::Dissemination: return "dissemination";
+  }
+  return "?";
+}
+
+bool SendStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
+bool RecvStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
+
+Transport::Transport(int rank, int size, std::vector<Socket> data, ControlPlane& control, double timeout_s)
+    : rank_(rank), size_(size), data_(std::move(data)), control_(control), timeout_s_(timeout_s) {}
+
+char* Transport::scratch(int slot, size_t bytes) {
+  Scratch& s = scratch_[slot];
+  if (s.bytes < bytes) {
+    s.mem.reset(new char[bytes]);  // uninitialised on purpose: every byte is received before use
+    s.bytes = bytes;
+  }
+  return s.mem.get();
+}
+
+void Transport::begin(CollectiveInfo info) {
+  info_ = std::move(info);
+  check_control();
+}
+
+void Transport::raise(const Failure& f) const {
+  std::string msg = fmt::format("{} [{}]: {}", info_.description, identity_string(), f.reason);
+  if (f.reporter >= 0 && f.reporter != rank_) msg += fmt::format(" (reported by rank {}", f.reporter);
+  if (f.reporter >= 0 && f.reporter != rank_ && f.seq != 0 && f.seq != info_.seq)
+    msg += fmt::format(" in #{}", f.seq);
+  if (f.reporter >= 0 && f.reporter != rank_) msg += ")";
+  throw DpError(msg);
+}
+
+void Transport::fail(int culprit, const std::string& reason) {
+  raise(control_.fail(Failure{culprit, rank_, info_.seq, reason}));
+}
+
+// Failures recorded by the control plane (a peer's notice, our own abort()), and peers that
+// left cleanly before this collective and so will never take part in it.
+void Transport::check_control() {
+  if (auto f = control_.failure()) raise(*f);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    PeerStatus st = control_.peer_state(p);
+    if (st.said_bye && st.completed < info_.seq)
+      fail(p, fmt::format("rank {} shut down its communicator after #{}, before this collective (collectives must "
+                          "be issued in the same order on every rank)",
+                          p, st.completed));
+  }
+}
+
+void Transport::peer_lost(int peer, int err) {
+  control_.await_peer_verdict(peer, kVerdictWaitS);
+  if (auto f = control_.failure()) raise(*f);
+  PeerStatus st = control_.peer_state(peer);
+  if (st.said_bye)
+    fail(peer, fmt::format("rank {} shut down its communicator after #{}, in the middle of this collective", peer,
+                           st.completed));
+  if (err != 0 && err != ECONNRESET && err != EPIPE)
+    fail(peer, fmt::format("socket error with rank {}: {} (errno {})", peer, std::strerror(err), err));
+  fail(peer, fmt::format("rank {} closed the connection (its process died or exited)", peer));
+}
+
+void Transport::make_header(uint32_t step, char out[32]) const {
+  DataHeader h{kMagic,
+               static_cast<uint8_t>(info_.kind),
+               static_cast<uint8_t>(info_.dtype),
+               info_.op,
+               static_cast<uint8_t>(info_.algo),
+               info_.seq,
+               info_.count,
+               info_.root,
+               step};
+  std::memcpy(out, &h, sizeof h);
+}
+
+void Transport::check_header(const RecvStream& r, uint32_t step) {
+  DataHeader got;
+  std::memcpy(&got, r.header, sizeof got);
+  char want_bytes[kHeaderBytes];
+  make_header(step, want_bytes);
+  if (std::memcmp(&got, want_bytes, kHeaderBytes) == 0) return;
+  DataHeader want;
+  std::memcpy(&want, want_bytes, sizeof want);
+  if (got.magic != kMagic)
+    fail(r.peer, fmt::format("rank {} sent bytes that are not a ring stream header (a protocol bug, or mixed "
+                             "builds)",
+                             r.peer));
+  fail(r.peer, fmt::format("rank {} is in {} while this rank expects {}: collectives must be issued in the same "
+                           "order, with the same dtype, size, op and root, on every rank",
+                           r.peer, describe_header(got), describe_header(want)));
+}
+
+bool Transport::try_send(SendStream& s, uint32_t step) {
+  bool moved = false;
+  char header[kHeaderBytes];
+  make_header(step, header);
+  while (!s.complete()) {
+    // skip empty regions that are ready
+    while (s.header_done == kHeaderBytes && s.cur < s.ready && s.cur < s.regions.size() &&
+           s.regions[s.cur].len == 0) {
+      ++s.cur;
+      moved = true;
+    }
+    if (s.complete()) break;
+    iovec iov[kMaxIov];
+    int n = 0;
+    if (s.header_done < kHeaderBytes) iov[n++] = {header + s.header_done, kHeaderBytes - s.header_done};
+    for (size_t i = s.cur, off = s.off; i < std::min(s.ready, s.regions.size()) && n < kMaxIov; ++i, off = 0)
+      if (s.regions[i].len > off) iov[n++] = {s.regions[i].ptr + off, s.regions[i].len - off};
+    if (n == 0) break;  // waiting for regions to become ready
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = static_cast<size_t>(n);
+    ssize_t k = ::sendmsg(data_[s.peer].fd(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      peer_lost(s.peer, errno);
+    }
+    moved = true;
+    size_t left = static_cast<size_t>(k);
+    size_t h = std::min(left, kHeaderBytes - s.header_done);
+    s.header_done += h;
+    left -= h;
+    while (left > 0) {
+      size_t take = std::min(left, s.regions[s.cur].len - s.off);
+      s.off += take;
+      left -= take;
+      if (s.off == s.regions[s.cur].len) {
+        ++s.cur;
+        s.off = 0;
+      }
+    }
+    while (s.cur < std::min(s.ready, s.regions.size()) && s.off == s.regions[s.cur].len) {
+      ++s.cur;  // zero-length regions
+      s.off = 0;
+    }
+  }
+  return moved;
+}
+
+// Receives into the header and the current region only (never beyond: the next region may be
+// the same scratch piece, still to be reduced). Returns after completing one region so that the
+// caller can forward it before receiving more.
+bool Transport::try_recv(RecvStream& r, uint32_t step) {
+  bool moved = false;
+  while (!r.complete()) {
+    if (r.header_done == kHeaderBytes) {
+      Region& reg = r.regions[r.cur];
+      if (r.off == reg.len) {  // region complete (or empty)
+        if (r.on_region) r.on_region(r.cur);
+        ++r.cur;
+        r.off = 0;
+        moved = true;
+        return moved;
+      }
+    }
+    iovec iov[2];
+    int n = 0;
+    if (r.header_done < kHeaderBytes) iov[n++] = {r.header + r.header_done, kHeaderBytes - r.header_done};
+    if (r.cur < r.regions.size() && r.regions[r.cur].len > r.off)
+      iov[n++] = {r.regions[r.cur].ptr + r.off, r.regions[r.cur].len - r.off};
+    ssize_t k = ::readv(data_[r.peer].fd(), iov, n);
+    if (k == 0) peer_lost(r.peer, 0);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      peer_lost(r.peer, errno);
+    }
+    moved = true;
+    size_t left = static_cast<size_t>(k);
+    if (r.header_done < kHeaderBytes) {
+      size_t h = std::min(left, kHeaderBytes - r.header_done);
+      r.header_done += h;
+      left -= h;
+      if (r.header_done == kHeaderBytes) check_header(r, step);
+    }
+    r.off += left;
+  }
+  return moved;
+}
+
+void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& recvs, uint32_t step) {
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  auto last_progress = Clock::now();
+  std::vector<pollfd> fds;
+  while (true) {
+    bool all = true, moved = false;
+    for (auto& s : sends) {
+      if (!s.complete()) moved |= try_send(s, step);
+      all &= s.complete();
+    }
+    for (auto& r : recvs) {
+      if (!r.complete()) moved |= try_recv(r, step);
+      all &= r.complete();
+    }
+    if (all) return;
+    if (moved) {
+      last_progress = Clock::now();
+      continue;
+    }
+    fds.clear();
+    fds.push_back(pollfd{control_.wake_fd(), POLLIN, 0});
+    for (auto& s : sends)
+      if (!s.complete() && (s.header_done < kHeaderBytes || s.cur < s.ready))
+        fds.push_back(pollfd{data_[s.peer].fd(), POLLOUT, 0});
+    for (auto& r : recvs)
+      if (!r.complete()) fds.push_back(pollfd{data_[r.peer].fd(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), poll_ms_until(last_progress + timeout));
+    if (rc < 0 && errno != EINTR) CHECK_SYS(rc);
+    if (fds[0].revents) {
+      control_.drain_wake();
+      check_control();
+    }
+    if (rc == 0 && Clock::now() >= last_progress + timeout) timed_out(sends, recvs);
+  }
+}
+
+void Transport::timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs) {
+  const std::string waited = fmt::format("{:g} s", timeout_s_);
+  // The rank that has not entered this collective is the one to blame, not the neighbour that
+  // is stuck waiting on it: ask everyone.
+  std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 4, 0.2, 2.0));
+  if (auto f = control_.failure()) raise(*f);
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_ && st[p].closed && !st[p].said_bye)
+      fail(p, fmt::format("rank {} closed the connection (its process died or exited); no progress for {} (timeout)",
+                          p, waited));
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || !st[p].answered || st[p].entered >= info_.seq) continue;
+    if (st[p].entered > st[p].completed)
+      fail(p, fmt::format("rank {} is still in collective #{}, not in this one; no progress for {} (timeout)", p,
+                          st[p].entered, waited));
+    fail(p, fmt::format("rank {} has not joined this collective (it last completed #{}); no progress for {} "
+                        "(timeout)",
+                        p, st[p].completed, waited));
+  }
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_ && !st[p].answered && !st[p].closed)
+      fail(p, fmt::format("rank {} does not answer (is its process stopped or hung?); no progress for {} (timeout)",
+                          p, waited));
+  for (auto& r : recvs)
+    if (!r.complete()) fail(r.peer, fmt::format("no data from rank {} for {} (timeout)", r.peer, waited));
+  for (auto& s : sends)
+    if (!s.complete()) fail(s.peer, fmt::format("rank {} has not taken data for {} (timeout)", s.peer, waited));
+  fail(-1, fmt::format("no progress for {} (timeout)", waited));
+}
+
+void Transport::sendrecv(int to, const void* send_buf, size_t send_bytes, int from, void* recv_buf,
+                         size_t recv_bytes, uint32_t step) {
+  std::vector<SendStream> sends;
+  std::vector<RecvStream> recvs;
+  if (to >= 0) {
+    sends.emplace_back();
+    sends.back().peer = to;
+    sends.back().regions = {{const_cast<char*>(static_cast<const char*>(send_buf)), send_bytes}};
+    sends.back().ready = 1;
+  }
+  if (from >= 0) {
+    recvs.emplace_back();
+    recvs.back().peer = from;
+    recvs.back().regions = {{static_cast<char*>(recv_buf), recv_bytes}};
+  }
+  run(sends, recvs, step);
+}
+
+}  // namespace dp::ring

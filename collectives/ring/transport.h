@@ -1,0 +1,120 @@
+// defines: Transport, the byte-stream engine under the ring algorithms: it moves any number of
+// concurrent send and receive streams over the data sockets of a Mesh with non-blocking I/O and
+// one poll(2) loop, and turns every way that can fail into a DpError naming the rank to blame.
+//
+// A stream is a list of regions (pointer, length) preceded on the wire by a 32-byte header
+// saying which collective it belongs to (sequence number, kind, dtype, op, algorithm, count,
+// root, step); the receiver checks it, so ranks that issued different collectives fail with a
+// clear message instead of misreading bytes. Pipelining: a send stream may only send its first
+// `ready` regions; a receive stream calls on_region(i) as region i completes (reduce a piece,
+// then make the forwarding send stream's next region ready). Regions are received one at a
+// time, so many receive regions may share one scratch piece.
+//
+// Deadlines: a collective fails when none of its streams has moved a byte for timeout_s. The
+// rank blamed is, in order: a peer whose control connection closed, a peer that has not entered
+// this collective (asked through the control plane), a peer that does not answer, and only then
+// the peer whose bytes are missing. Failures are sent to every peer before throwing.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/ring/control.h"
+#include "collectives/ring/socket.h"
+#include "runtime/dtype.h"
+
+namespace dp::ring {
+
+enum class Kind : uint8_t { Allreduce = 1, Broadcast = 2, Allgather = 3, ReduceScatter = 4, Barrier = 5 };
+enum class Algo : uint8_t { Local = 0, Ring = 1, RecursiveDoubling = 2, BinomialTree = 3, Chain = 4,
+                            Dissemination = 5 };
+const char* kind_name(Kind k);
+const char* algo_name(Algo a);
+
+// What the streams of one collective carry in their headers, and its description for errors.
+struct CollectiveInfo {
+  uint64_t seq = 0;
+  Kind kind = Kind::Barrier;
+  DType dtype = DType::F32;
+  uint8_t op = 0;  // ReduceOp as an integer (0 when none)
+  Algo algo = Algo::Local;
+  int64_t count = 0;
+  int32_t root = -1;
+  std::string description;  // "ring allreduce #12 (f32, 1048576 elements, sum)"
+};
+
+struct Region {
+  char* ptr;
+  size_t len;
+};
+
+struct SendStream {
+  int peer = -1;
+  std::vector<Region> regions;
+  size_t ready = 0;  // regions [0, ready) may be sent
+  // progress (the transport's)
+  size_t header_done = 0, cur = 0, off = 0;
+  bool complete() const;
+};
+
+struct RecvStream {
+  int peer = -1;
+  std::vector<Region> regions;
+  std::function<void(size_t)> on_region;  // called as region i completes, in order; may be empty
+  // progress (the transport's)
+  size_t header_done = 0, cur = 0, off = 0;
+  alignas(8) char header[32] = {};
+  bool complete() const;
+};
+
+class Transport {
+ public:
+  // data[p]: the data socket to peer p (none at [rank]), non-blocking.
+  Transport(int rank, int size, std::vector<Socket> data, ControlPlane& control, double timeout_s);
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  double timeout_s() const { return timeout_s_; }
+
+  // Starts a collective: fails at once (throws) when the communicator is already broken.
+  void begin(CollectiveInfo info);
+  const CollectiveInfo& info() const { return info_; }
+
+  // Moves every stream to completion, or throws. `step` goes into the headers (the algorithms
+  // number their rounds) and is checked on the receiving side.
+  void run(std::vector<SendStream>& sends, std::vector<RecvStream>& recvs, uint32_t step);
+  // One buffer each way, concurrently (either side may be absent: peer < 0).
+  void sendrecv(int to, const void* send_buf, size_t send_bytes, int from, void* recv_buf, size_t recv_bytes,
+                uint32_t step);
+
+  // Reusable scratch memory (two independent slots), at least `bytes` long.
+  char* scratch(int slot, size_t bytes);
+
+  // Records the failure (telling every peer), then throws it as this collective's DpError.
+  [[noreturn]] void fail(int culprit, const std::string& reason);
+  // Formats a failure (recorded here or by a peer) as this collective's DpError and throws it.
+  [[noreturn]] void raise(const Failure& f) const;
+
+ private:
+  bool try_send(SendStream& s, uint32_t step);
+  bool try_recv(RecvStream& r, uint32_t step);
+  void check_header(const RecvStream& r, uint32_t step);
+  void check_control();
+  [[noreturn]] void peer_lost(int peer, int err);
+  [[noreturn]] void timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs);
+  void make_header(uint32_t step, char out[32]) const;
+
+  const int rank_;
+  const int size_;
+  std::vector<Socket> data_;
+  ControlPlane& control_;
+  const double timeout_s_;
+  CollectiveInfo info_;
+  struct Scratch {
+    std::unique_ptr<char[]> mem;
+    size_t bytes = 0;
+  } scratch_[2];
+};
+
+}  // namespace dp::ring

@@ -1,0 +1,279 @@
+// Faults of the ring backend, each on forked processes: a rank killed with SIGKILL in the middle
+// of allreduces (large: the ring; small: recursive doubling), a rank that stops calling
+// collectives, abort(), mismatched collectives, a peer that shut down its communicator, and
+// Work::wait with a timeout. Every surviving rank must fail (never hang) with a message naming
+// the rank at fault and the collective, within 2x the configured timeout.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <regex>
+
+#include "collectives/ring/ring_communicator.h"
+#include "ring_harness.h"
+
+namespace dp {
+namespace {
+
+using ringtest::monotonic_s;
+using ringtest::report;
+using ringtest::SharedState;
+
+constexpr int kFailedAsExpected = 3;
+
+RingOptions options(double timeout_s) {
+  RingOptions o;
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+// Every rank in `ranks` exited with kFailedAsExpected, its message matches `pattern`, and it
+// failed (t_mark) within `within_s` of the shared event time (t_event).
+void expect_failed(const std::vector<ringtest::RankResult>& rs, const std::vector<int>& ranks,
+                   const std::string& pattern, double within_s) {
+  const std::regex re(pattern);
+  for (int r : ranks) {
+    const auto& res = rs[r];
+    EXPECT_EQ(res.exit_code, kFailedAsExpected) << "rank " << r << "\n" << ringtest::summary(rs);
+    EXPECT_TRUE(std::regex_search(res.report, re)) << "rank " << r << " said: " << res.report << "\nwanted /"
+                                                   << pattern << "/";
+    const double late = res.mark - res.event;
+    EXPECT_GT(res.event, 0) << "the event time was not recorded";
+    EXPECT_LT(late, within_s) << "rank " << r << " failed " << late << " s after the event";
+  }
+}
+
+// Loops allreduces of `count` f32 until one fails; the victim kills itself with SIGKILL after
+// `victim_after_s`, in the middle of one.
+void kill_nine(int n, int victim, int64_t count, double timeout_s) {
+  auto rs = ringtest::run_ranks(
+      n,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(timeout_s));
+        Tensor t = Tensor::zeros({count});
+        t.fill_(1.0);
+        const double start = monotonic_s();
+        try {
+          for (int i = 0;; ++i) {
+            if (r == victim && monotonic_s() - start > 0.3) {
+              WorkPtr w = comm->allreduce_async(t, ReduceOp::Avg);  // in flight when we die
+              std::this_thread::sleep_for(std::chrono::microseconds(200));
+              s->t_event.store(monotonic_s());
+              raise(SIGKILL);
+            }
+            comm->allreduce(t, ReduceOp::Avg);
+          }
+        } catch (const DpError& e) {
+          s->t_mark[r].store(monotonic_s());
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+      },
+      /*limit_s=*/4 * timeout_s + 10);
+  ASSERT_EQ(rs[victim].signal, SIGKILL) << ringtest::summary(rs);
+  std::vector<int> survivors;
+  for (int r = 0; r < n; ++r)
+    if (r != victim) survivors.push_back(r);
+  expect_failed(rs, survivors,
+                fmt::format(R"(ring allreduce #\d+ \(f32, {} elements, avg\) \[rank \d/{} on [^\]]+\]: rank {} closed )"
+                            R"(the connection \(its process died or exited\))",
+                            count, n, victim),
+                2 * timeout_s);
+}
+
+TEST(RingFaults, KillNineInTheMiddleOfRingAllreduceNamesTheDeadRank) { kill_nine(4, 2, 1 << 20, 5.0); }
+TEST(RingFaults, KillNineInTheMiddleOfSmallAllreduceNamesTheDeadRank) { kill_nine(3, 0, 16, 5.0); }
+TEST(RingFaults, KillNineOnEightRanksNamesTheDeadRank) { kill_nine(8, 5, 4096, 5.0); }
+
+// Rank 3 stops calling collectives after #3; the others' #4 must time out naming it.
+TEST(RingFaults, RankThatStopsCallingCollectivesIsNamedInATimeout) {
+  constexpr double kTimeout = 1.5;
+  constexpr int kStaller = 3;
+  auto rs = ringtest::run_ranks(
+      4,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(kTimeout));
+        Tensor t = Tensor::zeros({1000});
+        for (int i = 0; i < 3; ++i) comm->allreduce(t, ReduceOp::Sum);
+        if (r == kStaller) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * kTimeout));
+          try {
+            comm->allreduce(t, ReduceOp::Sum);  // too late: the others gave up on it
+          } catch (const DpError& e) {
+            report(s, r, e.what());
+            return kFailedAsExpected;
+          }
+          report(s, r, "the late allreduce succeeded");
+          return 1;
+        }
+        const double start = monotonic_s();
+        try {
+          comm->allreduce(t, ReduceOp::Sum);
+        } catch (const DpError& e) {
+          report(s, r, fmt::format("after {:.2f} s: {}", monotonic_s() - start, e.what()));
+          return monotonic_s() - start < 2 * kTimeout ? kFailedAsExpected : 4;
+        }
+        report(s, r, "allreduce #4 succeeded without rank 3");
+        return 1;
+      },
+      /*limit_s=*/30);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(rs[r].exit_code, kFailedAsExpected) << ringtest::summary(rs);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(std::regex_search(rs[r].report,
+                                  std::regex(R"(ring allreduce #4 \(f32, 1000 elements, sum\) \[rank \d/4 on [^\]]+\]: )"
+                                             R"(rank 3 has not joined this collective \(it last completed #3\); no )"
+                                             R"(progress for 1.5 s \(timeout\))")))
+        << rs[r].report;
+}
+
+// abort() on rank 0 while ranks 1 and 2 wait for it in an allreduce.
+TEST(RingFaults, AbortFailsThePeersAtOnceWithTheReason) {
+  auto rs = ringtest::run_ranks(
+      3,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({100});
+        comm->barrier();
+        if (r == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          s->t_event.store(monotonic_s());
+          comm->abort("test says stop");
+          try {
+            comm->allreduce(t, ReduceOp::Sum);
+          } catch (const DpError& e) {
+            s->t_mark[r].store(monotonic_s());
+            report(s, r, e.what());
+            return kFailedAsExpected;
+          }
+          return 1;
+        }
+        try {
+          comm->allreduce(t, ReduceOp::Sum);
+        } catch (const DpError& e) {
+          s->t_mark[r].store(monotonic_s());
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(rs[r].exit_code, kFailedAsExpected) << ringtest::summary(rs);
+    EXPECT_NE(rs[r].report.find("rank 0 aborted the communicator: test says stop"), std::string::npos)
+        << rs[r].report;
+    EXPECT_NE(rs[r].report.find("ring allreduce #2 (f32, 100 elements, sum)"), std::string::npos) << rs[r].report;
+  }
+  EXPECT_NE(rs[1].report.find("(reported by rank 0)"), std::string::npos) << rs[1].report;
+}
+
+// Rank 0 broadcasts while rank 1 all-reduces: rank 1 sees that the collectives differ; rank 0,
+// the root, may finish its broadcast (its send fits in the socket buffer) and learns of the
+// error in its next collective, from rank 1's notice.
+TEST(RingFaults, MismatchedCollectivesAreAClearError) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({10});
+        try {
+          if (r == 0) {
+            comm->broadcast(t, 0);
+            comm->barrier();
+          } else {
+            comm->allreduce(t, ReduceOp::Max);
+          }
+        } catch (const DpError& e) {
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
+  const std::string why =
+      "rank 0 is in broadcast #1 (f32, 10 elements, algorithm binomial-tree, step 0) while this rank expects "
+      "allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1): collectives must be issued in the same "
+      "order";
+  EXPECT_NE(rs[1].report.find("ring allreduce #1 (f32, 10 elements, max) [rank 1/2 on "), std::string::npos)
+      << rs[1].report;
+  EXPECT_NE(rs[1].report.find(why), std::string::npos) << rs[1].report;
+  // rank 0 fails in #2 (its barrier) or already in #1 when the notice arrives in time
+  EXPECT_TRUE(std::regex_search(rs[0].report, std::regex(R"(^ring (barrier #2|broadcast #1 \(f32, 10 elements, )"
+                                                         R"(root 0\)) \[rank 0/2 on )")))
+      << rs[0].report;
+  // ... from the notice of rank 1, or by itself: rank 1's allreduce bytes wait in its socket
+  EXPECT_TRUE(rs[0].report.find(why + ", with the same dtype, size, op and root, on every rank (reported by rank 1 "
+                                "in #1)") != std::string::npos ||
+              rs[0].report.find("rank 1 is in allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1) "
+                                "while this rank expects") != std::string::npos)
+      << rs[0].report;
+  EXPECT_NE(rs[0].report.find("collectives must be issued in the same order"), std::string::npos) << rs[0].report;
+}
+
+// Rank 0 leaves (destroys its communicator) after #1; rank 1's #2 can never complete.
+TEST(RingFaults, PeerThatShutDownIsNamed) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({10});
+        comm->allreduce(t, ReduceOp::Sum);
+        if (r == 0) {
+          comm.reset();
+          return kFailedAsExpected;
+        }
+        try {
+          comm->allreduce(t, ReduceOp::Sum);
+        } catch (const DpError& e) {
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
+  EXPECT_NE(rs[1].report.find("ring allreduce #2 (f32, 10 elements, sum) [rank 1/2 on "), std::string::npos)
+      << rs[1].report;
+  EXPECT_NE(rs[1].report.find("rank 0 shut down its communicator after #1"), std::string::npos) << rs[1].report;
+}
+
+// Work::wait(timeout): times out while the peer is late, then the same work completes.
+TEST(RingFaults, WorkWaitWithATimeoutThenCompletes) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({5});
+        t.fill_(r + 1.0);
+        if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        WorkPtr w = comm->allreduce_async(t, ReduceOp::Sum);
+        if (r == 0) {
+          if (w->is_completed()) {
+            report(s, r, "completed before the peer arrived");
+            return 1;
+          }
+          try {
+            w->wait(0.1);
+            report(s, r, "wait(0.1) returned before the peer arrived");
+            return 1;
+          } catch (const DpError& e) {
+            report(s, r, std::string(e.what()) + "\n");
+          }
+        }
+        w->wait();
+        if (!w->is_completed() || w->seq() != 1) return 1;
+        for (int i = 0; i < 5; ++i)
+          if (t.data<float>()[i] != 3.0f) {
+            report(s, r, fmt::format("element {} is {}", i, t.data<float>()[i]));
+            return 1;
+          }
+        return 0;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
+  EXPECT_NE(rs[0].report.find("ring allreduce #1 (f32, 5 elements, sum) [rank 0/2 on "), std::string::npos)
+      << rs[0].report;
+  EXPECT_NE(rs[0].report.find("not completed after 0.1 s (wait timeout)"), std::string::npos) << rs[0].report;
+}
+
+}  // namespace
+}  // namespace dp
