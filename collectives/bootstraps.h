@@ -2,8 +2,10 @@
 // shared file) and the small pieces they share: the launcher's view of this process (LaunchInfo),
 // topology derived from host names, rank-list formatting, environment parsing.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,5 +83,35 @@ std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup&
 
 // Rendezvous through a directory every rank can see (file:///shared/dir): see bootstrap_file.cpp.
 std::unique_ptr<Bootstrap> make_file_bootstrap(const std::string& dir, double timeout_s, const EnvLookup& env);
+
+// srun without PMI: SLURM_PROCID, SLURM_NTASKS (required), SLURM_LOCALID, SLURM_NODEID, local
+// size from SLURM_STEP_TASKS_PER_NODE (else SLURM_TASKS_PER_NODE); the store of
+// make_store_bootstrap on the first host of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST), port
+// slurm_store_port(SLURM_JOB_ID, SLURM_STEP_ID). MASTER_ADDR / MASTER_PORT override both.
+std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLookup& env);
+
+// The Slurm bootstrap's port, in the dynamic range 49152-65535 that no service registers:
+//   49152 + (job_id * 16 + step_id % 16) % 16384
+// Concurrent steps of one job (up to 16) get different ports; jobs collide only when their ids
+// are 1024 apart and they share rank 0's node at the same time (then set MASTER_PORT).
+constexpr int kSlurmPortBase = 49152, kSlurmPortCount = 16384;
+int slurm_store_port(uint64_t job_id, uint64_t step_id);
+// The srun step number (SLURM_STEP_ID, else SLURM_STEPID); none in a batch script, an extern or
+// an interactive step (absent, or one of Slurm's special ids from 0xfffffff0 up).
+std::optional<uint64_t> slurm_step_id(const EnvLookup& env);
+
+// PMIx and PMI2, loaded at run time (dlopen), so the binary runs where they are absent.
+std::unique_ptr<Bootstrap> make_pmix_bootstrap(double timeout_s);
+std::unique_ptr<Bootstrap> make_pmi2_bootstrap(double timeout_s);
+
+// Which implementation "auto" picks here (pure): "pmix" when PMIX_RANK is set, "pmi2" when
+// PMI_FD or PMI_RANK is, "env" when RANK and WORLD_SIZE are (MASTER_ADDR and MASTER_PORT then
+// required), "slurm" inside an srun step (SLURM_PROCID, SLURM_NTASKS and a step id), else
+// "single" (a Slurm batch script without srun included). UserError naming the missing variables
+// when a launcher left only part of its rank information (RANK without WORLD_SIZE, ...).
+std::string detect_bootstrap(const EnvLookup& env);
+
+// make_bootstrap with an explicit environment; sets the process identity (error and log prefixes).
+std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const EnvLookup& env);
 
 }  // namespace dp
