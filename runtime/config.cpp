@@ -78,6 +78,14 @@ std::vector<Field> schema(Config& c) {
       {"train", "precision", "compute precision", &c.train.precision, -kInf, kInf, {"fp32", "bf16", "fp16"}},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
+      {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
+       &c.checkpoint.every_steps, 0, 9.2e18},
+      {"checkpoint", "keep", "keep the newest K checkpoints, delete older ones (0 = keep all)", &c.checkpoint.keep, 0,
+       9.2e18},
+      {"checkpoint", "resume", "resume from the run directory's newest good checkpoint (dptrain --reset starts over)",
+       &c.checkpoint.resume},
+      {"checkpoint", "replicas", "also write <run>/replicas/replica-rank<r>.safetensors (for tools/diffckpt --all)",
+       &c.checkpoint.replicas},
   };
 }
 

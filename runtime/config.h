@@ -72,6 +72,10 @@ struct TrainConfig {
 
 struct CheckpointConfig {
   bool final = true;               // write <run>/final.safetensors at the end
+  int64_t every_steps = 0;         // checkpoint every N steps (0 = only at the end)
+  int64_t keep = 3;                // keep the newest K checkpoints (0 = keep all)
+  bool resume = true;              // resume from the run directory's newest checkpoint
+  bool replicas = false;           // every rank writes replicas/replica-rank<r>.safetensors
 };
 
 struct Config {
