@@ -1,0 +1,319 @@
+#include "launch/local_launcher.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "collectives/tcp_store.h"
+#include "runtime/error.h"
+
+extern char** environ;
+
+namespace dp::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- signals reach the loop through a self-pipe (the handler only writes one byte) ----
+int g_signal_pipe = -1;
+
+void on_signal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe, &b, 1);
+  errno = saved;
+}
+
+constexpr int kRouted[] = {SIGINT, SIGTERM, SIGUSR1, SIGCHLD};
+
+// Installs the handlers (and ignores SIGPIPE: a closed stdout must not kill the launcher and
+// orphan its workers); restores what was there on destruction.
+class SignalRouting {
+ public:
+  explicit SignalRouting(int pipe_w) {
+    g_signal_pipe = pipe_w;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < std::size(kRouted); ++i) ::sigaction(kRouted[i], &sa, &old_[i]);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    ::sigaction(SIGPIPE, &ign, &old_pipe_);
+  }
+  ~SignalRouting() {
+    for (size_t i = 0; i < std::size(kRouted); ++i) ::sigaction(kRouted[i], &old_[i], nullptr);
+    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+    g_signal_pipe = -1;
+  }
+  SignalRouting(const SignalRouting&) = delete;
+  SignalRouting& operator=(const SignalRouting&) = delete;
+
+ private:
+  struct sigaction old_[std::size(kRouted)] {};
+  struct sigaction old_pipe_ {};
+};
+
+// A port free on 127.0.0.1 a moment ago (rank 0 binds it with SO_REUSEADDR right after).
+int free_port() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  CHECK_SYS(fd.get());
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_SYS(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a));
+  socklen_t len = sizeof a;
+  CHECK_SYS(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len));
+  return ntohs(a.sin_port);
+}
+
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 100);
+      continue;
+    }
+    if (n <= 0) return;  // our own output is gone (EPIPE): keep supervising anyway
+    off += static_cast<size_t>(n);
+  }
+}
+
+// One worker's stdout or stderr: whole lines are forwarded with the rank prefix, in one write
+// each, so lines of different workers never mix.
+struct Stream {
+  UniqueFd fd;
+  int out_fd = 1;
+  std::string partial;
+
+  void feed(const std::string& prefix, const char* data, size_t n, bool eof) {
+    partial.append(data, n);
+    std::string out;
+    size_t start = 0;
+    for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+      out += prefix;
+      out.append(partial, start, nl - start + 1);
+    }
+    partial.erase(0, start);
+    // A line without its end at EOF, or one longer than 64 KiB, goes out as it is.
+    if (!partial.empty() && (eof || partial.size() > (64u << 10))) {
+      out += prefix + partial + "\n";
+      partial.clear();
+    }
+    if (!out.empty()) write_all(out_fd, out);
+  }
+};
+
+struct Worker {
+  pid_t pid = -1;
+  bool running = false;
+  int code = 0;  // exit code, or 128 + signal
+  Stream out, err;
+};
+
+std::string describe(int raw_status) {
+  if (WIFEXITED(raw_status)) return fmt::format("exited with status {}", WEXITSTATUS(raw_status));
+  const int sig = WTERMSIG(raw_status);
+  return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
+}
+
+// Only async-signal-safe calls between fork and exec (the parent may have OpenMP threads).
+[[noreturn]] void exec_worker(const char* exe, char* const* argv, char* const* envp, int out_w, int err_w,
+                              pid_t launcher, const char* fail_msg, size_t fail_len) {
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  ::dup2(out_w, 1);
+  ::dup2(err_w, 2);
+  ::execve(exe, argv, envp);
+  [[maybe_unused]] ssize_t n = ::write(2, fail_msg, fail_len);
+  ::_exit(127);
+}
+
+}  // namespace
+
+int run_local(int nproc, const std::vector<std::string>& worker_args) {
+  return run_local(nproc, worker_args, LocalLaunchOptions{});
+}
+
+int run_local(int nproc, const std::vector<std::string>& worker_args, const LocalLaunchOptions& opt) {
+  DP_CHECK(nproc >= 1, "run_local: {} processes", nproc);
+  int sp[2];
+  CHECK_SYS(::pipe2(sp, O_CLOEXEC | O_NONBLOCK));
+  UniqueFd sig_r(sp[0]), sig_w(sp[1]);
+  SignalRouting routing(sig_w.get());
+  const int port = free_port();
+
+  // Environment: ours minus the variables we set, plus them. OMP_NUM_THREADS, unless given,
+  // shares the cores between the workers (N workers each using every core would thrash).
+  const std::vector<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                         "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT"};
+  std::vector<std::string> base;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string name = kv.substr(0, kv.find('='));
+    if (std::find(ours.begin(), ours.end(), name) == ours.end()) base.push_back(kv);
+  }
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    base.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1u, cores / static_cast<unsigned>(nproc))));
+  }
+  base.push_back(fmt::format("WORLD_SIZE={}", nproc));
+  base.push_back(fmt::format("LOCAL_WORLD_SIZE={}", nproc));
+  base.push_back("GROUP_RANK=0");
+  base.push_back("MASTER_ADDR=127.0.0.1");
+  base.push_back(fmt::format("MASTER_PORT={}", port));
+
+  std::vector<std::string> args = {opt.exe};
+  args.insert(args.end(), worker_args.begin(), worker_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string fail_msg = fmt::format("dptrain: cannot execute '{}'\n", opt.exe);
+
+  std::vector<Worker> workers(static_cast<size_t>(nproc));
+  const pid_t self = ::getpid();
+  // Signals go to a worker's whole process group (as a terminal's would): its own children too.
+  auto kill_all = [&](int sig) {
+    for (auto& w : workers)
+      if (w.running && ::kill(-w.pid, sig) != 0) ::kill(w.pid, sig);
+  };
+  try {
+    for (int r = 0; r < nproc; ++r) {
+      Worker& w = workers[static_cast<size_t>(r)];
+      std::vector<std::string> env = base;
+      env.push_back(fmt::format("RANK={}", r));
+      env.push_back(fmt::format("LOCAL_RANK={}", r));
+      std::vector<char*> envp;
+      for (auto& e : env) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      int po[2], pe[2];
+      CHECK_SYS(::pipe2(po, O_CLOEXEC));
+      w.out.fd = UniqueFd(po[0]);
+      UniqueFd out_w(po[1]);
+      CHECK_SYS(::pipe2(pe, O_CLOEXEC));
+      w.err.fd = UniqueFd(pe[0]);
+      UniqueFd err_w(pe[1]);
+      w.out.out_fd = 1;
+      w.err.out_fd = 2;
+      const pid_t pid = ::fork();
+      CHECK_SYS(pid);
+      if (pid == 0)
+        exec_worker(opt.exe.c_str(), argv.data(), envp.data(), out_w.get(), err_w.get(), self, fail_msg.data(),
+                    fail_msg.size());
+      ::setpgid(pid, pid);  // also done by the child: whichever runs first, no signal misses the group
+      w.pid = pid;
+      w.running = true;
+      CHECK_SYS(::fcntl(w.out.fd.get(), F_SETFL, O_NONBLOCK));
+      CHECK_SYS(::fcntl(w.err.fd.get(), F_SETFL, O_NONBLOCK));
+    }
+  } catch (...) {
+    kill_all(SIGKILL);
+    for (auto& w : workers)
+      if (w.running) ::waitpid(w.pid, nullptr, 0);
+    throw;
+  }
+
+  int failed_rank = -1, failed_code = 0;
+  std::optional<Clock::time_point> kill_at, drain_until;
+  bool killed = false;
+  std::vector<pollfd> pfds;
+  std::vector<std::pair<size_t, Stream*>> who;
+  char buf[1 << 16];
+  while (true) {
+    const auto now = Clock::now();
+    const bool all_done = std::none_of(workers.begin(), workers.end(), [](const Worker& w) { return w.running; });
+    const bool all_closed =
+        std::none_of(workers.begin(), workers.end(), [](const Worker& w) { return w.out.fd || w.err.fd; });
+    // A worker's own child may keep its pipes open after it exits: wait for them 1 s at most.
+    if (all_done && !drain_until) drain_until = now + std::chrono::seconds(1);
+    if (all_done && (all_closed || now >= *drain_until)) break;
+
+    pfds.clear();
+    who.clear();
+    pfds.push_back({sig_r.get(), POLLIN, 0});
+    for (size_t r = 0; r < workers.size(); ++r)
+      for (Stream* s : {&workers[r].out, &workers[r].err})
+        if (s->fd) {
+          pfds.push_back({s->fd.get(), POLLIN, 0});
+          who.emplace_back(r, s);
+        }
+    ::poll(pfds.data(), pfds.size(), 100);
+
+    if (pfds[0].revents & POLLIN) {
+      unsigned char sigs[64];
+      ssize_t n;
+      while ((n = ::read(sig_r.get(), sigs, sizeof sigs)) > 0)
+        for (ssize_t i = 0; i < n; ++i) {
+          const int sig = sigs[i];
+          if (sig == SIGCHLD) continue;  // reaped below
+          kill_all(sig);
+          if ((sig == SIGINT || sig == SIGTERM) && !kill_at) kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.grace_s));
+        }
+    }
+    for (size_t i = 1; i < pfds.size(); ++i) {
+      if (!pfds[i].revents) continue;
+      auto [r, s] = who[i - 1];
+      const std::string prefix = fmt::format("[rank {}] ", r);
+      while (true) {
+        ssize_t n = ::read(s->fd.get(), buf, sizeof buf);
+        if (n > 0) {
+          s->feed(prefix, buf, static_cast<size_t>(n), false);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        s->feed(prefix, buf, 0, true);  // EOF (or error): flush the last partial line
+        s->fd.reset();
+        break;
+      }
+    }
+    for (size_t r = 0; r < workers.size(); ++r) {
+      Worker& w = workers[r];
+      if (!w.running) continue;
+      int st = 0;
+      if (::waitpid(w.pid, &st, WNOHANG) != w.pid) continue;
+      w.running = false;
+      w.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      if (w.code == 0 || failed_rank >= 0) continue;
+      failed_rank = static_cast<int>(r);
+      failed_code = w.code;
+      const auto left = std::count_if(workers.begin(), workers.end(), [](const Worker& o) { return o.running; });
+      write_all(2, fmt::format("dptrain: rank {} {}{}\n", r, describe(st),
+                               left > 0 ? fmt::format("; stopping the other {} worker{}", left, left > 1 ? "s" : "")
+                                        : std::string()));
+      kill_all(SIGTERM);
+      const auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.grace_s));
+      if (!kill_at || at < *kill_at) kill_at = at;
+    }
+    if (kill_at && !killed && Clock::now() >= *kill_at) {
+      for (size_t r = 0; r < workers.size(); ++r)
+        if (workers[r].running)
+          write_all(2, fmt::format("dptrain: rank {} did not stop within {:g} s of SIGTERM: killing it\n", r, opt.grace_s));
+      kill_all(SIGKILL);
+      killed = true;
+    }
+  }
+  return failed_rank >= 0 ? failed_code : 0;
+}
+
+}  // namespace dp::launch
