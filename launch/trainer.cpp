@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <numeric>
 
 #include "launch/datasets.h"
 #include "launch/run_dir.h"
 #include "models/build.h"
 #include "models/layers/softmax_cross_entropy.h"
+#include "runtime/checkpoint_dir.h"
 #include "runtime/data/loader.h"
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
@@ -84,6 +88,18 @@ optim::ScheduleOptions schedule_of(const TrainConfig& t) {
   return s;
 }
 
+// Fault injection for resume tests: DPTRAIN_FAULT_KILL_AFTER_STEP=N makes the process
+// SIGKILL itself right after step N (and any checkpoint due at N), as `kill -9` would.
+int64_t fault_kill_after_step() {
+  const char* v = std::getenv("DPTRAIN_FAULT_KILL_AFTER_STEP");
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 1) DP_THROW_USER("DPTRAIN_FAULT_KILL_AFTER_STEP = '{}' is not a step number >= 1", v);
+  log::get("train")->warn("DPTRAIN_FAULT_KILL_AFTER_STEP = {}: this process will kill itself after that step", n);
+  return n;
+}
+
 data::Transform transform_of(const DataConfig& d, bool train) {
   data::Transform t;
   t.mean.assign(d.mean.begin(), d.mean.end());
@@ -137,7 +153,7 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
   return r;
 }
 
-TrainResult train(const Config& cfg) {
+TrainResult train(const Config& cfg, const TrainOptions& options) {
   auto lg = log::get("train");
   const auto t_start = Clock::now();
   if (cfg.train.threads > 0) {
@@ -189,21 +205,119 @@ TrainResult train(const Config& cfg) {
   run.write_text("config.toml", to_toml(cfg));
   log::configure(cfg.run.log_level, run.file("logs/rank-0.log"));
   lg = log::get("train");
+  // Warnings reach the file at once (a killed run keeps them); the rest when train() returns or
+  // throws (the loggers share their sinks, so flushing one flushes the file).
+  for (const char* sub : {"train", "ckpt"}) log::get(sub)->flush_on(spdlog::level::warn);
+  struct FlushAtExit {
+    ~FlushAtExit() { log::get("train")->flush(); }
+  } flush_at_exit;
   lg->info("run directory {}", run.path());
-  lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
-           bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
 
   TrainResult result;
   result.run_dir = run.path();
-  int64_t step = 0;
+  const int64_t world_size = process_identity().world_size;
+  const int64_t kill_after = fault_kill_after_step();
+
+  // Resume (or start over). load_checkpoint changes nothing unless the whole file checks out,
+  // so a bad newest checkpoint leaves the fresh model for the next candidate.
+  CheckpointDir ckpts(run.file("checkpoints"));
+  ckpts.prepare();
+  int64_t step = 0, start_epoch = 0, start_samples = 0, last_saved = -1;
+  if (options.reset || !cfg.checkpoint.resume) {
+    const int n = ckpts.remove_all();
+    if (n > 0)
+      lg->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}",
+               options.reset ? "--reset" : "checkpoint.resume = false", n, ckpts.path());
+  } else if (auto r = resume_latest(ckpts, *model, *opt)) {
+    if (!r->skipped.empty())
+      lg->warn("resuming from the previous good checkpoint {} (step {}) because {} newer one(s) failed their checks "
+               "(see above)",
+               r->path, r->meta.step, r->skipped.size());
+    if (r->meta.step > total)
+      DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {} steps: raise train.steps or train.epochs, "
+                    "or start over with --reset",
+                    r->path, r->meta.step, total);
+    if (r->meta.dataset_size != n_train || r->meta.shuffle != cfg.data.shuffle || r->meta.drop_last != cfg.data.drop_last)
+      lg->warn("checkpoint '{}' was written with {} training samples (shuffle {}, drop_last {}), this run has {} "
+               "(shuffle {}, drop_last {}): the rest of the epoch is not the data the interrupted run would have seen",
+               r->path, r->meta.dataset_size, r->meta.shuffle, r->meta.drop_last, n_train, cfg.data.shuffle,
+               cfg.data.drop_last);
+    if (r->meta.batch_size * r->meta.world_size != bs * world_size)
+      lg->warn("checkpoint '{}' was written with batch {} x {} rank(s), this run uses {} x {}: the step count goes on "
+               "from {}, the epoch from sample {}",
+               r->path, r->meta.batch_size, r->meta.world_size, bs, world_size, r->meta.step, r->meta.epoch_samples);
+    step = last_saved = r->meta.step;
+    start_epoch = r->meta.epoch;
+    // epoch_samples counts every rank's samples: the consumed prefix of the epoch's order.
+    start_samples = r->meta.epoch_samples;
+    result.resumed_from_step = step;
+    result.resumed_from = r->path;
+    lg->info("resumed from {}: step {}, epoch {}, {} samples of it done", r->path, step, start_epoch + 1,
+             start_samples);
+  }
+  lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
+           bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
+
+  // Position of the data stream: epoch in progress and the samples of its order consumed.
+  int64_t cur_epoch = start_epoch, cur_samples = start_samples;
+  auto save = [&]() {
+    const auto t0 = Clock::now();
+    CheckpointMeta m;
+    m.step = step;
+    m.epoch = cur_epoch;
+    m.epoch_samples = cur_samples;
+    m.seed = seed;
+    m.world_size = world_size;
+    m.batch_size = bs;
+    m.dataset_size = n_train;
+    m.shuffle = cfg.data.shuffle;
+    m.drop_last = cfg.data.drop_last;
+    m.dtype_policy = fmt::format("params f32, optimizer state f32, compute {}", cfg.train.precision);
+    m.optimizer = opt->name();
+    m.optimizer_steps = opt->steps();
+    m.config = to_toml(cfg);
+    const std::string path = ckpts.file_for(step);
+    write_checkpoint(path, *model, *opt, m);
+    ckpts.commit(step, cfg.checkpoint.keep);
+    if (cfg.checkpoint.replicas) {
+      std::filesystem::create_directories(run.file("replicas"));
+      write_checkpoint(run.file(fmt::format("replicas/replica-rank{}.safetensors", process_identity().rank)), *model,
+                       *opt, m);
+    }
+    last_saved = step;
+    lg->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
+             seconds_since(t0));
+  };
+  auto eval_line = [&](const std::string& what, int64_t epoch) {
+    lg->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, result.final_eval.loss,
+             result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
+    run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
+                        {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
+                        {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
+  };
+
+  if (step >= total) {
+    lg->info("the run is already complete at step {}; nothing to train (--reset starts over)", step);
+    result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+    eval_line(fmt::format("at step {}", step), cur_epoch);
+    result.steps = step;
+    result.seconds = seconds_since(t_start);
+    return result;
+  }
+
   Tensor dlogits;
   auto t_window = Clock::now();
   double win_loss = 0;
   int64_t win_samples = 0, win_hits = 0, win_steps = 0;
   bool evaluated_last = false;
-  for (int64_t epoch = 0; epoch < epochs && step < total; ++epoch) {
+  for (int64_t epoch = start_epoch; step < total; ++epoch) {
     std::vector<int64_t> order = data::sampler_indices(n_train, 1, 0, cfg.data.shuffle, seed, epoch, cfg.data.drop_last);
     for (auto& i : order) i = ds.train.indices[i];
+    // Mid-epoch resume: the epoch's order is a function of (seed, epoch), so skipping the
+    // consumed prefix gives exactly the batches the interrupted run had still to see.
+    cur_epoch = epoch;
+    cur_samples = epoch == start_epoch ? std::min<int64_t>(start_samples, static_cast<int64_t>(order.size())) : 0;
+    order.erase(order.begin(), order.begin() + cur_samples);
     data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
                         transform_of(cfg.data, true), seed, epoch);
     data::Batch b;
@@ -224,6 +338,7 @@ TrainResult train(const Config& cfg) {
       ++step;
       evaluated_last = false;
       const int64_t n = b.x.dim(0);
+      cur_samples += n * world_size;
       win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
       if (step % cfg.train.log_every == 0 || step == total) {
         const double dt = seconds_since(t_window);
@@ -237,26 +352,32 @@ TrainResult train(const Config& cfg) {
         t_window = Clock::now();
         win_loss = 0, win_samples = win_hits = win_steps = 0;
       }
+      if (cfg.checkpoint.every_steps > 0 && step % cfg.checkpoint.every_steps == 0) save();
+      if (step == kill_after) {
+        lg->warn("DPTRAIN_FAULT_KILL_AFTER_STEP={}: killing this process (SIGKILL)", kill_after);
+        log::get("train")->flush();
+        std::raise(SIGKILL);
+      }
+      if (step == options.stop_after_steps) {
+        if (last_saved != step) save();
+        lg->info("stopping after step {} as asked; resume continues from {}", step, ckpts.file_for(step));
+        result.steps = step;
+        result.seconds = seconds_since(t_start);
+        return result;
+      }
       if (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) {
         result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
         evaluated_last = true;
-        lg->info("eval at step {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", step, result.final_eval.loss,
-                 result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
-        run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
-                            {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
-                            {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
+        eval_line(fmt::format("at step {}", step), epoch);
       }
     }
     if (cfg.train.eval_every == 0 || (step == total && !evaluated_last)) {
       result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
-      lg->info("eval after epoch {} (step {}): loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", epoch + 1, step,
-               result.final_eval.loss, result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
-      run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
-                          {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
-                          {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
+      eval_line(fmt::format("after epoch {} (step {})", epoch + 1, step), epoch);
     }
   }
   result.steps = step;
+  if (last_saved != step) save();
   result.seconds = seconds_since(t_start);
   if (cfg.checkpoint.final) {
     std::vector<std::pair<std::string, Tensor>> tensors;

@@ -1,5 +1,5 @@
 // defines: Trainer, the single-process training loop (data -> forward -> loss -> backward ->
-// optimizer step), periodic evaluation, progress lines and metrics.
+// optimizer step), periodic evaluation, progress lines, metrics, checkpoints and resume.
 //
 // It lives in launch/ rather than runtime/ because it wires together models/ (layers, loss),
 // runtime/ (data, optimizers, graph) and collectives/; runtime/ stays below models/.
@@ -18,7 +18,9 @@ struct EvalResult {
 };
 
 struct TrainResult {
-  int64_t steps = 0;
+  int64_t steps = 0;               // the global step reached
+  int64_t resumed_from_step = -1;  // the checkpoint's step, or -1 when starting fresh
+  std::string resumed_from;        // its path
   double seconds = 0;
   EvalResult final_eval;
   std::string run_dir;
@@ -27,7 +29,16 @@ struct TrainResult {
 // Resolves train.device ("auto" -> cuda if a GPU is usable, else cpu with one log line).
 Device choose_device(const std::string& wanted);
 
+struct TrainOptions {
+  // Start over: ignore and delete the run directory's checkpoints (dptrain --reset). Without
+  // it, and with checkpoint.resume = true, training continues from the newest good one.
+  bool reset = false;
+  // > 0: stop after this step as a preempted job would (write a checkpoint, return, no final
+  // evaluation or final.safetensors). For tests of resume.
+  int64_t stop_after_steps = 0;
+};
+
 // Runs the whole configured training; writes the run directory.
-TrainResult train(const Config& cfg);
+TrainResult train(const Config& cfg, const TrainOptions& options = {});
 
 }  // namespace dp::launch
