@@ -35,8 +35,9 @@ constexpr auto kSendBudget = std::chrono::seconds(1);
 
 }  // namespace
 
-ControlPlane::ControlPlane(int rank, int size, std::vector<Socket> control)
-    : rank_(rank), size_(size), peers_(size) {
+ControlPlane::ControlPlane(int rank, int size, std::vector<Socket> control, std::function<void()> waker)
+    : rank_(rank), size_(size), peers_(size), waker_(std::move(waker)), lost_(new std::atomic<bool>[size]) {
+  for (int p = 0; p < size; ++p) lost_[p].store(false);
   for (int p = 0; p < size; ++p) {
     peers_[p].sock = std::move(control[p]);
     if (!peers_[p].sock) peers_[p].state.closed = true;  // self
@@ -59,8 +60,10 @@ ControlPlane::~ControlPlane() {
 }
 
 void ControlPlane::wake() const {
+  events_.fetch_add(1, std::memory_order_acq_rel);
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
+  if (waker_) waker_();
 }
 
 void ControlPlane::drain_wake() const {
@@ -152,6 +155,7 @@ void ControlPlane::on_closed(int peer) {
   {
     std::lock_guard lock(mu_);
     peers_[peer].state.closed = true;
+    if (!peers_[peer].state.said_bye) lost_[peer].store(true, std::memory_order_release);
   }
   cv_.notify_all();
   wake();

@@ -20,6 +20,8 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -48,8 +50,10 @@ struct PeerStatus {
 
 class ControlPlane {
  public:
-  // control[p]: the control socket to peer p (none at [rank]), already non-blocking.
-  ControlPlane(int rank, int size, std::vector<Socket> control);
+  // control[p]: the control socket to peer p (none at [rank]), already non-blocking. waker (may
+  // be empty) is called on every event, from any thread: how a waiter that sleeps on something
+  // other than wake_fd (a shared-memory doorbell) gets woken.
+  ControlPlane(int rank, int size, std::vector<Socket> control, std::function<void()> waker = {});
   // Sends BYE to every peer, stops the thread, closes the sockets.
   ~ControlPlane();
   ControlPlane(const ControlPlane&) = delete;
@@ -63,6 +67,10 @@ class ControlPlane {
   // a failure was recorded, or a peer's control connection closed. The reader drains it.
   int wake_fd() const { return wake_fd_; }
   void drain_wake() const;
+  // Bumped on every such event: a cheap "did anything happen since I last looked".
+  uint64_t events() const { return events_.load(std::memory_order_acquire); }
+  // The peer's control connection closed without a BYE (its process died, most likely).
+  bool lost(int peer) const { return lost_[peer].load(std::memory_order_acquire); }
 
   // The first failure recorded, locally or by a peer's notice.
   std::optional<Failure> failure() const;
@@ -99,6 +107,9 @@ class ControlPlane {
   std::vector<Peer> peers_;
   int wake_fd_ = -1;  // eventfd: tells waiting collectives to look
   int stop_fd_ = -1;  // eventfd: stops the thread
+  const std::function<void()> waker_;
+  mutable std::atomic<uint64_t> events_{0};
+  std::unique_ptr<std::atomic<bool>[]> lost_;
   std::atomic<uint64_t> entered_{0};
   std::atomic<uint64_t> completed_{0};
 

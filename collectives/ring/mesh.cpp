@@ -5,11 +5,13 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 namespace dp::ring {
 namespace {
@@ -30,22 +32,31 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 32);
 
+// What each rank publishes: "host:port:nonce:node:shm" (host has no ':': IPv4 or a name; shm is
+// the segment name, "-" when this rank has none).
 struct Address {
   std::string host;
   int port = 0;
   uint64_t nonce = 0;
+  int node = 0;
+  std::string shm;
 };
 
 Address parse_address(const std::string& blob, int peer) {
-  // "host:port:nonce" (host has no ':' since it is IPv4 or a name)
-  auto a = blob.find(':');
-  auto b = blob.find(':', a == std::string::npos ? a : a + 1);
-  DP_CHECK(a != std::string::npos && b != std::string::npos, "ring: rank {} published a malformed address '{}'",
-           peer, blob);
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (size_t i = 0; i <= blob.size(); ++i)
+    if (i == blob.size() || blob[i] == ':') {
+      f.push_back(blob.substr(start, i - start));
+      start = i + 1;
+    }
+  DP_CHECK(f.size() == 5, "ring: rank {} published a malformed address '{}' (mixed builds?)", peer, blob);
   Address addr;
-  addr.host = blob.substr(0, a);
-  addr.port = std::atoi(blob.substr(a + 1, b - a - 1).c_str());
-  addr.nonce = std::strtoull(blob.substr(b + 1).c_str(), nullptr, 16);
+  addr.host = f[0];
+  addr.port = std::atoi(f[1].c_str());
+  addr.nonce = std::strtoull(f[2].c_str(), nullptr, 16);
+  addr.node = std::atoi(f[3].c_str());
+  addr.shm = f[4] == "-" ? "" : f[4];
   return addr;
 }
 
@@ -60,6 +71,63 @@ void tune(const Socket& s, uint32_t kind, int buffer_bytes) {
                     : st == IoStatus::Closed ? "the connection was closed"
                                              : std::strerror(err);
   throw DpError(fmt::format("ring setup [{}]: {}: {}", identity_string(), what, why));
+}
+
+// Maps the segments of the peers of this node and agrees, pair by pair over the data socket,
+// which pairs use shared memory. See the header for the protocol.
+void link_shared_memory(Mesh& m, const std::vector<std::string>& blobs, const SegmentLayout& layout,
+                        Clock::time_point deadline) {
+  std::vector<Address> addr;
+  for (int p = 0; p < m.size; ++p) addr.push_back(parse_address(blobs[p], p));
+  std::vector<int> node_ranks;  // slot i of every segment on this node belongs to node_ranks[i]
+  for (int p = 0; p < m.size; ++p)
+    if (addr[p].node == addr[m.rank].node) node_ranks.push_back(p);
+  DP_CHECK(static_cast<int>(node_ranks.size()) == layout.local,
+           "ring setup: {} ranks report node {} but the bootstrap says {} ranks per node", node_ranks.size(),
+           addr[m.rank].node, layout.local);
+  auto slot = [&](int p) { return static_cast<int>(std::find(node_ranks.begin(), node_ranks.end(), p) - node_ranks.begin()); };
+  ShmLinks& l = m.shm;
+  l.mapped.resize(m.size);
+  l.use.assign(m.size, false);
+  l.in.resize(m.size);
+  l.out.resize(m.size);
+  l.bell.resize(m.size);
+  std::vector<uint8_t> mine(m.size, 0);
+  for (int p : node_ranks) {
+    if (p == m.rank || addr[p].shm.empty()) continue;
+    try {
+      l.mapped[p] = ShmSegment::open(addr[p].shm, layout.bytes());
+      mine[p] = 1;
+    } catch (const DpError& e) {
+      log::get("coll")->warn("{}; rank {} and this rank talk over TCP", e.what(), p);
+    }
+  }
+  // One byte each way per pair: all sends first (they fit in the socket buffer), then receives.
+  for (int p : node_ranks) {
+    if (p == m.rank || addr[p].shm.empty()) continue;
+    int err = 0;
+    IoStatus st = send_all(m.data[p], &mine[p], 1, deadline, &err);
+    if (st != IoStatus::Ok) setup_failed(fmt::format("agreeing on shared memory with rank {}", p), st, err);
+  }
+  for (int p : node_ranks) {
+    if (p == m.rank || addr[p].shm.empty()) continue;
+    uint8_t theirs = 0;
+    int err = 0;
+    IoStatus st = recv_all(m.data[p], &theirs, 1, deadline, &err);
+    if (st != IoStatus::Ok) setup_failed(fmt::format("agreeing on shared memory with rank {}", p), st, err);
+    if (!(mine[p] && theirs)) continue;
+    l.use[p] = true;
+    ++l.local_peers;
+    char* own = l.own.base();
+    char* peer = l.mapped[p].base();
+    l.in[p] = ShmFifo(reinterpret_cast<FifoControl*>(own + layout.control_offset(slot(p))),
+                      own + layout.data_offset(slot(p)), layout.fifo_capacity);
+    l.out[p] = ShmFifo(reinterpret_cast<FifoControl*>(peer + layout.control_offset(slot(m.rank))),
+                       peer + layout.data_offset(slot(m.rank)), layout.fifo_capacity);
+    l.bell[p] = Doorbell(reinterpret_cast<BellWord*>(peer + layout.bell_offset()), m.data[p].fd());
+  }
+  l.own_bell = Doorbell(reinterpret_cast<BellWord*>(l.own.base() + layout.bell_offset()));
+  l.own.unlink();  // every peer that maps it has done so (its byte came after its open)
 }
 
 }  // namespace
@@ -80,7 +148,8 @@ std::string ring_listen_host(const Bootstrap& bs) {
   return buf;
 }
 
-Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, double timeout_s) {
+Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, size_t shm_fifo_bytes,
+                  double timeout_s) {
   Mesh m;
   m.rank = bs.rank();
   m.size = bs.size();
@@ -93,8 +162,21 @@ Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buff
   // 1. listen and publish
   int port = 0;
   Socket listener = listen_tcp(listen_host, 2 * m.size + 16, &port);
-  const uint64_t nonce = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(getpid());
-  std::vector<std::string> blobs = bs.allgather(fmt::format("{}:{}:{:x}", listen_host, port, nonce));
+  std::random_device rd;
+  const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32 | rd()) ^ static_cast<uint64_t>(getpid());
+  const SegmentLayout layout{shm_fifo_bytes, bs.local_size()};
+  std::string shm_name = "-";
+  if (shm_fifo_bytes > 0 && bs.local_size() > 1) {
+    std::string name = fmt::format("/dptrain-ring-{}-{:x}", getpid(), nonce);
+    try {
+      m.shm.own = ShmSegment::create(name, layout.bytes());
+      shm_name = name;
+    } catch (const DpError& e) {
+      log::get("coll")->warn("{}; the ranks of this node talk over TCP", e.what());
+    }
+  }
+  std::vector<std::string> blobs =
+      bs.allgather(fmt::format("{}:{}:{:x}:{}:{}", listen_host, port, nonce, bs.node_id(), shm_name));
   DP_CHECK(static_cast<int>(blobs.size()) == m.size, "ring: the bootstrap returned {} addresses for {} ranks",
            blobs.size(), m.size);
 
@@ -154,6 +236,7 @@ Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buff
       DP_CHECK(ack == kAck, "ring setup: rank {} answered {:#x} instead of the ack", peer, ack);
     }
   }
+  if (m.shm.own) link_shared_memory(m, blobs, layout, deadline);
   return m;
 }
 

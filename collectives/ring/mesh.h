@@ -12,20 +12,41 @@
 // Step 2 never waits on a peer (the listener's backlog completes the TCP handshake), step 3
 // waits only on step 2 of higher ranks and step 4 only on step 3 of lower ranks, so the setup
 // cannot deadlock. A full mesh costs 2(N-1) sockets per rank: fine up to a few hundred ranks.
+//
+// Shared memory (shm_fifo_bytes > 0, ranks with the same bootstrap node id): before step 1 each
+// rank creates its segment (shm.h) and publishes its name with its address; after step 4 it
+// maps the segment of every peer of its node and tells that peer, over their data socket,
+// whether it could (one byte each way: both must say yes for the pair to use shared memory,
+// else the pair stays on TCP). Then every rank unlinks its own segment's name: all peers that
+// will ever map it have done so. The data sockets of shared-memory pairs stay open, unused.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "collectives/bootstrap.h"
+#include "collectives/ring/shm.h"
 #include "collectives/ring/socket.h"
 
 namespace dp::ring {
+
+// The shared-memory links of one rank: per peer on its node (use[peer]), the inbound FIFO (in
+// this rank's segment), the outbound FIFO (in the peer's segment) and the peer's doorbell.
+struct ShmLinks {
+  ShmSegment own;
+  std::vector<ShmSegment> mapped;  // [peer]
+  std::vector<bool> use;           // [peer]
+  std::vector<ShmFifo> in, out;    // [peer]
+  std::vector<Doorbell> bell;      // [peer]
+  Doorbell own_bell;
+  int local_peers = 0;             // peers linked through shared memory
+};
 
 struct Mesh {
   int rank = 0;
   int size = 1;
   std::vector<Socket> data;     // [peer] (none at [rank]): non-blocking, TCP_NODELAY, big buffers
   std::vector<Socket> control;  // [peer] (none at [rank]): non-blocking, TCP_NODELAY
+  ShmLinks shm;
 };
 
 // The address this rank listens on: $DPTRAIN_RING_HOST if set; 127.0.0.1 when every rank is on
@@ -33,6 +54,8 @@ struct Mesh {
 std::string ring_listen_host(const Bootstrap& bs);
 
 // Collective over the bootstrap; throws DpError naming the peer that could not be reached.
-Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, double timeout_s);
+// shm_fifo_bytes: capacity of each shared-memory FIFO; 0 keeps every pair on TCP.
+Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, size_t shm_fifo_bytes,
+                  double timeout_s);
 
 }  // namespace dp::ring

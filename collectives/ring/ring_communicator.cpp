@@ -51,24 +51,32 @@ class RingCommunicator final : public Communicator {
  public:
   RingCommunicator(Bootstrap& bs, const RingOptions& opt) : rank_(bs.rank()), size_(bs.size()), opt_(opt) {
     std::string host = opt.listen_host.empty() ? ring::ring_listen_host(bs) : opt.listen_host;
-    ring::Mesh mesh = ring::connect_mesh(bs, host, opt.socket_buffer_bytes, opt.timeout_s);
-    control_ = std::make_unique<ring::ControlPlane>(rank_, size_, std::move(mesh.control));
-    transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), *control_, opt.timeout_s);
+    ring::Mesh mesh = ring::connect_mesh(bs, host, opt.socket_buffer_bytes, opt.shm_fifo_bytes, opt.timeout_s);
+    // The control plane rings our doorbell on every event, so that a collective asleep on shared
+    // memory hears about failures too.
+    ring::Doorbell bell = mesh.shm.own_bell;
+    control_ = std::make_unique<ring::ControlPlane>(rank_, size_, std::move(mesh.control), [bell] {
+      if (bell.valid()) bell.ring();
+    });
+    double spin_us = opt.spin_us;
+    if (spin_us < 0) spin_us = bs.local_size() <= static_cast<int>(std::thread::hardware_concurrency()) ? 50 : 0;
+    transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), std::move(mesh.shm), *control_,
+                                                   opt.timeout_s, spin_us);
     worker_ = std::thread([this] { loop(); });
-    log::get("coll")->debug("ring communicator up: {} ranks, listening on {}", size_, host);
+    log::get("coll")->debug("ring communicator up: {} ranks, listening on {}, {} peers over shared memory", size_,
+                            host, transport_->shm_peers());
   }
 
   ~RingCommunicator() override {
+    bool in_flight;
     {
       std::lock_guard lock(mu_);
       stop_ = true;
-      if (busy_ || !queue_.empty()) {
-        // Destroyed with collectives in flight: give up on them rather than wait.
-        control_->fail(ring::Failure{-1, rank_, 0,
-                                     fmt::format("rank {} destroyed its communicator with collectives in flight",
-                                                 rank_)});
-      }
+      in_flight = busy_ || !queue_.empty();
     }
+    if (in_flight)  // give up on them rather than wait
+      control_->fail(ring::Failure{-1, rank_, 0,
+                                   fmt::format("rank {} destroyed its communicator with collectives in flight", rank_)});
     cv_.notify_all();
     worker_.join();
     control_.reset();  // BYE to every peer first, so that a peer reading our closed data
@@ -241,6 +249,11 @@ RingOptions ring_options_from_env(double timeout_s) {
   o.small_bytes = env_size("DPTRAIN_RING_SMALL_BYTES", o.small_bytes);
   o.piece_bytes = std::max<size_t>(8, env_size("DPTRAIN_RING_PIECE_BYTES", o.piece_bytes));
   o.socket_buffer_bytes = static_cast<int>(env_size("DPTRAIN_RING_SOCKET_BUFFER", o.socket_buffer_bytes));
+  o.shm_fifo_bytes = env_size("DPTRAIN_RING_SHM_BYTES", o.shm_fifo_bytes);
+  if (const char* v = std::getenv("DPTRAIN_RING_SPIN_US"); v && *v) {
+    o.spin_us = std::atof(v);
+    log::get("coll")->info("ring: DPTRAIN_RING_SPIN_US={}", o.spin_us);
+  }
   if (const char* h = std::getenv("DPTRAIN_RING_HOST"); h && *h) o.listen_host = h;
   return o;
 }

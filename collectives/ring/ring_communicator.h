@@ -1,6 +1,7 @@
 // defines: RingOptions and make_ring_communicator, the project's own collectives backend on host
-// buffers: TCP between all ranks (a full mesh built through the bootstrap), the algorithms of
-// collectives/ring/algorithms.h, one worker thread that runs the collectives in issue order.
+// buffers: shared memory between the ranks of a node and TCP between nodes (a full mesh built
+// through the bootstrap, collectives/ring/mesh.h), the algorithms of collectives/ring/
+// algorithms.h, one worker thread that runs the collectives in issue order.
 //
 // Tunables, read once from the environment (and logged when set):
 //   DPTRAIN_RING_SMALL_BYTES  allreduce and broadcast messages up to this size use the latency-
@@ -12,6 +13,11 @@
 //                             for cheaper shared-memory messages).
 //   DPTRAIN_RING_PIECE_BYTES  pipelining granularity of the ring and chain (default 256 KiB).
 //   DPTRAIN_RING_SOCKET_BUFFER  SO_SNDBUF/SO_RCVBUF of the data sockets (default 4 MiB).
+//   DPTRAIN_RING_SHM_BYTES    capacity of each shared-memory FIFO between two ranks of a node
+//                             (default 1 MiB; each rank maps (local ranks - 1) of them); 0 keeps
+//                             every pair on TCP.
+//   DPTRAIN_RING_SPIN_US      how long a rank waiting on shared memory spins before it sleeps
+//                             (default 50 us when the node has a core per local rank, else 0).
 //   DPTRAIN_RING_HOST         the address to listen on (default: see ring_listen_host).
 // Every rank must use the same values; the stream headers catch a rank that does not.
 #pragma once
@@ -29,6 +35,8 @@ struct RingOptions {
   size_t small_bytes = 64 << 10;
   size_t piece_bytes = 256 << 10;
   int socket_buffer_bytes = 4 << 20;
+  size_t shm_fifo_bytes = 1 << 20;
+  double spin_us = -1;  // < 0: 50 when this node has a core per local rank, else 0
   std::string listen_host;  // empty: ring_listen_host(bootstrap)
 };
 

@@ -64,8 +64,20 @@ const char* algo_name(Algo a) {
 bool SendStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
 bool RecvStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
 
-Transport::Transport(int rank, int size, std::vector<Socket> data, ControlPlane& control, double timeout_s)
-    : rank_(rank), size_(size), data_(std::move(data)), control_(control), timeout_s_(timeout_s) {}
+Transport::Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm, ControlPlane& control,
+                     double timeout_s, double spin_us)
+    : rank_(rank),
+      size_(size),
+      data_(std::move(data)),
+      shm_(std::move(shm)),
+      control_(control),
+      timeout_s_(timeout_s),
+      spin_us_(spin_us) {
+  if (shm_.use.empty()) shm_.use.assign(size_, false);
+  kick_closed_.assign(size_, false);
+}
+
+Transport::~Transport() = default;
 
 char* Transport::scratch(int slot, size_t bytes) {
   Scratch& s = scratch_[slot];
@@ -145,23 +157,39 @@ void Transport::check_header(const RecvStream& r, uint32_t step) {
     fail(r.peer, fmt::format("rank {} sent bytes that are not a ring stream header (a protocol bug, or mixed "
                              "builds)",
                              r.peer));
-  fail(r.peer, fmt::format("rank {} is in {} while this rank expects {}: collectives must be issued in the same "
+  // Worded the same for every rank that reads it (the notice carries it to the peers).
+  fail(r.peer, fmt::format("rank {} is in {} while rank {} expects {}: collectives must be issued in the same "
                            "order, with the same dtype, size, op and root, on every rank",
-                           r.peer, describe_header(got), describe_header(want)));
+                           r.peer, describe_header(got), rank_, describe_header(want)));
+}
+
+// Accounts `bytes` sent: header first, then regions (skipping empty ones that are ready).
+void Transport::advance_send(SendStream& s, size_t bytes) {
+  size_t h = std::min(bytes, kHeaderBytes - s.header_done);
+  s.header_done += h;
+  bytes -= h;
+  while (bytes > 0) {
+    size_t take = std::min(bytes, s.regions[s.cur].len - s.off);
+    s.off += take;
+    bytes -= take;
+    if (s.off == s.regions[s.cur].len) {
+      ++s.cur;
+      s.off = 0;
+    }
+  }
+  if (s.header_done == kHeaderBytes)
+    while (s.cur < std::min(s.ready, s.regions.size()) && s.off == s.regions[s.cur].len) {
+      ++s.cur;  // zero-length regions
+      s.off = 0;
+    }
 }
 
 bool Transport::try_send(SendStream& s, uint32_t step) {
   bool moved = false;
   char header[kHeaderBytes];
   make_header(step, header);
+  advance_send(s, 0);
   while (!s.complete()) {
-    // skip empty regions that are ready
-    while (s.header_done == kHeaderBytes && s.cur < s.ready && s.cur < s.regions.size() &&
-           s.regions[s.cur].len == 0) {
-      ++s.cur;
-      moved = true;
-    }
-    if (s.complete()) break;
     iovec iov[kMaxIov];
     int n = 0;
     if (s.header_done < kHeaderBytes) iov[n++] = {header + s.header_done, kHeaderBytes - s.header_done};
@@ -178,24 +206,26 @@ bool Transport::try_send(SendStream& s, uint32_t step) {
       peer_lost(s.peer, errno);
     }
     moved = true;
-    size_t left = static_cast<size_t>(k);
-    size_t h = std::min(left, kHeaderBytes - s.header_done);
-    s.header_done += h;
-    left -= h;
-    while (left > 0) {
-      size_t take = std::min(left, s.regions[s.cur].len - s.off);
-      s.off += take;
-      left -= take;
-      if (s.off == s.regions[s.cur].len) {
-        ++s.cur;
-        s.off = 0;
-      }
-    }
-    while (s.cur < std::min(s.ready, s.regions.size()) && s.off == s.regions[s.cur].len) {
-      ++s.cur;  // zero-length regions
-      s.off = 0;
-    }
+    advance_send(s, static_cast<size_t>(k));
   }
+  return moved;
+}
+
+bool Transport::try_send_shm(SendStream& s, uint32_t step) {
+  ShmFifo& fifo = shm_.out[s.peer];
+  bool moved = false;
+  char header[kHeaderBytes];
+  make_header(step, header);
+  advance_send(s, 0);
+  while (!s.complete()) {
+    size_t w = 0;
+    if (s.header_done < kHeaderBytes) w = fifo.write(header + s.header_done, kHeaderBytes - s.header_done);
+    else if (s.cur < s.ready) w = fifo.write(s.regions[s.cur].ptr + s.off, s.regions[s.cur].len - s.off);
+    if (w == 0) break;  // full, or waiting for regions to become ready
+    moved = true;
+    advance_send(s, w);
+  }
+  if (moved) shm_.bell[s.peer].ring();
   return moved;
 }
 
@@ -240,40 +270,138 @@ bool Transport::try_recv(RecvStream& r, uint32_t step) {
   return moved;
 }
 
+bool Transport::try_recv_shm(RecvStream& r, uint32_t step) {
+  ShmFifo& fifo = shm_.in[r.peer];
+  bool moved = false, freed = false;
+  while (!r.complete()) {
+    if (r.header_done == kHeaderBytes && r.off == r.regions[r.cur].len) {  // region complete (or empty)
+      if (r.on_region) r.on_region(r.cur);
+      ++r.cur;
+      r.off = 0;
+      moved = true;
+      break;  // let the caller forward it
+    }
+    size_t k;
+    if (r.header_done < kHeaderBytes) {
+      k = fifo.read(r.header + r.header_done, kHeaderBytes - r.header_done);
+      r.header_done += k;
+      if (k > 0 && r.header_done == kHeaderBytes) check_header(r, step);
+    } else {
+      k = fifo.read(r.regions[r.cur].ptr + r.off, r.regions[r.cur].len - r.off);
+      r.off += k;
+    }
+    if (k == 0) break;
+    moved = freed = true;
+  }
+  if (freed) shm_.bell[r.peer].ring();  // the writer may wait for room
+  return moved;
+}
+
 void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& recvs, uint32_t step) {
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  const auto spin = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spin_us_ * 1e-6));
   auto last_progress = Clock::now();
-  std::vector<pollfd> fds;
   while (true) {
-    bool all = true, moved = false;
+    const uint32_t bell_seen = shm_.own_bell.valid() ? shm_.own_bell.seen() : 0;
+    bool all = true, moved = false, tcp_pending = false;
     for (auto& s : sends) {
-      if (!s.complete()) moved |= try_send(s, step);
+      if (!s.complete()) moved |= shm_.use[s.peer] ? try_send_shm(s, step) : try_send(s, step);
       all &= s.complete();
+      tcp_pending |= !s.complete() && !shm_.use[s.peer];
     }
     for (auto& r : recvs) {
-      if (!r.complete()) moved |= try_recv(r, step);
+      if (!r.complete()) moved |= shm_.use[r.peer] ? try_recv_shm(r, step) : try_recv(r, step);
       all &= r.complete();
+      tcp_pending |= !r.complete() && !shm_.use[r.peer];
     }
     if (all) return;
+    const auto now = Clock::now();
     if (moved) {
-      last_progress = Clock::now();
+      last_progress = now;
       continue;
     }
-    fds.clear();
-    fds.push_back(pollfd{control_.wake_fd(), POLLIN, 0});
-    for (auto& s : sends)
-      if (!s.complete() && (s.header_done < kHeaderBytes || s.cur < s.ready))
-        fds.push_back(pollfd{data_[s.peer].fd(), POLLOUT, 0});
-    for (auto& r : recvs)
-      if (!r.complete()) fds.push_back(pollfd{data_[r.peer].fd(), POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), poll_ms_until(last_progress + timeout));
-    if (rc < 0 && errno != EINTR) CHECK_SYS(rc);
-    if (fds[0].revents) {
-      control_.drain_wake();
+    if (control_.events() != control_events_seen_) {
+      control_events_seen_ = control_.events();
       check_control();
     }
-    if (rc == 0 && Clock::now() >= last_progress + timeout) timed_out(sends, recvs);
+    check_lost_shm_peers(sends, recvs);
+    if (now >= last_progress + timeout) timed_out(sends, recvs);
+    if (!tcp_pending && now < last_progress + spin) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    wait(sends, recvs, last_progress + timeout, bell_seen);
   }
+}
+
+void Transport::wait(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs,
+                     Clock::time_point deadline, uint32_t bell_seen) {
+  std::vector<pollfd> fds;
+  std::vector<int> kick_peer;  // per fds entry: the shared-memory peer whose kicks it carries, or -1
+  fds.push_back(pollfd{control_.wake_fd(), POLLIN, 0});
+  kick_peer.push_back(-1);
+  auto watch_kicks = [&](int peer) {
+    if (kick_closed_[peer]) return;
+    for (size_t i = 1; i < fds.size(); ++i)
+      if (kick_peer[i] == peer) return;
+    fds.push_back(pollfd{data_[peer].fd(), POLLIN, 0});
+    kick_peer.push_back(peer);
+  };
+  bool shm_pending = false, tcp_pending = false;
+  for (auto& s : sends) {
+    if (s.complete()) continue;
+    if (shm_.use[s.peer]) {
+      shm_pending = true;
+      watch_kicks(s.peer);
+    } else if (s.header_done < kHeaderBytes || s.cur < s.ready) {
+      tcp_pending = true;
+      fds.push_back(pollfd{data_[s.peer].fd(), POLLOUT, 0});
+      kick_peer.push_back(-1);
+    }
+  }
+  for (auto& r : recvs) {
+    if (r.complete()) continue;
+    if (shm_.use[r.peer]) {
+      shm_pending = true;
+      watch_kicks(r.peer);
+    } else {
+      tcp_pending = true;
+      fds.push_back(pollfd{data_[r.peer].fd(), POLLIN, 0});
+      kick_peer.push_back(-1);
+    }
+  }
+  if (shm_pending && !tcp_pending) {  // only shared memory: sleep on the doorbell
+    shm_.own_bell.sleep(bell_seen, deadline);
+    return;
+  }
+  if (shm_pending && !shm_.own_bell.begin_poll(bell_seen)) return;  // rung meanwhile
+  int rc = ::poll(fds.data(), fds.size(), poll_ms_until(deadline));
+  if (shm_pending) shm_.own_bell.end_poll();
+  if (rc < 0 && errno != EINTR) CHECK_SYS(rc);
+  if (rc <= 0) return;
+  if (fds[0].revents) control_.drain_wake();
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (kick_peer[i] < 0 || !fds[i].revents) continue;
+    char buf[256];
+    ssize_t k;
+    while ((k = ::recv(fds[i].fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+    }
+    // EOF: the peer is gone, but what it wrote to the FIFO is still to be read; the control
+    // plane decides (check_lost_shm_peers). Stop watching, or poll would spin on it.
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      kick_closed_[kick_peer[i]] = true;
+  }
+}
+
+void Transport::check_lost_shm_peers(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs) {
+  for (auto& r : recvs)
+    if (!r.complete() && shm_.use[r.peer] && control_.lost(r.peer) && shm_.in[r.peer].readable() == 0)
+      peer_lost(r.peer, 0);
+  for (auto& s : sends)
+    if (!s.complete() && shm_.use[s.peer] && control_.lost(s.peer) && shm_.out[s.peer].writable() == 0)
+      peer_lost(s.peer, 0);
 }
 
 void Transport::timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs) {

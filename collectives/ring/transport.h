@@ -10,6 +10,14 @@
 // then make the forwarding send stream's next region ready). Regions are received one at a
 // time, so many receive regions may share one scratch piece.
 //
+// Links: a peer is reached through its TCP data socket, or through a pair of shared-memory FIFOs
+// when it runs on this node (mesh.h). While nothing moves, the wait is poll(2) on the sockets
+// (and the control plane's eventfd); when every pending stream is on shared memory it is a
+// short spin (only when this node has a core per rank) then a futex sleep on this rank's
+// doorbell, which peers ring when they write to or read from its FIFOs and the control plane
+// rings on every event. A wait on both sleeps in poll(2), and the doorbell's ringers then also
+// send a one-byte kick over the pair's (otherwise idle) TCP socket (shm.h).
+//
 // Deadlines: a collective fails when none of its streams has moved a byte for timeout_s. The
 // rank blamed is, in order: a peer whose control connection closed, a peer that has not entered
 // this collective (asked through the control plane), a peer that does not answer, and only then
@@ -22,6 +30,7 @@
 #include <vector>
 
 #include "collectives/ring/control.h"
+#include "collectives/ring/mesh.h"
 #include "collectives/ring/socket.h"
 #include "runtime/dtype.h"
 
@@ -71,8 +80,13 @@ struct RecvStream {
 
 class Transport {
  public:
-  // data[p]: the data socket to peer p (none at [rank]), non-blocking.
-  Transport(int rank, int size, std::vector<Socket> data, ControlPlane& control, double timeout_s);
+  // The mesh's data sockets (none at [rank], non-blocking) and shared-memory links. spin_us:
+  // how long to spin before sleeping on the doorbell.
+  Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm, ControlPlane& control, double timeout_s,
+            double spin_us);
+  ~Transport();
+  // Peers reached through shared memory.
+  int shm_peers() const { return shm_.local_peers; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
@@ -99,6 +113,15 @@ class Transport {
  private:
   bool try_send(SendStream& s, uint32_t step);
   bool try_recv(RecvStream& r, uint32_t step);
+  bool try_send_shm(SendStream& s, uint32_t step);
+  bool try_recv_shm(RecvStream& r, uint32_t step);
+  void advance_send(SendStream& s, size_t bytes);
+  // Nothing moved: wait for something to (or for the deadline).
+  void wait(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs, Clock::time_point deadline,
+            uint32_t bell_seen);
+  // A shared-memory peer whose process died cannot close a FIFO: when the control plane says it
+  // is gone and its FIFO can no longer move our stream, that is its EOF.
+  void check_lost_shm_peers(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs);
   void check_header(const RecvStream& r, uint32_t step);
   void check_control();
   [[noreturn]] void peer_lost(int peer, int err);
@@ -108,8 +131,12 @@ class Transport {
   const int rank_;
   const int size_;
   std::vector<Socket> data_;
+  ShmLinks shm_;
   ControlPlane& control_;
   const double timeout_s_;
+  const double spin_us_;
+  uint64_t control_events_seen_ = 0;
+  std::vector<bool> kick_closed_;  // [peer]: its kick socket reached EOF
   CollectiveInfo info_;
   struct Scratch {
     std::unique_ptr<char[]> mem;

@@ -49,16 +49,20 @@ struct SharedState {
 // allgather through the shared mapping: round k writes slot k % 2, then waits until every rank
 // has published round k. A rank can be at most one round ahead of the slowest (it needs everyone's
 // round k to leave round k), so two slots never collide.
+// Pretends that consecutive blocks of ranks_per_node ranks share a node (0 = all on one node),
+// which is what decides shared memory against TCP in the ring backend.
 class ForkBootstrap final : public Bootstrap {
  public:
-  ForkBootstrap(SharedState* s, int rank, int size, double timeout_s)
-      : s_(s), rank_(rank), size_(size), timeout_s_(timeout_s) {}
+  ForkBootstrap(SharedState* s, int rank, int size, double timeout_s, int ranks_per_node = 0)
+      : s_(s), rank_(rank), size_(size), timeout_s_(timeout_s), per_node_(ranks_per_node > 0 ? ranks_per_node : size) {
+    DP_CHECK(size % per_node_ == 0, "test bootstrap: {} ranks do not fill nodes of {}", size, per_node_);
+  }
   const char* kind() const override { return "fork-test"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  int local_rank() const override { return rank_; }
-  int local_size() const override { return size_; }
-  int node_id() const override { return 0; }
+  int local_rank() const override { return rank_ % per_node_; }
+  int local_size() const override { return per_node_; }
+  int node_id() const override { return rank_ / per_node_; }
   std::vector<std::string> allgather(const std::string& mine) override {
     DP_CHECK(mine.size() <= kBlobBytes, "test bootstrap: blob of {} bytes", mine.size());
     const uint64_t k = ++round_;
@@ -82,6 +86,7 @@ class ForkBootstrap final : public Bootstrap {
   SharedState* s_;
   int rank_, size_;
   double timeout_s_;
+  int per_node_;
   uint64_t round_ = 0;
 };
 
@@ -104,9 +109,9 @@ inline void report(SharedState* s, int rank, const std::string& text) {
 
 // Forks n children; child r runs body(bootstrap, shared state, r) and exits with its return
 // value (1 and the message in its report on an exception). Waits at most limit_s, then kills
-// what is left with SIGKILL (hung = true).
+// what is left with SIGKILL (hung = true). ranks_per_node: see ForkBootstrap.
 using RankBody = std::function<int(Bootstrap&, SharedState*, int)>;
-inline std::vector<RankResult> run_ranks(int n, const RankBody& body, double limit_s,
+inline std::vector<RankResult> run_ranks(int n, const RankBody& body, double limit_s, int ranks_per_node = 0,
                                          double bootstrap_timeout_s = 30) {
   DP_CHECK(n <= kMaxRanks, "at most {} ranks", kMaxRanks);
   void* mem = mmap(nullptr, sizeof(SharedState), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -121,7 +126,7 @@ inline std::vector<RankResult> run_ranks(int n, const RankBody& body, double lim
       int code = 1;
       try {
         set_process_identity(r, n);
-        ForkBootstrap bs(s, r, n, bootstrap_timeout_s);
+        ForkBootstrap bs(s, r, n, bootstrap_timeout_s, ranks_per_node);
         code = body(bs, s, r);
       } catch (const std::exception& e) {
         report(s, r, std::string("exception: ") + e.what());

@@ -1,8 +1,10 @@
 // The ring backend against a serial oracle: every op x dtype x reduction x size {0, 1, 7, 1023,
 // 5003 (divisible by none of 2, 3, 4, 8)} on 2, 3, 4 and 8 forked processes, with both the
 // latency algorithms (recursive doubling, binomial tree) and the bandwidth ones (ring, chain),
-// pieces of 1000 bytes so that even small messages are pipelined; and a 64 MiB f32 sum with the
-// default options on 2, 3 and 4 processes.
+// pieces of 1000 bytes so that even small messages are pipelined, each over shared memory
+// (FIFOs of 4 KiB, so that they fill and wrap) and over TCP; the same on 4 ranks as two "nodes"
+// of two (shared memory inside, TCP across, both in one collective); and a 64 MiB f32 sum with
+// the default options on 2, 3 and 4 processes.
 //
 // The oracle (computed in each child from the same deterministic inputs) replays the order that
 // collectives/ring/algorithms.h documents, one element at a time through the same reduce kernel:
@@ -224,6 +226,9 @@ void run_matrix(Communicator& comm, bool latency, Checker& ck, uint64_t* seq) {
 // hold every rank's bump. Rank 0 arrives late, so a barrier that does not wait fails this.
 void check_barriers(Communicator& comm, ringtest::SharedState* s, Checker& ck) {
   const int n = comm.size();
+  comm.barrier();
+  if (comm.rank() == 0) s->counter.store(0);
+  comm.barrier();
   for (int round = 1; round <= 3; ++round) {
     if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     s->counter.fetch_add(1);
@@ -235,50 +240,62 @@ void check_barriers(Communicator& comm, ringtest::SharedState* s, Checker& ck) {
   }
 }
 
-void matrix_on(int n) {
+// shm: run over shared memory (where the bootstrap puts ranks on one node) and over TCP.
+void matrix_on(int n, int ranks_per_node, bool tcp_too) {
   auto results = ringtest::run_ranks(
       n,
-      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+      [tcp_too](Bootstrap& bs, ringtest::SharedState* s, int r) {
         Checker ck{s, r};
         RingOptions latency;
         latency.timeout_s = 30;
         latency.small_bytes = std::numeric_limits<size_t>::max();
         latency.piece_bytes = 1000;
+        latency.shm_fifo_bytes = 4096;
         RingOptions bandwidth = latency;
         bandwidth.small_bytes = 0;
-        auto c1 = make_ring_communicator(bs, latency);
-        auto c2 = make_ring_communicator(bs, bandwidth);
-        uint64_t seq1 = 0, seq2 = 0;
-        run_matrix(*c1, true, ck, &seq1);
-        run_matrix(*c2, false, ck, &seq2);
-        check_barriers(*c1, s, ck);
+        for (bool shm : {true, false}) {
+          if (!shm && !tcp_too) break;
+          if (!shm) latency.shm_fifo_bytes = bandwidth.shm_fifo_bytes = 0;
+          auto c1 = make_ring_communicator(bs, latency);
+          auto c2 = make_ring_communicator(bs, bandwidth);
+          uint64_t seq1 = 0, seq2 = 0;
+          run_matrix(*c1, true, ck, &seq1);
+          run_matrix(*c2, false, ck, &seq2);
+          check_barriers(*c1, s, ck);
+        }
         return ck.failures == 0 ? 0 : 1;
       },
-      /*limit_s=*/60);
+      /*limit_s=*/60, ranks_per_node);
   EXPECT_EQ(ringtest::all_exited_with(results, 0), "");
 }
 
-TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn2Ranks) { matrix_on(2); }
-TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn3Ranks) { matrix_on(3); }
-TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn4Ranks) { matrix_on(4); }
-TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn8Ranks) { matrix_on(8); }
+TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn2Ranks) { matrix_on(2, 0, true); }
+TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn3Ranks) { matrix_on(3, 0, true); }
+TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn4Ranks) { matrix_on(4, 0, true); }
+TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn8Ranks) { matrix_on(8, 0, true); }
+TEST(RingCollectives, EveryOpDtypeReductionAndSizeOnTwoNodesOfTwo) { matrix_on(4, 2, false); }
 
-// 64 MiB of f32 summed with the default options (so the ring, 256 KiB pieces).
-void large_on(int n) {
+// 64 MiB of f32 summed with the default options (so the ring, 256 KiB pieces), over shared
+// memory or TCP.
+void large_on(int n, bool shm) {
   constexpr int64_t kCount = (64 << 20) / 4;
   auto results = ringtest::run_ranks(
       n,
-      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+      [shm](Bootstrap& bs, ringtest::SharedState* s, int r) {
         Checker ck{s, r};
-        auto comm = make_ring_communicator(bs, RingOptions{});
+        RingOptions opt;
+        if (!shm) opt.shm_fifo_bytes = 0;
+        auto comm = make_ring_communicator(bs, opt);
         const int n = comm->size();
         const uint64_t seed = 77;
         Tensor t = input_tensor(DType::F32, seed, r, kCount);
+        comm->barrier();  // time the allreduce, not the slowest rank's input generation
         double t0 = ringtest::monotonic_s();
         comm->allreduce(t, ReduceOp::Sum);
         double dt = ringtest::monotonic_s() - t0;
         if (r == 0)
-          ringtest::report(s, r, fmt::format("64 MiB f32 sum on {} ranks: {:.3f} s, busbw {:.2f} GB/s\n", n, dt,
+          ringtest::report(s, r, fmt::format("64 MiB f32 sum on {} ranks over {}: {:.3f} s, busbw {:.2f} GB/s\n", n,
+                                             comm->size() > 0 && opt.shm_fifo_bytes ? "shared memory" : "TCP", dt,
                                              2.0 * (n - 1) / n * (64 << 20) / dt / 1e9));
         // The oracle of Element::ring written out for f32 sums (same IEEE additions, same
         // order), fast enough for 16 M elements; the tolerance check on every 1000th.
@@ -308,9 +325,10 @@ void large_on(int n) {
   std::printf("%s", results[0].report.c_str());
 }
 
-TEST(RingCollectives, Allreduce64MiBF32SumOn2Ranks) { large_on(2); }
-TEST(RingCollectives, Allreduce64MiBF32SumOn3Ranks) { large_on(3); }
-TEST(RingCollectives, Allreduce64MiBF32SumOn4Ranks) { large_on(4); }
+TEST(RingCollectives, Allreduce64MiBF32SumOn2Ranks) { large_on(2, true); }
+TEST(RingCollectives, Allreduce64MiBF32SumOn3Ranks) { large_on(3, true); }
+TEST(RingCollectives, Allreduce64MiBF32SumOn4Ranks) { large_on(4, true); }
+TEST(RingCollectives, Allreduce64MiBF32SumOverTcpOn3Ranks) { large_on(3, false); }
 
 }  // namespace
 }  // namespace dp

@@ -1,7 +1,8 @@
 // Faults of the ring backend, each on forked processes: a rank killed with SIGKILL in the middle
-// of allreduces (large: the ring; small: recursive doubling), a rank that stops calling
-// collectives, abort(), mismatched collectives, a peer that shut down its communicator, and
-// Work::wait with a timeout. Every surviving rank must fail (never hang) with a message naming
+// of allreduces (large: the ring, over shared memory and over TCP; small: recursive doubling; 8
+// ranks as two nodes of four), a rank that stops calling collectives, abort(), mismatched
+// collectives, a peer that shut down its communicator, and Work::wait with a timeout. Ranks
+// share memory unless a test says otherwise. Every surviving rank must fail (never hang) with a message naming
 // the rank at fault and the collective, within 2x the configured timeout.
 #include <gtest/gtest.h>
 
@@ -20,9 +21,10 @@ using ringtest::SharedState;
 
 constexpr int kFailedAsExpected = 3;
 
-RingOptions options(double timeout_s) {
+RingOptions options(double timeout_s, bool shm = true) {
   RingOptions o;
   o.timeout_s = timeout_s;
+  if (!shm) o.shm_fifo_bytes = 0;
   return o;
 }
 
@@ -44,11 +46,11 @@ void expect_failed(const std::vector<ringtest::RankResult>& rs, const std::vecto
 
 // Loops allreduces of `count` f32 until one fails; the victim kills itself with SIGKILL after
 // `victim_after_s`, in the middle of one.
-void kill_nine(int n, int victim, int64_t count, double timeout_s) {
+void kill_nine(int n, int victim, int64_t count, double timeout_s, bool shm = true, int ranks_per_node = 0) {
   auto rs = ringtest::run_ranks(
       n,
       [&](Bootstrap& bs, SharedState* s, int r) {
-        auto comm = make_ring_communicator(bs, options(timeout_s));
+        auto comm = make_ring_communicator(bs, options(timeout_s, shm));
         Tensor t = Tensor::zeros({count});
         t.fill_(1.0);
         const double start = monotonic_s();
@@ -68,7 +70,7 @@ void kill_nine(int n, int victim, int64_t count, double timeout_s) {
           return kFailedAsExpected;
         }
       },
-      /*limit_s=*/4 * timeout_s + 10);
+      /*limit_s=*/4 * timeout_s + 10, ranks_per_node);
   ASSERT_EQ(rs[victim].signal, SIGKILL) << ringtest::summary(rs);
   std::vector<int> survivors;
   for (int r = 0; r < n; ++r)
@@ -81,10 +83,14 @@ void kill_nine(int n, int victim, int64_t count, double timeout_s) {
 }
 
 TEST(RingFaults, KillNineInTheMiddleOfRingAllreduceNamesTheDeadRank) { kill_nine(4, 2, 1 << 20, 5.0); }
+TEST(RingFaults, KillNineInTheMiddleOfRingAllreduceOverTcpNamesTheDeadRank) {
+  kill_nine(4, 1, 1 << 20, 5.0, /*shm=*/false);
+}
 TEST(RingFaults, KillNineInTheMiddleOfSmallAllreduceNamesTheDeadRank) { kill_nine(3, 0, 16, 5.0); }
-TEST(RingFaults, KillNineOnEightRanksNamesTheDeadRank) { kill_nine(8, 5, 4096, 5.0); }
+TEST(RingFaults, KillNineOnTwoNodesOfFourNamesTheDeadRank) { kill_nine(8, 5, 4096, 5.0, true, 4); }
 
-// Rank 3 stops calling collectives after #3; the others' #4 must time out naming it.
+// Rank 3 stops calling collectives after #3; the others' #4 must time out naming it. Two nodes
+// of two: rank 2 waits on rank 3 through shared memory, ranks 0 and 1 through TCP.
 TEST(RingFaults, RankThatStopsCallingCollectivesIsNamedInATimeout) {
   constexpr double kTimeout = 1.5;
   constexpr int kStaller = 3;
@@ -115,7 +121,7 @@ TEST(RingFaults, RankThatStopsCallingCollectivesIsNamedInATimeout) {
         report(s, r, "allreduce #4 succeeded without rank 3");
         return 1;
       },
-      /*limit_s=*/30);
+      /*limit_s=*/30, /*ranks_per_node=*/2);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(rs[r].exit_code, kFailedAsExpected) << ringtest::summary(rs);
   for (int r = 0; r < 3; ++r)
     EXPECT_TRUE(std::regex_search(rs[r].report,
@@ -165,9 +171,10 @@ TEST(RingFaults, AbortFailsThePeersAtOnceWithTheReason) {
   EXPECT_NE(rs[1].report.find("(reported by rank 0)"), std::string::npos) << rs[1].report;
 }
 
-// Rank 0 broadcasts while rank 1 all-reduces: rank 1 sees that the collectives differ; rank 0,
-// the root, may finish its broadcast (its send fits in the socket buffer) and learns of the
-// error in its next collective, from rank 1's notice.
+// Rank 0 broadcasts while rank 1 all-reduces. Whoever reads the other's stream header first
+// reports the mismatch: rank 1 (rank 0's broadcast header in its allreduce), or rank 0 (rank 1's
+// allreduce header in its next collective, the barrier: the root of a broadcast may finish
+// before anyone notices). Either way both ranks fail with the same explanation.
 TEST(RingFaults, MismatchedCollectivesAreAClearError) {
   auto rs = ringtest::run_ranks(
       2,
@@ -189,24 +196,24 @@ TEST(RingFaults, MismatchedCollectivesAreAClearError) {
       },
       /*limit_s=*/30);
   EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
-  const std::string why =
-      "rank 0 is in broadcast #1 (f32, 10 elements, algorithm binomial-tree, step 0) while this rank expects "
-      "allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1): collectives must be issued in the same "
-      "order";
-  EXPECT_NE(rs[1].report.find("ring allreduce #1 (f32, 10 elements, max) [rank 1/2 on "), std::string::npos)
+  const std::string tail = ": collectives must be issued in the same order, with the same dtype, size, op and root, "
+                           "on every rank";
+  const std::string seen_by_1 =
+      "rank 0 is in broadcast #1 (f32, 10 elements, algorithm binomial-tree, step 0) while rank 1 expects allreduce #1 "
+      "(f32, 10 elements, algorithm recursive-doubling, step 1)" + tail;
+  const std::string seen_by_0 =
+      "rank 1 is in allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1) while rank 0 expects "
+      "barrier #2 (u8, 0 elements, algorithm dissemination, step 0)" + tail;
+  EXPECT_TRUE(std::regex_search(rs[1].report,
+                                std::regex(R"(^ring allreduce #1 \(f32, 10 elements, max\) \[rank 1/2 on [^\]]+\]: )")))
       << rs[1].report;
-  EXPECT_NE(rs[1].report.find(why), std::string::npos) << rs[1].report;
-  // rank 0 fails in #2 (its barrier) or already in #1 when the notice arrives in time
   EXPECT_TRUE(std::regex_search(rs[0].report, std::regex(R"(^ring (barrier #2|broadcast #1 \(f32, 10 elements, )"
-                                                         R"(root 0\)) \[rank 0/2 on )")))
+                                                         R"(root 0\)) \[rank 0/2 on [^\]]+\]: )")))
       << rs[0].report;
-  // ... from the notice of rank 1, or by itself: rank 1's allreduce bytes wait in its socket
-  EXPECT_TRUE(rs[0].report.find(why + ", with the same dtype, size, op and root, on every rank (reported by rank 1 "
-                                "in #1)") != std::string::npos ||
-              rs[0].report.find("rank 1 is in allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1) "
-                                "while this rank expects") != std::string::npos)
-      << rs[0].report;
-  EXPECT_NE(rs[0].report.find("collectives must be issued in the same order"), std::string::npos) << rs[0].report;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(rs[r].report.find(seen_by_1) != std::string::npos ||
+                rs[r].report.find(seen_by_0) != std::string::npos)
+        << rs[r].report;
 }
 
 // Rank 0 leaves (destroys its communicator) after #1; rank 1's #2 can never complete.
