@@ -38,7 +38,7 @@ int run_cli(int argc, char** argv) {
   std::string cfg_path;
   std::vector<std::string> overrides;
   std::string name, run_dir, log_level;
-  bool reference = false, list_layers = false;
+  bool reference = false, list_layers = false, reset = false;
   int nproc = 1;
   app.add_option("config", cfg_path, "model.cfg (TOML), e.g. models/fmnist_cnn.cfg");
   app.add_option("--set", overrides, "override a cfg key: section.key=value (repeatable)")->take_all();
@@ -49,6 +49,7 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_flag("--print-config-reference", reference, "print every cfg key (Markdown) and exit");
   app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
+  app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,7 +88,7 @@ int run_cli(int argc, char** argv) {
     models::validate_model(cfg.model);
     if (launcher) return run_local(nproc, worker_args(argc, argv));
     log::configure(cfg.run.log_level);
-    train(cfg);
+    train(cfg, TrainOptions{.reset = reset});
     return 0;
   } catch (const UserError& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());

@@ -5,8 +5,8 @@
 //   - the same after `kill -9` of the dptrain process (DPTRAIN_FAULT_KILL_AFTER_STEP);
 //   - a corrupted newest checkpoint: resume uses the previous one, with a warning, and still
 //     ends bitwise equal; a checkpoint of another model is an error naming the tensor;
-//   - keep-K and `latest` in a real run; --reset and checkpoint.resume = false start over; a
-//     finished run resumed does nothing.
+//   - keep-K and `latest` in a real run; --reset (dptrain's flag) and checkpoint.resume = false
+//     start over; a finished run resumed does nothing.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -304,6 +304,18 @@ TEST(Resume, KillDashNineThenResumeEqualsStraight) {
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(log);
   EXPECT_THAT(read_file(root + "/b/r/logs/rank-0.log"), HasSubstr("resumed from " + ckpt(root + "/b", 8)));
 
+  EXPECT_EQ(differing(tensors_of(ckpt(root + "/a", 20)), tensors_of(ckpt(root + "/b", 20))),
+            std::vector<std::string>{});
+
+  // --reset: the finished run starts over from step 0 (and ends where it ended before).
+  auto reset = cmd(root + "/b");
+  reset.push_back("--reset");
+  st = run_process(reset, {}, log);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(log);
+  const std::string blog = read_file(root + "/b/r/logs/rank-0.log");
+  EXPECT_THAT(blog, HasSubstr("--reset: starting over; deleted 3 checkpoint(s) of an earlier run in " + root +
+                              "/b/r/checkpoints"));
+  EXPECT_EQ(blog.find("resumed from", blog.find("--reset: starting over")), std::string::npos);
   EXPECT_EQ(differing(tensors_of(ckpt(root + "/a", 20)), tensors_of(ckpt(root + "/b", 20))),
             std::vector<std::string>{});
   fs::remove_all(root);
