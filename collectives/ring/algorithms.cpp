@@ -77,9 +77,22 @@ void ring_pass(Transport& tx, const char* first, int64_t first_count, const std:
   s.ready = first_pieces;
   for (const Piece& p : pieces)
     rv.regions.push_back({p.local ? scratch : p.dst, static_cast<size_t>(p.count) * esz});
+  // Over TCP a reducing piece lands in the scratch piece and is reduced when complete; over
+  // shared memory it is reduced straight out of the peer's FIFO as it arrives (consume).
+  const bool from_fifo = tx.shm_link(rv.peer);
+  if (from_fifo) {
+    rv.unit = esz;
+    rv.consume = [&](size_t i, size_t offset, const char* data, size_t bytes) {
+      const Piece& p = pieces[i];
+      if (p.local)
+        kernels::cpu::reduce(dtype, kind, p.dst + offset, data, p.local + offset, static_cast<int64_t>(bytes / esz));
+      else
+        std::memcpy(p.dst + offset, data, bytes);
+    };
+  }
   rv.on_region = [&](size_t i) {
     const Piece& p = pieces[i];
-    if (p.local) kernels::cpu::reduce(dtype, kind, p.dst, scratch, p.local, p.count);
+    if (p.local && !from_fifo) kernels::cpu::reduce(dtype, kind, p.dst, scratch, p.local, p.count);
     if (p.divide) kernels::cpu::divide(dtype, p.dst, p.count, divisor);
     if (i < n_forward) s.ready = first_pieces + i + 1;
   };

@@ -51,6 +51,18 @@ size_t ShmFifo::read(char* dst, size_t n) {
   return n;
 }
 
+const char* ShmFifo::peek(size_t* n) const {
+  const uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+  const uint64_t head = ctl_->head.load(std::memory_order_acquire);
+  const size_t pos = tail % cap_;
+  *n = std::min(static_cast<size_t>(head - tail), cap_ - pos);
+  return data_ + pos;
+}
+
+void ShmFifo::release(size_t n) {
+  ctl_->tail.store(ctl_->tail.load(std::memory_order_relaxed) + n, std::memory_order_release);
+}
+
 namespace {
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);

@@ -43,6 +43,10 @@ class ShmFifo {
   size_t read(char* dst, size_t n);
   size_t readable() const;
   size_t writable() const;
+  // Zero-copy reading: the readable bytes that lie contiguously at the read position (up to the
+  // wrap), then release() what was used.
+  const char* peek(size_t* n) const;
+  void release(size_t n);
 
  private:
   FifoControl* ctl_ = nullptr;

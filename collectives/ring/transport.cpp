@@ -281,13 +281,31 @@ bool Transport::try_recv_shm(RecvStream& r, uint32_t step) {
       moved = true;
       break;  // let the caller forward it
     }
-    size_t k;
+    size_t k = 0;
     if (r.header_done < kHeaderBytes) {
       k = fifo.read(r.header + r.header_done, kHeaderBytes - r.header_done);
       r.header_done += k;
       if (k > 0 && r.header_done == kHeaderBytes) check_header(r, step);
-    } else {
+    } else if (!r.consume) {
       k = fifo.read(r.regions[r.cur].ptr + r.off, r.regions[r.cur].len - r.off);
+      r.off += k;
+    } else {
+      size_t avail = 0;
+      const char* data = fifo.peek(&avail);
+      const size_t want = std::min(avail, r.regions[r.cur].len - r.off);
+      if (r.carry_len > 0 || (want > 0 && want < r.unit)) {  // put one split element together
+        k = std::min(want, r.unit - r.carry_len);
+        std::memcpy(r.carry + r.carry_len, data, k);
+        r.carry_len += k;
+        if (r.carry_len == r.unit) {
+          r.consume(r.cur, r.off + k - r.unit, r.carry, r.unit);
+          r.carry_len = 0;
+        }
+      } else {
+        k = want - want % r.unit;
+        if (k > 0) r.consume(r.cur, r.off, data, k);
+      }
+      fifo.release(k);
       r.off += k;
     }
     if (k == 0) break;

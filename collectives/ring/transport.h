@@ -72,8 +72,16 @@ struct RecvStream {
   int peer = -1;
   std::vector<Region> regions;
   std::function<void(size_t)> on_region;  // called as region i completes, in order; may be empty
+  // Optional; used on shared-memory links only: region i's bytes [offset, offset + n) are handed
+  // over where they lie in the FIFO (no copy into the region's pointer, which is not written),
+  // always in whole units of `unit` bytes (an element split by the FIFO's wrap is put together
+  // first). How the ring reduces straight out of a peer's FIFO.
+  std::function<void(size_t i, size_t offset, const char* data, size_t n)> consume;
+  size_t unit = 1;
   // progress (the transport's)
   size_t header_done = 0, cur = 0, off = 0;
+  size_t carry_len = 0;
+  alignas(8) char carry[8] = {};
   alignas(8) char header[32] = {};
   bool complete() const;
 };
@@ -87,6 +95,7 @@ class Transport {
   ~Transport();
   // Peers reached through shared memory.
   int shm_peers() const { return shm_.local_peers; }
+  bool shm_link(int peer) const { return shm_.use[peer]; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
