@@ -216,15 +216,19 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   TrainResult result;
   result.run_dir = run.path();
   const int64_t world_size = process_identity().world_size;
+  // Rank 0 alone writes and deletes checkpoints (every rank writes its own replica). With more
+  // than one rank the others must also wait for the write: that barrier comes with the
+  // multi-rank trainer.
+  const bool writer = process_identity().rank == 0;
   const int64_t kill_after = fault_kill_after_step();
 
   // Resume (or start over). load_checkpoint changes nothing unless the whole file checks out,
   // so a bad newest checkpoint leaves the fresh model for the next candidate.
   CheckpointDir ckpts(run.file("checkpoints"));
-  ckpts.prepare();
+  if (writer) ckpts.prepare();
   int64_t step = 0, start_epoch = 0, start_samples = 0, last_saved = -1;
   if (options.reset || !cfg.checkpoint.resume) {
-    const int n = ckpts.remove_all();
+    const int n = writer ? ckpts.remove_all() : 0;
     if (n > 0)
       lg->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}",
                options.reset ? "--reset" : "checkpoint.resume = false", n, ckpts.path());
@@ -277,16 +281,19 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     m.optimizer_steps = opt->steps();
     m.config = to_toml(cfg);
     const std::string path = ckpts.file_for(step);
-    write_checkpoint(path, *model, *opt, m);
-    ckpts.commit(step, cfg.checkpoint.keep);
+    if (writer) {
+      write_checkpoint(path, *model, *opt, m);
+      ckpts.commit(step, cfg.checkpoint.keep);
+    }
     if (cfg.checkpoint.replicas) {
       std::filesystem::create_directories(run.file("replicas"));
       write_checkpoint(run.file(fmt::format("replicas/replica-rank{}.safetensors", process_identity().rank)), *model,
                        *opt, m);
     }
     last_saved = step;
-    lg->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
-             seconds_since(t0));
+    if (writer)
+      lg->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
+               seconds_since(t0));
   };
   auto eval_line = [&](const std::string& what, int64_t epoch) {
     lg->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, result.final_eval.loss,
@@ -379,7 +386,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   result.steps = step;
   if (last_saved != step) save();
   result.seconds = seconds_since(t_start);
-  if (cfg.checkpoint.final) {
+  if (cfg.checkpoint.final && writer) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& nt : model->state()) tensors.emplace_back(nt.name, nt.tensor);
     write_safetensors(run.file("final.safetensors"), tensors,
