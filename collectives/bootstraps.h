@@ -100,9 +100,13 @@ int slurm_store_port(uint64_t job_id, uint64_t step_id);
 // an interactive step (absent, or one of Slurm's special ids from 0xfffffff0 up).
 std::optional<uint64_t> slurm_step_id(const EnvLookup& env);
 
-// PMIx and PMI2, loaded at run time (dlopen), so the binary runs where they are absent.
+// PMIx and PMI2, loaded at run time (dlopen), so the binary runs where they are absent
+// (DPTRAIN_PMIX_LIB / DPTRAIN_PMI2_LIB name the library file when it is elsewhere).
 std::unique_ptr<Bootstrap> make_pmix_bootstrap(double timeout_s);
 std::unique_ptr<Bootstrap> make_pmi2_bootstrap(double timeout_s);
+// PMI2 values are short strings: blobs travel as base64url without padding (RFC 4648 s. 5).
+std::string base64url_encode(const std::string& bytes);
+std::optional<std::string> base64url_decode(const std::string& text);  // nullopt when malformed
 
 // Which implementation "auto" picks here (pure): "pmix" when PMIX_RANK is set, "pmi2" when
 // PMI_FD or PMI_RANK is, "env" when RANK and WORLD_SIZE are (MASTER_ADDR and MASTER_PORT then
