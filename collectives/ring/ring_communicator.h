@@ -6,11 +6,10 @@
 // Tunables, read once from the environment (and logged when set):
 //   DPTRAIN_RING_SMALL_BYTES  allreduce and broadcast messages up to this size use the latency-
 //                             optimised algorithm (recursive doubling, binomial tree); larger
-//                             ones the ring / pipelined chain. Default 64 KiB: on loopback TCP
-//                             a message costs ~15 us and moves ~3 GB/s, so below ~64 KiB the
-//                             log2(N) rounds of recursive doubling beat the 2(N-1) of the ring
-//                             (MPICH's switch point is 2 KiB, Open MPI's tuned one 10 KB: both
-//                             for cheaper shared-memory messages).
+//                             ones the ring / pipelined chain. Default 64 KiB, below the alpha-
+//                             beta crossover (~200 KB on shared memory, ~500 KB on TCP loopback
+//                             here: collectives/ring/README.md) because recursive doubling does
+//                             not pipeline.
 //   DPTRAIN_RING_PIECE_BYTES  pipelining granularity of the ring and chain (default 256 KiB).
 //   DPTRAIN_RING_SOCKET_BUFFER  SO_SNDBUF/SO_RCVBUF of the data sockets (default 4 MiB).
 //   DPTRAIN_RING_SHM_BYTES    capacity of each shared-memory FIFO between two ranks of a node

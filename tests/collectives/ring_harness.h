@@ -44,6 +44,7 @@ struct SharedState {
   std::atomic<double> t_mark[kMaxRanks];            // per-rank timestamp (monotonic_s): test-defined
   std::atomic<double> t_event;                      // a global timestamp: test-defined (e.g. the kill)
   std::atomic<uint64_t> counter;                    // test-defined
+  std::atomic<int> pid[kMaxRanks];                  // each child's process id
 };
 
 // allgather through the shared mapping: round k writes slot k % 2, then waits until every rank
@@ -124,6 +125,7 @@ inline std::vector<RankResult> run_ranks(int n, const RankBody& body, double lim
     DP_CHECK(pid >= 0, "fork failed");
     if (pid == 0) {
       int code = 1;
+      s->pid[r].store(getpid());
       try {
         set_process_identity(r, n);
         ForkBootstrap bs(s, r, n, bootstrap_timeout_s, ranks_per_node);

@@ -131,6 +131,44 @@ TEST(RingFaults, RankThatStopsCallingCollectivesIsNamedInATimeout) {
         << rs[r].report;
 }
 
+// A rank whose process is stopped (SIGSTOP: alive, connections open, answering nothing) in the
+// middle of allreduces: the others time out and name it as not answering. Rank 0 then ends it.
+TEST(RingFaults, StoppedProcessIsNamedInATimeout) {
+  constexpr double kTimeout = 1.0;
+  constexpr int kVictim = 1;
+  auto rs = ringtest::run_ranks(
+      3,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(kTimeout));
+        Tensor t = Tensor::zeros({1 << 16});
+        const double start = monotonic_s();
+        try {
+          while (true) {
+            if (r == kVictim && monotonic_s() - start > 0.2) {
+              comm->allreduce_async(t, ReduceOp::Sum);
+              s->t_event.store(monotonic_s());
+              raise(SIGSTOP);
+            }
+            comm->allreduce(t, ReduceOp::Sum);
+          }
+        } catch (const DpError& e) {
+          s->t_mark[r].store(monotonic_s());
+          report(s, r, e.what());
+          if (r == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let rank 2 fail on its own
+            kill(s->pid[kVictim].load(), SIGKILL);
+          }
+          return kFailedAsExpected;
+        }
+      },
+      /*limit_s=*/20);
+  EXPECT_EQ(rs[kVictim].signal, SIGKILL) << ringtest::summary(rs);
+  expect_failed(rs, {0, 2},
+                R"(ring allreduce #\d+ \(f32, 65536 elements, sum\) \[rank \d/3 on [^\]]+\]: rank 1 does not answer )"
+                R"(\(is its process stopped or hung\?\); no progress for 1 s \(timeout\))",
+                2 * kTimeout);
+}
+
 // abort() on rank 0 while ranks 1 and 2 wait for it in an allreduce.
 TEST(RingFaults, AbortFailsThePeersAtOnceWithTheReason) {
   auto rs = ringtest::run_ranks(
