@@ -426,7 +426,9 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
   const std::string waited = fmt::format("{:g} s", timeout_s_);
   // The rank that has not entered this collective is the one to blame, not the neighbour that
   // is stuck waiting on it: ask everyone.
-  std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 4, 0.2, 2.0));
+  // Half the timeout (at most 2 s) for the answers: a loaded machine answers late, and the total
+  // stays under twice the timeout.
+  std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 2, 0.05, 2.0));
   if (auto f = control_.failure()) raise(*f);
   for (int p = 0; p < size_; ++p)
     if (p != rank_ && st[p].closed && !st[p].said_bye)
