@@ -1,6 +1,8 @@
 // defines: Bootstrap, how a process learns who it is (rank, size, local rank/size, node) and
 // exchanges small blobs with its peers before any communicator exists; make_bootstrap picks the
-// implementation (auto order: PMIx -> PMI2 -> env (torchrun) -> Slurm env -> file -> single).
+// implementation (auto order: PMIx -> PMI2 -> env (torchrun) -> Slurm env (an srun step) ->
+// single; the file rendezvous needs its directory, so only "file:///dir" selects it). The
+// implementations and the detection rules are in collectives/bootstraps.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -27,7 +29,8 @@ class Bootstrap {
 };
 
 // spec: "auto", "pmix", "pmi2", "env", "slurm", "single", or "file:///shared/dir".
-// timeout_s bounds every wait for peers.
+// timeout_s bounds every wait for peers. Sets the process identity (rank r/N in every error and
+// log prefix). UserError for an unknown spec or a launcher's partial rank information.
 std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s);
 
 }  // namespace dp

@@ -485,7 +485,8 @@ TcpStoreServer::TcpStoreServer(const std::string& who, const std::string& host, 
     std::string hint = last_errno == EADDRINUSE    ? " (another process uses this port: choose a free port)"
                        : last_errno == EADDRNOTAVAIL ? " (the address is not one of this host's: rank 0 must run there)"
                                                      : "";
-    throw DpError(fmt::format("{}: rank 0 cannot listen on {}:{} for the TCP store: {}{}", who, host, port,
+    throw DpError(fmt::format("{}: rank 0 cannot listen on {}:{} for the TCP store: {}{}", who,
+                              host.empty() ? "*" : host, port,
                               sys_error(last_errno), hint));
   }
   sockaddr_storage ss{};
@@ -607,35 +608,33 @@ void TcpStoreClient::send_frame(const std::string& body, double timeout_s) {
 
 std::string TcpStoreClient::recv_frame(double timeout_s) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  std::string buf;
-  size_t need = 4;
-  bool have_len = false;
-  while (buf.size() < need) {
-    pollfd p{fd_.get(), POLLIN, 0};
-    int rc = ::poll(&p, 1, ms_until(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0)
-      throw DpError(fmt::format("{}: no answer from the TCP store at {} within {} (is rank 0 stalled?)", who_,
-                                endpoint_, fmt_seconds(timeout_s)));
-    const size_t old = buf.size();
-    buf.resize(need);
-    ssize_t n = ::recv(fd_.get(), buf.data() + old, need - old, 0);
-    if (n <= 0) {
-      buf.resize(old);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+  // First the 4-byte length, then the body, each read into place.
+  uint32_t len = 0;
+  std::string body;
+  auto read_into = [&](char* dst, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      int rc = ::poll(&p, 1, ms_until(deadline));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc == 0)
+        throw DpError(fmt::format("{}: no answer from the TCP store at {} within {} (is rank 0 stalled?)", who_,
+                                  endpoint_, fmt_seconds(timeout_s)));
+      ssize_t k = ::recv(fd_.get(), dst + got, n - got, 0);
+      if (k > 0) {
+        got += static_cast<size_t>(k);
+        continue;
+      }
+      if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
       throw DpError(fmt::format("{}: lost the connection to the TCP store at {} (rank 0 exited or crashed?){}", who_,
-                                endpoint_, n == 0 ? "" : ": " + sys_error(errno)));
+                                endpoint_, k == 0 ? "" : ": " + sys_error(errno)));
     }
-    buf.resize(old + static_cast<size_t>(n));
-    if (!have_len && buf.size() == 4) {
-      uint32_t len;
-      std::memcpy(&len, buf.data(), 4);
-      DP_CHECK(len <= kMaxFrame, "{}: frame of {} bytes from the TCP store at {}", who_, len, endpoint_);
-      have_len = true;
-      need = 4 + size_t{len};
-    }
-  }
-  return buf.substr(4);
+  };
+  read_into(reinterpret_cast<char*>(&len), 4);
+  DP_CHECK(len <= kMaxFrame, "{}: frame of {} bytes from the TCP store at {}", who_, len, endpoint_);
+  body.resize(len);
+  read_into(body.data(), len);
+  return body;
 }
 
 TcpStoreClient::Result TcpStoreClient::transact(const std::vector<std::string>& del,
