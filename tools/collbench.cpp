@@ -1,0 +1,412 @@
+// collbench: an nccl-tests-style benchmark of the collectives backends: one table per op with
+// size, count, time, algorithm and bus bandwidth, and the max error against the exact result.
+//
+//   collbench --nproc 4                            4 local ranks (env bootstrap), every op
+//   collbench --nproc 2 --op allreduce --min-bytes 1K --max-bytes 64M
+//   srun -n 8 collbench --op allreduce             ranks from the launcher (PMIx, PMI2, Slurm env,
+//   RANK=... WORLD_SIZE=... collbench              torchrun's env, ...: --bootstrap auto)
+//
+// Per size: every rank fills its inputs with small integers, v(r, i) = (3r + i) mod 5 - 2, so the
+// exact result is known for every dtype (sums of them are exact even in bf16 up to 128 ranks);
+// runs the collective once and compares (max |result - exact| over elements and ranks); runs
+// --warmup untimed iterations; then, after a barrier, --iters timed ones, each waited for before
+// the next is issued. time = mean per iteration on each rank, the max over ranks (an allreduce
+// max). An allreduce runs its timed iterations on a zeroed buffer (a fixed point of every op, so
+// repeated in-place sums neither overflow nor change the work).
+//
+// Columns (bytes as in nccl-tests: allreduce and broadcast the buffer; allgather the gathered
+// output, reduce_scatter the scattered input, both total over ranks):
+//   algbw = size / time;  busbw = algbw * 2(n-1)/n (allreduce), algbw * (n-1)/n (allgather,
+//   reduce_scatter), algbw (broadcast): the per-link bandwidth the algorithm needs.
+//
+// Exit status: 0 when every max error is within the dtype's tolerance, 1 otherwise or on a
+// collective error, 2 on a usage error.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "collectives/communicator.h"
+#include "collectives/ring/ring_communicator.h"
+#include "kernels/cpu/half.h"
+#include "launch/local_launcher.h"
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+#include "runtime/tensor.h"
+
+namespace {
+
+using namespace dp;
+namespace cpu = dp::kernels::cpu;
+
+enum class Op { AllReduce, Broadcast, AllGather, ReduceScatter };
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::AllReduce: return "allreduce";
+    case Op::Broadcast: return "broadcast";
+    case Op::AllGather: return "allgather";
+    default: return "reduce_scatter";
+  }
+}
+
+// "4", "4K", "256M", "1G" (binary multiples, as nccl-tests); UserError otherwise.
+size_t parse_bytes(const std::string& s) {
+  if (s.empty()) DP_THROW_USER("empty size");
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(s, &pos);
+  } catch (const std::exception&) {
+    DP_THROW_USER("size '{}' is not a number of bytes (e.g. 4, 64K, 256M, 1G)", s);
+  }
+  std::string suffix = s.substr(pos);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+  if (suffix == "i" || (suffix.size() == 2 && suffix[1] == 'i')) suffix = suffix.substr(0, suffix.size() - 1);
+  unsigned long long mul = 1;
+  if (suffix.empty()) mul = 1;
+  else if (suffix == "K" || suffix == "k") mul = 1ull << 10;
+  else if (suffix == "M" || suffix == "m") mul = 1ull << 20;
+  else if (suffix == "G" || suffix == "g") mul = 1ull << 30;
+  else DP_THROW_USER("size '{}' has an unknown suffix (use K, M or G)", s);
+  return static_cast<size_t>(v * mul);
+}
+
+ReduceOp parse_redop(const std::string& s) {
+  if (s == "sum") return ReduceOp::Sum;
+  if (s == "avg") return ReduceOp::Avg;
+  if (s == "max") return ReduceOp::Max;
+  if (s == "min") return ReduceOp::Min;
+  DP_THROW_USER("unknown reduction '{}' (sum, avg, max, min)", s);
+}
+
+// Largest |result - exact| accepted (inputs are small integers; only avg's division rounds).
+double tolerance(DType t) {
+  switch (t) {
+    case DType::F64: return 1e-12;
+    case DType::F32: return 1e-5;
+    case DType::F16: return 2e-3;
+    case DType::BF16: return 1.6e-2;
+    default: return 0;
+  }
+}
+
+// The input pattern: v(r, i) = (3r + i) mod 5 - 2, in [-2, 2]; depends on i mod 5 only.
+inline int pattern(int r, int64_t i) { return static_cast<int>((3 * static_cast<int64_t>(r) + i) % 5) - 2; }
+
+void fill(const Tensor& t, int r) {
+  const int64_t n = t.numel();
+  void* p = t.raw();
+  switch (t.dtype()) {
+    case DType::F32: {
+      auto* d = static_cast<float*>(p);
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(pattern(r, i));
+      break;
+    }
+    case DType::F64: {
+      auto* d = static_cast<double*>(p);
+      for (int64_t i = 0; i < n; ++i) d[i] = pattern(r, i);
+      break;
+    }
+    case DType::I32: {
+      auto* d = static_cast<int32_t*>(p);
+      for (int64_t i = 0; i < n; ++i) d[i] = pattern(r, i);
+      break;
+    }
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t v5[5];  // this rank's five values, converted once
+      for (int k = 0; k < 5; ++k) {
+        const float f = static_cast<float>(pattern(r, k));
+        v5[k] = t.dtype() == DType::F16 ? cpu::f32_to_f16(f) : cpu::f32_to_bf16(f);
+      }
+      auto* d = static_cast<uint16_t*>(p);
+      for (int64_t i = 0; i < n; ++i) d[i] = v5[i % 5];
+      break;
+    }
+    default: DP_THROW_USER("dtype {} is not supported by the collectives", dtype_name(t.dtype()));
+  }
+}
+
+double element(const Tensor& t, int64_t i) {
+  const void* p = t.raw();
+  switch (t.dtype()) {
+    case DType::F32: return static_cast<const float*>(p)[i];
+    case DType::F64: return static_cast<const double*>(p)[i];
+    case DType::I32: return static_cast<const int32_t*>(p)[i];
+    case DType::F16: return cpu::f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::BF16: return cpu::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return NAN;
+  }
+}
+
+// max |t[i] - expected(offset + i)| where expected depends on (offset + i) mod period only.
+double max_error(const Tensor& t, const std::vector<double>& expected_by_residue, int64_t offset = 0) {
+  const int64_t n = t.numel(), period = static_cast<int64_t>(expected_by_residue.size());
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = std::fabs(element(t, i) - expected_by_residue[(offset + i) % period]);
+    if (!(d <= worst)) worst = d;  // NaN sticks
+  }
+  return worst;
+}
+
+// The exact reduction over ranks of v(r, k) for k = 0..4 (then element i's is [i mod 5]).
+std::vector<double> reduced_pattern(int world, ReduceOp op, DType dtype) {
+  std::vector<double> out(5);
+  for (int k = 0; k < 5; ++k) {
+    double sum = 0, mx = -1e300, mn = 1e300;
+    for (int r = 0; r < world; ++r) {
+      const double v = pattern(r, k);
+      sum += v;
+      mx = std::max(mx, v);
+      mn = std::min(mn, v);
+    }
+    switch (op) {
+      case ReduceOp::Sum: out[k] = sum; break;
+      case ReduceOp::Max: out[k] = mx; break;
+      case ReduceOp::Min: out[k] = mn; break;
+      case ReduceOp::Avg: out[k] = dtype == DType::I32 ? std::trunc(sum / world) : sum / world; break;
+    }
+  }
+  return out;
+}
+
+std::vector<double> rank_pattern(int r) {
+  std::vector<double> out(5);
+  for (int k = 0; k < 5; ++k) out[k] = pattern(r, k);
+  return out;
+}
+
+struct Settings {
+  std::vector<Op> ops;
+  std::string backend = "ring", bootstrap = "auto";
+  DType dtype = DType::F32;
+  ReduceOp redop = ReduceOp::Sum;
+  size_t min_bytes = 4, max_bytes = 256 << 20;
+  double factor = 2;
+  int iters = 20, warmup = 5, root = 0;
+  double timeout_s = 60;
+};
+
+// One f64 max over ranks.
+double max_over_ranks(Communicator& comm, double v) {
+  Tensor t = Tensor::zeros({1}, DType::F64);
+  t.data<double>()[0] = v;
+  comm.allreduce(t, ReduceOp::Max);
+  return t.data<double>()[0];
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// One op's table (printed by rank 0). Returns false when an error exceeded the tolerance.
+bool bench_op(Communicator& comm, const Settings& s, Op op) {
+  const int n = comm.size(), me = comm.rank();
+  const size_t esize = dtype_size(s.dtype);
+  const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;
+  double bus_factor = 1;
+  if (op == Op::AllReduce) bus_factor = 2.0 * (n - 1) / n;
+  else if (op == Op::AllGather || op == Op::ReduceScatter) bus_factor = static_cast<double>(n - 1) / n;
+  if (me == 0) {
+    std::printf("#\n# %s%s%s, dtype %s, %d ranks, %d warmup + %d timed iterations\n", op_name(op),
+                reduces ? " " : "", reduces ? reduce_op_name(s.redop) : "", dtype_name(s.dtype), n, s.warmup, s.iters);
+    if (op == Op::Broadcast) std::printf("# root %d\n", s.root);
+    std::printf("# %12s %12s %6s %6s %12s %12s %12s %10s\n", "size(B)", "count", "type", "redop", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)", "max_err");
+    std::fflush(stdout);
+  }
+  const std::vector<double> reduced = reduced_pattern(n, s.redop, s.dtype);
+  const double tol = tolerance(s.dtype);
+  bool ok = true;
+  double busbw_sum = 0;
+  int rows = 0;
+  int64_t last_count = -1;
+  for (double b = static_cast<double>(s.min_bytes); b <= static_cast<double>(s.max_bytes) * (1 + 1e-9);
+       b = std::max(b * s.factor, b + 1)) {
+    const size_t bytes = static_cast<size_t>(b);
+    // count: elements of the buffer the size column describes (per rank for allgather's input
+    // and reduce_scatter's output: count / n).
+    const int64_t per_rank =
+        static_cast<int64_t>((op == Op::AllGather || op == Op::ReduceScatter) ? bytes / esize / n : bytes / esize);
+    if (per_rank == 0 || per_rank == last_count) continue;
+    last_count = per_rank;
+    Tensor a, out;
+    int64_t count = per_rank;
+    switch (op) {
+      case Op::AllReduce:
+      case Op::Broadcast: a = Tensor::zeros({per_rank}, s.dtype); break;
+      case Op::AllGather:
+        a = Tensor::zeros({per_rank}, s.dtype);
+        out = Tensor::zeros({per_rank * n}, s.dtype);
+        count = per_rank * n;
+        break;
+      case Op::ReduceScatter:
+        a = Tensor::zeros({per_rank * n}, s.dtype);
+        out = Tensor::zeros({per_rank}, s.dtype);
+        count = per_rank * n;
+        break;
+    }
+    auto run_once = [&] {
+      switch (op) {
+        case Op::AllReduce: comm.allreduce(a, s.redop); break;
+        case Op::Broadcast: comm.broadcast(a, s.root); break;
+        case Op::AllGather: comm.allgather(a, out); break;
+        case Op::ReduceScatter: comm.reduce_scatter(a, out, s.redop); break;
+      }
+    };
+    // Correctness: one run on the pattern.
+    fill(a, me);
+    run_once();
+    double err = 0;
+    switch (op) {
+      case Op::AllReduce: err = max_error(a, reduced); break;
+      case Op::Broadcast: err = max_error(a, rank_pattern(s.root)); break;
+      case Op::AllGather:
+        for (int r = 0; r < n; ++r) err = std::max(err, max_error(out.slice_flat(r * per_rank, {per_rank}), rank_pattern(r)));
+        break;
+      case Op::ReduceScatter: err = max_error(out, reduced, static_cast<int64_t>(me) * per_rank); break;
+    }
+    if (std::isnan(err)) err = INFINITY;
+    err = max_over_ranks(comm, err);
+    if (!(err <= tol)) ok = false;
+    // Timing.
+    if (op == Op::AllReduce) a.zero_();
+    for (int i = 0; i < s.warmup; ++i) run_once();
+    comm.barrier();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < s.iters; ++i) run_once();
+    const double mine = std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, s.iters);
+    const double t = max_over_ranks(comm, mine);
+    const double size_bytes = static_cast<double>(count) * esize;
+    const double algbw = t > 0 ? size_bytes / t / 1e9 : 0;
+    const double busbw = algbw * bus_factor;
+    busbw_sum += busbw;
+    ++rows;
+    if (me == 0) {
+      std::printf("  %12.0f %12lld %6s %6s %12.2f %12.4f %12.4f %10.3g%s\n", size_bytes, static_cast<long long>(count),
+                  dtype_name(s.dtype), reduces ? reduce_op_name(s.redop) : "-", t * 1e6, algbw, busbw, err,
+                  err <= tol ? "" : "  FAILED");
+      std::fflush(stdout);
+    }
+  }
+  if (me == 0) {
+    std::printf("# %s: avg busbw %.4f GB/s over %d sizes; errors %s (tolerance %g)\n", op_name(op),
+                rows ? busbw_sum / rows : 0.0, rows, ok ? "within tolerance" : "EXCEED tolerance", tol);
+    std::fflush(stdout);
+  }
+  return ok;
+}
+
+int run_worker(const Settings& s) {
+  auto bs = make_bootstrap(s.bootstrap, s.timeout_s);
+  const std::vector<std::string> hosts = bs->allgather(hostname());
+  int nodes = 0;
+  {
+    std::vector<std::string> ids = bs->allgather(std::to_string(bs->node_id()));
+    nodes = static_cast<int>(std::set<std::string>(ids.begin(), ids.end()).size());
+  }
+  std::unique_ptr<Communicator> comm;
+  if (s.backend == "ring") comm = make_ring_communicator(*bs, s.timeout_s);
+  else DP_THROW_USER("backend '{}' is not available in this build (ring)", s.backend);
+  if (s.root >= comm->size()) DP_THROW_USER("--root {} is not a rank of {}", s.root, comm->size());
+  if (comm->rank() == 0) {
+    std::set<std::string> uniq(hosts.begin(), hosts.end());
+    std::string host_list;
+    for (const auto& h : uniq) host_list += (host_list.empty() ? "" : ",") + h;
+    std::printf("# collbench: backend %s, bootstrap %s, world size %d (%d node%s, %d local ranks on rank 0's), host %s\n",
+                comm->backend(), bs->kind(), comm->size(), nodes, nodes == 1 ? "" : "s", bs->local_size(),
+                host_list.c_str());
+    std::printf("# sizes %zu .. %zu bytes (x%g), dtype %s\n", s.min_bytes, s.max_bytes, s.factor, dtype_name(s.dtype));
+    std::fflush(stdout);
+  }
+  bool ok = true;
+  for (Op op : s.ops) ok = bench_op(*comm, s, op) && ok;
+  comm->barrier();
+  if (comm->rank() == 0) {
+    std::printf("# collbench: %s\n", ok ? "OK" : "FAILED: max error above the dtype's tolerance");
+    std::fflush(stdout);
+  }
+  return ok ? 0 : 1;
+}
+
+// Our arguments without --nproc (so that a worker never launches again).
+std::vector<std::string> worker_args(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nproc") ++i;
+    else if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"collbench: nccl-tests-style benchmark of the collectives (size, time, algbw, busbw, max error).\n"
+               "  collbench --nproc 4                      4 local ranks, every op\n"
+               "  srun -n 8 collbench --op allreduce       ranks from the launcher (--bootstrap auto)"};
+  std::string op = "all", dtype = "f32", redop = "sum", min_b = "4", max_b = "256M";
+  Settings s;
+  int nproc = 1;
+  app.add_option("--op", op, "allreduce, broadcast, allgather, reduce_scatter or all")
+      ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reduce_scatter", "all"}));
+  app.add_option("--backend", s.backend, "collectives backend")->check(CLI::IsMember({"ring"}));
+  app.add_option("--bootstrap", s.bootstrap, "auto, pmix, pmi2, env, slurm, single or file:///dir");
+  app.add_option("--dtype", dtype, "f32, f16, bf16, f64 or i32")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "f64", "i32"}));
+  app.add_option("--redop", redop, "reduction of allreduce and reduce_scatter: sum, avg, max, min")
+      ->check(CLI::IsMember({"sum", "avg", "max", "min"}));
+  app.add_option("--min-bytes,-b", min_b, "smallest size (bytes; K, M, G suffixes)");
+  app.add_option("--max-bytes,-e", max_b, "largest size (bytes; K, M, G suffixes)");
+  app.add_option("--factor,-f", s.factor, "size multiplier between rows")->check(CLI::Range(1.0001, 1e6));
+  app.add_option("--iters,-n", s.iters, "timed iterations per size")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup,-w", s.warmup, "untimed iterations per size")->check(CLI::Range(0, 1000000));
+  app.add_option("--root", s.root, "broadcast root")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--timeout", s.timeout_s, "seconds without progress before a collective or the bootstrap fails")
+      ->check(CLI::Range(0.1, 1e6));
+  app.add_option("--nproc", nproc, "launch N local ranks (env bootstrap; output lines prefixed '[rank r] ')")
+      ->check(CLI::Range(1, 1024));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    s.dtype = parse_dtype(dtype);
+    s.redop = parse_redop(redop);
+    s.min_bytes = parse_bytes(min_b);
+    s.max_bytes = parse_bytes(max_b);
+    if (s.min_bytes > s.max_bytes) DP_THROW_USER("--min-bytes {} is above --max-bytes {}", min_b, max_b);
+    if (op == "all") s.ops = {Op::AllReduce, Op::Broadcast, Op::AllGather, Op::ReduceScatter};
+    else if (op == "allreduce") s.ops = {Op::AllReduce};
+    else if (op == "broadcast") s.ops = {Op::Broadcast};
+    else if (op == "allgather") s.ops = {Op::AllGather};
+    else s.ops = {Op::ReduceScatter};
+    const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
+    if (nproc > 1 && !launcher)
+      std::fprintf(stderr, "collbench: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
+    if (launcher) return dp::launch::run_local(nproc, worker_args(argc, argv));
+    return run_worker(s);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "collbench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collbench: error: %s\n", e.what());
+    return 1;
+  }
+}
