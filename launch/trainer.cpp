@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <numeric>
 
+#include "collectives/bootstrap.h"
+#include "collectives/reducer.h"
+#include "collectives/ring/ring_communicator.h"
 #include "launch/datasets.h"
 #include "launch/run_dir.h"
 #include "models/build.h"
@@ -111,6 +114,50 @@ data::Transform transform_of(const DataConfig& d, bool train) {
   return t;
 }
 
+// This rank's samples of `epoch`, after the first `skip` samples of the epoch's global order.
+std::vector<int64_t> epoch_order(int64_t n, int world, int rank, const DataConfig& d, uint64_t seed, uint64_t epoch,
+                                 int64_t skip) {
+  if (skip % world == 0) {
+    // The usual case (and always when resuming at the same world size): the rank-strided
+    // order, minus this rank's share of the consumed prefix. Exactly DistributedSampler's.
+    std::vector<int64_t> order = data::sampler_indices(n, world, rank, d.shuffle, seed, epoch, d.drop_last);
+    order.erase(order.begin(), order.begin() + std::min<int64_t>(skip / world, static_cast<int64_t>(order.size())));
+    return order;
+  }
+  // Resuming at another world size: share out what is left of the global order.
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  if (d.shuffle) perm = data::sampler_permutation(n, seed, epoch);
+  else std::iota(perm.begin(), perm.end(), 0);
+  perm.erase(perm.begin(), perm.begin() + std::min(skip, n));
+  return data::sampler_indices_from_permutation(perm, world, rank, d.drop_last);
+}
+
+// Every rank must have built the same model: names, dtypes and shapes, compared with rank 0's.
+void check_same_model(Bootstrap& boot, const Graph& model) {
+  std::vector<std::string> lines;
+  std::string sig;
+  for (const auto& nt : model.state()) {
+    lines.push_back(fmt::format("{} {} {}", nt.name, dtype_name(nt.tensor.dtype()), shape_str(nt.tensor.shape())));
+    sig += lines.back() + "\n";
+  }
+  const std::vector<std::string> all = boot.allgather(sig);
+  for (int r = 1; r < static_cast<int>(all.size()); ++r) {
+    if (all[r] == all[0]) continue;
+    // The first differing line of rank r's signature against rank 0's.
+    std::vector<std::string> a, b;
+    for (const auto* src : {&all[0], &all[r]}) {
+      auto& dst = src == &all[0] ? a : b;
+      size_t p = 0;
+      for (size_t e; (e = src->find('\n', p)) != std::string::npos; p = e + 1) dst.push_back(src->substr(p, e - p));
+    }
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    DP_THROW_USER("ranks 0 and {} built different models (every rank needs the same cfg): first difference at "
+                  "parameter #{}: rank 0 has '{}', rank {} has '{}'",
+                  r, k, k < a.size() ? a[k] : "(nothing)", r, k < b.size() ? b[k] : "(nothing)");
+  }
+}
+
 }  // namespace
 
 Device choose_device(const std::string& wanted) {
@@ -129,11 +176,17 @@ Device choose_device(const std::string& wanted) {
   return Device::cuda(0);
 }
 
+// Distributed evaluation: rank r evaluates samples r, r+W, ... (no padding, so no sample counts
+// twice); loss sums, hit counts and sample counts are all-reduced, giving exactly the metric of
+// one process over the whole split.
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step) {
+                    uint64_t step, Communicator& comm) {
   EvalResult r;
   StepContext ctx{false, static_cast<uint64_t>(cfg.run.seed), step};
-  data::Loader loader(*split.dataset, split.indices, static_cast<int>(cfg.train.batch_size), /*drop_last=*/false,
+  std::vector<int64_t> shard;
+  for (size_t k = static_cast<size_t>(comm.rank()); k < split.indices.size(); k += static_cast<size_t>(comm.size()))
+    shard.push_back(split.indices[k]);
+  data::Loader loader(*split.dataset, std::move(shard), static_cast<int>(cfg.train.batch_size), /*drop_last=*/false,
                       transform_of(cfg.data, false), cfg.run.seed, 0);
   data::Batch b;
   double loss_sum = 0;
@@ -145,6 +198,12 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
     count_hits(logits, b.y, top1, top5);
     r.samples += n;
   }
+  Tensor sums = Tensor::zeros({4}, DType::F64);
+  double* v = sums.data<double>();
+  v[0] = loss_sum, v[1] = static_cast<double>(top1), v[2] = static_cast<double>(top5), v[3] = static_cast<double>(r.samples);
+  comm.allreduce(sums, ReduceOp::Sum);
+  loss_sum = v[0], top1 = static_cast<int64_t>(v[1]), top5 = static_cast<int64_t>(v[2]);
+  r.samples = static_cast<int64_t>(v[3]);
   if (r.samples > 0) {
     r.loss = loss_sum / r.samples;
     r.top1 = static_cast<double>(top1) / r.samples;
@@ -154,8 +213,17 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
 }
 
 TrainResult train(const Config& cfg, const TrainOptions& options) {
-  auto lg = log::get("train");
   const auto t_start = Clock::now();
+  // Who this process is: the bootstrap sets the identity every log line and error carries.
+  std::unique_ptr<Bootstrap> boot = make_bootstrap(cfg.dist.bootstrap, cfg.dist.timeout_s);
+  std::unique_ptr<Communicator> comm;
+  if (boot->size() > 1) comm = make_ring_communicator(*boot, cfg.dist.timeout_s);
+  else comm = std::make_unique<SingleProcessCommunicator>();
+  const int rank = boot->rank(), world = boot->size();
+  log::configure(cfg.run.log_level);  // the console is rank 0's
+  auto lg = log::get("train");
+  if (world > 1)
+    lg->info("{} ranks via the {} bootstrap, {} collectives", world, boot->kind(), comm->backend());
   if (cfg.train.threads > 0) {
     omp_set_num_threads(static_cast<int>(cfg.train.threads));  // OpenBLAS (OpenMP build) follows
     openblas_set_num_threads(static_cast<int>(cfg.train.threads));
@@ -188,7 +256,9 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
 
   const int64_t bs = cfg.train.batch_size;
   const int64_t n_train = static_cast<int64_t>(ds.train.indices.size());
-  const int64_t per_epoch = cfg.data.drop_last ? n_train / bs : (n_train + bs - 1) / bs;
+  // Steps per epoch follow the rank's share of the data (DistributedSampler's num_samples).
+  const int64_t per_rank = data::sampler_num_samples(n_train, world, cfg.data.drop_last);
+  const int64_t per_epoch = cfg.data.drop_last ? per_rank / bs : (per_rank + bs - 1) / bs;
   if (per_epoch == 0)
     DP_THROW_USER("train.batch_size = {} is larger than the {} training samples with data.drop_last = true", bs, n_train);
   const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : per_epoch * cfg.train.epochs;
@@ -202,8 +272,8 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
 
   // Everything the cfg decides is checked; only now touch the file system.
   RunDir run(cfg.run.dir, cfg.run.name);
-  run.write_text("config.toml", to_toml(cfg));
-  log::configure(cfg.run.log_level, run.file("logs/rank-0.log"));
+  if (rank == 0) run.write_text("config.toml", to_toml(cfg));
+  log::configure(cfg.run.log_level, run.file(fmt::format("logs/rank-{}.log", rank)));
   lg = log::get("train");
   // Warnings reach the file at once (a killed run keeps them); the rest when train() returns or
   // throws (the loggers share their sinks, so flushing one flushes the file).
@@ -215,11 +285,11 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
 
   TrainResult result;
   result.run_dir = run.path();
-  const int64_t world_size = process_identity().world_size;
+  const int64_t world_size = world;
   // Rank 0 alone writes and deletes checkpoints (every rank writes its own replica). With more
   // than one rank the others must also wait for the write: that barrier comes with the
   // multi-rank trainer.
-  const bool writer = process_identity().rank == 0;
+  const bool writer = rank == 0;
   const int64_t kill_after = fault_kill_after_step();
 
   // Resume (or start over). load_checkpoint changes nothing unless the whole file checks out,
@@ -259,6 +329,21 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     lg->info("resumed from {}: step {}, epoch {}, {} samples of it done", r->path, step, start_epoch + 1,
              start_samples);
   }
+  if (world > 1) {
+    check_same_model(*boot, *model);
+    // Rank 0's parameters and buffers (fresh or resumed) become everyone's.
+    comm->broadcast(model->params().flat(), 0);
+    for (const auto& b : model->buffers()) {
+      // A broadcast moves bytes: an i64 buffer (num_batches_tracked) travels as a same-size f64 view.
+      const Tensor& t = b.tensor;
+      comm->broadcast(t.dtype() == DType::I64 ? Tensor::view_of(t.storage(), t.byte_offset(), t.shape(), DType::F64) : t,
+                      0);
+    }
+  }
+  std::unique_ptr<Reducer> reducer;
+  if (world > 1)
+    reducer = std::make_unique<Reducer>(*comm, *model, static_cast<int64_t>(cfg.dist.first_bucket_mb * 1e6),
+                                        static_cast<int64_t>(cfg.dist.bucket_mb * 1e6), cfg.dist.overlap);
   lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
            bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
 
@@ -285,6 +370,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       write_checkpoint(path, *model, *opt, m);
       ckpts.commit(step, cfg.checkpoint.keep);
     }
+    comm->barrier();  // every rank waits until the checkpoint is complete
     if (cfg.checkpoint.replicas) {
       std::filesystem::create_directories(run.file("replicas"));
       write_checkpoint(run.file(fmt::format("replicas/replica-rank{}.safetensors", process_identity().rank)), *model,
@@ -305,7 +391,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
 
   if (step >= total) {
     lg->info("the run is already complete at step {}; nothing to train (--reset starts over)", step);
-    result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+    result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
     eval_line(fmt::format("at step {}", step), cur_epoch);
     result.steps = step;
     result.seconds = seconds_since(t_start);
@@ -318,13 +404,12 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   int64_t win_samples = 0, win_hits = 0, win_steps = 0;
   bool evaluated_last = false;
   for (int64_t epoch = start_epoch; step < total; ++epoch) {
-    std::vector<int64_t> order = data::sampler_indices(n_train, 1, 0, cfg.data.shuffle, seed, epoch, cfg.data.drop_last);
-    for (auto& i : order) i = ds.train.indices[i];
     // Mid-epoch resume: the epoch's order is a function of (seed, epoch), so skipping the
-    // consumed prefix gives exactly the batches the interrupted run had still to see.
+    // consumed prefix (counted over all ranks) gives exactly the samples still to see.
     cur_epoch = epoch;
-    cur_samples = epoch == start_epoch ? std::min<int64_t>(start_samples, static_cast<int64_t>(order.size())) : 0;
-    order.erase(order.begin(), order.begin() + cur_samples);
+    cur_samples = epoch == start_epoch ? std::min<int64_t>(start_samples, n_train) : 0;
+    std::vector<int64_t> order = epoch_order(n_train, world, rank, cfg.data, seed, epoch, cur_samples);
+    for (auto& i : order) i = ds.train.indices[i];
     data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
                         transform_of(cfg.data, true), seed, epoch);
     data::Batch b;
@@ -339,7 +424,13 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                                   identity_string()));
       int64_t top1 = 0, top5 = 0;
       count_hits(logits, b.y, top1, top5);
-      model->backward(ctx, dlogits);
+      if (reducer) {
+        reducer->prepare();
+        model->backward(ctx, dlogits, [&](int node) { reducer->on_ready(node); });
+        reducer->finalize();  // gradients are now the average over all ranks
+      } else {
+        model->backward(ctx, dlogits);
+      }
       const double lr = optim::lr_at(sched, step, total);
       opt->step(model->params().flat(), model->grads().flat(), lr);
       ++step;
@@ -349,7 +440,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
       if (step % cfg.train.log_every == 0 || step == total) {
         const double dt = seconds_since(t_window);
-        const double sps = win_samples / std::max(dt, 1e-9);
+        const double sps = win_samples * world / std::max(dt, 1e-9);  // all ranks
         const double eta = (total - step) * (dt / win_steps);
         lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", epoch + 1, epochs,
                  step, total, win_loss / win_samples, static_cast<double>(win_hits) / win_samples, lr, sps, hms(eta));
@@ -373,13 +464,13 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
         return result;
       }
       if (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) {
-        result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+        result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
         evaluated_last = true;
         eval_line(fmt::format("at step {}", step), epoch);
       }
     }
     if (cfg.train.eval_every == 0 || (step == total && !evaluated_last)) {
-      result.final_eval = evaluate(*model, loss, ds.eval, cfg, step);
+      result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
       eval_line(fmt::format("after epoch {} (step {})", epoch + 1, step), epoch);
     }
   }

@@ -77,6 +77,13 @@ std::vector<Field> schema(Config& c) {
       {"train", "device", "where to train", &c.train.device, -kInf, kInf, {"auto", "cpu", "cuda"}},
       {"train", "precision", "compute precision", &c.train.precision, -kInf, kInf, {"fp32", "bf16", "fp16"}},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
+      {"dist", "bootstrap", "how ranks find each other: auto, pmix, pmi2, env, slurm, single or file:///shared/dir",
+       &c.dist.bootstrap},
+      {"dist", "backend", "collectives backend", &c.dist.backend, -kInf, kInf, {"ring"}},
+      {"dist", "timeout_s", "seconds to wait for peers (bootstrap and every collective)", &c.dist.timeout_s, 1, 1e6},
+      {"dist", "bucket_mb", "gradient all-reduce bucket size, MB", &c.dist.bucket_mb, 0.001, 1e4},
+      {"dist", "first_bucket_mb", "size of the first (earliest) bucket, MB", &c.dist.first_bucket_mb, 0.001, 1e4},
+      {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -89,7 +96,7 @@ std::vector<Field> schema(Config& c) {
   };
 }
 
-const std::vector<std::string> kSections = {"run", "data", "model", "train", "checkpoint", "layer"};
+const std::vector<std::string> kSections = {"run", "data", "model", "train", "dist", "checkpoint", "layer"};
 
 std::string where(const std::string& file, const toml::node& n) {
   return fmt::format("{}:{}", file, n.source().begin.line);

@@ -78,7 +78,17 @@ struct CheckpointConfig {
   bool replicas = false;           // every rank writes replicas/replica-rank<r>.safetensors
 };
 
+struct DistConfig {
+  std::string bootstrap = "auto";  // auto | pmix | pmi2 | env | slurm | single | file:///shared/dir
+  std::string backend = "ring";    // ring (our own collectives)
+  double timeout_s = 300;          // bootstrap waits and every collective
+  double bucket_mb = 25;           // gradient bucket size after the first
+  double first_bucket_mb = 1;      // the first bucket (starts communication early)
+  bool overlap = true;             // reduce buckets during backward (false: after it)
+};
+
 struct Config {
+  DistConfig dist;
   RunConfig run;
   DataConfig data;
   ModelConfig model;

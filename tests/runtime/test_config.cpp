@@ -53,7 +53,7 @@ TEST(Config, UnknownKeySuggestsClosest) {
 
 TEST(Config, UnknownSectionSuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[trian]\nlr = 0.1\n"),
-            "m.cfg:3: unknown section [trian] (did you mean [train]?); sections: run, data, model, train, checkpoint, "
+            "m.cfg:3: unknown section [trian] (did you mean [train]?); sections: run, data, model, train, dist, checkpoint, "
             "layer");
 }
 

@@ -1,0 +1,66 @@
+// Bucket assignment (pure) and the Reducer's lifecycle over the single-process communicator.
+#include <gtest/gtest.h>
+
+#include "collectives/reducer.h"
+#include "models/build.h"
+
+namespace dp {
+namespace {
+
+TEST(AssignBuckets, ReverseOrderFirstSmallThenLarge) {
+  // slots: 10, 20, 30, 40, 50 elements; arena offsets 0, 10, 30, 60, 100, end 150
+  auto b = assign_buckets({10, 20, 30, 40, 50}, /*first_cap=*/50, /*cap=*/60);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].slots, (std::vector<int>{4}));  // 50 >= 50: closes at once
+  EXPECT_EQ(b[0].begin, 100);
+  EXPECT_EQ(b[0].end, 150);
+  EXPECT_EQ(b[1].slots, (std::vector<int>{3, 2}));  // 40 + 30 >= 60
+  EXPECT_EQ(b[1].begin, 30);
+  EXPECT_EQ(b[1].end, 100);
+  EXPECT_EQ(b[2].slots, (std::vector<int>{1, 0}));  // the rest
+  EXPECT_EQ(b[2].begin, 0);
+  EXPECT_EQ(b[2].end, 30);
+}
+
+TEST(AssignBuckets, CoversTheArenaExactlyAndNeverSplitsASlot) {
+  std::vector<int64_t> n = {7, 1, 300, 2, 2, 9000, 5, 64};
+  for (int64_t first : {1, 100, 100000})
+    for (int64_t cap : {1, 50, 4096, 1000000}) {
+      auto b = assign_buckets(n, first, cap);
+      int64_t end = 7 + 1 + 300 + 2 + 2 + 9000 + 5 + 64;
+      for (const auto& bk : b) {
+        EXPECT_EQ(bk.end, end) << "contiguous, from the end of the arena backwards";
+        end = bk.begin;
+      }
+      EXPECT_EQ(end, 0);
+    }
+  EXPECT_TRUE(assign_buckets({}, 1, 1).empty());
+}
+
+TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
+  ModelConfig mc;
+  mc.preset = "mlp";
+  mc.hidden = {8, 8};
+  auto g = models::build_model(mc, {1, 4, 4}, 1);
+  SingleProcessCommunicator comm;
+  Reducer r(comm, *g, /*first=*/64, /*bucket=*/256, /*overlap=*/true);
+  ASSERT_GE(r.buckets().size(), 2u);
+  r.prepare();
+  for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i)
+    if (!g->nodes()[i].param_slots.empty()) r.on_ready(i);
+  EXPECT_NO_THROW(r.finalize());
+  r.prepare();
+  r.on_ready(static_cast<int>(g->nodes().size()) - 1);  // only the last layer reported
+  try {
+    r.finalize();
+    FAIL() << "no error";
+  } catch (const DpError& e) {
+    EXPECT_NE(std::string(e.what()).find("these parameters got no gradient this step: fc1.weight, fc1.bias, "
+                                         "fc2.weight, fc2.bias; every parameter must take part in the loss"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dp
