@@ -7,13 +7,15 @@
 # Installs openmpi-bin and libopenmpi-dev with apt-get when mpicc is missing (root, or sudo).
 # Builds a tiny MPI_Allreduce timing program and a memcpy timing program from the heredocs below
 # into a temporary directory. Environment: NPROCS ("2 4"), MIN_BYTES (4), MAX_BYTES (67108864),
-# FACTOR (2), ITERS (20), WARMUP (5). Every program measures the same way: f32 sum, WARMUP
-# untimed iterations, a barrier, ITERS blocking iterations; time = mean per iteration, max over
-# ranks; busbw = size / time x 2(n-1)/n.
+# FACTOR (2), ITERS (20), WARMUP (5), REPEAT (3). Every program measures the same way: f32 sum,
+# WARMUP untimed iterations, a barrier, ITERS blocking iterations; time = mean per iteration, max
+# over ranks; busbw = size / time x 2(n-1)/n. Ring and MPI runs alternate REPEAT times and the
+# table keeps each one's best (lowest) time per size: on a shared machine one run is noisy.
 #
 # Output: one table, a row per (ranks, size): ring and MPI latency (us) and their ratio (ring /
 # MPI; < 1.5 is the target for small messages), ring and MPI busbw (GB/s) and their ratio (ring /
-# MPI; >= 1.0 is the target from 1 MiB up), and memcpy's bandwidth (size / time of one memcpy).
+# MPI, i.e. MPI time / ring time; >= 1.0 is the target from 1 MiB up), and memcpy's bandwidth
+# (size / time of one memcpy).
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -23,6 +25,7 @@ MAX_BYTES=${MAX_BYTES:-67108864}
 FACTOR=${FACTOR:-2}
 ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-5}
+REPEAT=${REPEAT:-3}
 
 COLLBENCH=$BUILD/collbench
 [[ -x $COLLBENCH ]] || { echo "collbench_vs_mpi: $COLLBENCH is not built (ninja -C $BUILD collbench)" >&2; exit 2; }
@@ -115,30 +118,41 @@ MPIRUN=(mpirun --oversubscribe --bind-to none)
 [[ $(id -u) -ne 0 ]] || MPIRUN+=(--allow-run-as-root)
 
 "$TMP/memcpy_bw" "$MIN_BYTES" "$MAX_BYTES" "$FACTOR" "$ITERS" "$WARMUP" >"$TMP/memcpy.txt"
+# best_of FILES...: per size the row with the lowest time ("size time busbw" rows), by size.
+best_of() {
+  awk '!($1 in t) || $2 < t[$1] { t[$1] = $2; b[$1] = $3 } END { for (s in t) print s, t[s], b[s] }' "$@" | sort -n
+}
+
 for n in $NPROCS; do
-  echo "collbench_vs_mpi: $n ranks: collbench (ring)" >&2
-  "$COLLBENCH" --nproc "$n" --op allreduce --dtype f32 --min-bytes "$MIN_BYTES" --max-bytes "$MAX_BYTES" \
-    --factor "$FACTOR" --iters "$ITERS" --warmup "$WARMUP" >"$TMP/ring_$n.raw"
-  # rank 0's rows: "[rank 0]   size count type redop time algbw busbw err" -> "size time busbw"
-  sed -n 's/^\[rank 0\] //p' "$TMP/ring_$n.raw" | awk '!/^#/ && NF >= 8 {print $1, $5, $7}' >"$TMP/ring_$n.txt"
-  grep -q '^\[rank 0\] # collbench: OK' "$TMP/ring_$n.raw" || { echo "collbench reported errors:" >&2; cat "$TMP/ring_$n.raw" >&2; exit 1; }
-  echo "collbench_vs_mpi: $n ranks: MPI_Allreduce ($(mpirun --version 2>&1 | head -1))" >&2
-  "${MPIRUN[@]}" -np "$n" "$TMP/mpi_allreduce" "$MIN_BYTES" "$MAX_BYTES" "$FACTOR" "$ITERS" "$WARMUP" >"$TMP/mpi_$n.txt"
+  for rep in $(seq 1 "$REPEAT"); do
+    echo "collbench_vs_mpi: $n ranks, run $rep/$REPEAT: collbench (ring)" >&2
+    "$COLLBENCH" --nproc "$n" --op allreduce --dtype f32 --min-bytes "$MIN_BYTES" --max-bytes "$MAX_BYTES" \
+      --factor "$FACTOR" --iters "$ITERS" --warmup "$WARMUP" >"$TMP/ring.raw"
+    grep -q '^\[rank 0\] # collbench: OK' "$TMP/ring.raw" || { echo "collbench reported errors:" >&2; cat "$TMP/ring.raw" >&2; exit 1; }
+    # rank 0's rows: "[rank 0]   size count type redop time algbw busbw err" -> "size time busbw"
+    sed -n 's/^\[rank 0\] //p' "$TMP/ring.raw" | awk '!/^#/ && NF >= 8 {print $1, $5, $7}' >"$TMP/ring_${n}_$rep.txt"
+    echo "collbench_vs_mpi: $n ranks, run $rep/$REPEAT: MPI_Allreduce ($(mpirun --version 2>&1 | head -1))" >&2
+    "${MPIRUN[@]}" -np "$n" "$TMP/mpi_allreduce" "$MIN_BYTES" "$MAX_BYTES" "$FACTOR" "$ITERS" "$WARMUP" \
+      >"$TMP/mpi_${n}_$rep.txt"
+  done
+  best_of "$TMP"/ring_"$n"_*.txt >"$TMP/ring_$n.txt"
+  best_of "$TMP"/mpi_"$n"_*.txt >"$TMP/mpi_$n.txt"
 done
 
 echo "# allreduce f32 sum: ring (collbench) vs OpenMPI MPI_Allreduce vs memcpy; host $(hostname), $(nproc) cores;" \
-  "$ITERS timed iterations after $WARMUP warmup"
+  "$ITERS timed iterations after $WARMUP warmup, best of $REPEAT runs"
 echo "# lat_ratio = ring_us / mpi_us (target <= 1.5 for small sizes); bw_ratio = ring_busbw / mpi_busbw (target >= 1.0 from 1 MiB)"
 printf "%6s %12s %10s %10s %9s %11s %11s %8s %11s\n" ranks size ring_us mpi_us lat_ratio ring_busbw mpi_busbw bw_ratio memcpy_GBps
 for n in $NPROCS; do
   awk -v n="$n" '
     FILENAME == ARGV[1] { mc[$1] = $2; next }
-    FILENAME == ARGV[2] { mt[$1] = $2; mb[$1] = $3; next }
+    FILENAME == ARGV[2] { mt[$1] = $2; next }
     {
-      s = $1; rt = $2; rb = $3
-      lr = (s in mt && mt[s] > 0) ? sprintf("%.2f", rt / mt[s]) : "-"
-      br = (s in mb && mb[s] > 0) ? sprintf("%.2f", rb / mb[s]) : "-"
-      printf "%6d %12d %10.2f %10s %9s %11.3f %11s %8s %11s\n", n, s, rt, (s in mt ? mt[s] : "-"), lr, rb,
-             (s in mb ? sprintf("%.3f", mb[s]) : "-"), br, (s in mc ? sprintf("%.2f", mc[s]) : "-")
+      # busbw from the times (more digits than the printed columns): bytes / us / 1e3 = GB/s
+      s = $1; rt = $2; f = 2 * (n - 1) / n; rb = s / rt / 1e3 * f
+      has_mpi = (s in mt) && mt[s] > 0
+      printf "%6d %12d %10.2f %10s %9s %11.4f %11s %8s %11s\n", n, s, rt, (has_mpi ? sprintf("%.2f", mt[s]) : "-"),
+             (has_mpi ? sprintf("%.2f", rt / mt[s]) : "-"), rb, (has_mpi ? sprintf("%.4f", s / mt[s] / 1e3 * f) : "-"),
+             (has_mpi ? sprintf("%.2f", mt[s] / rt) : "-"), (s in mc ? sprintf("%.2f", mc[s]) : "-")
     }' "$TMP/memcpy.txt" "$TMP/mpi_$n.txt" "$TMP/ring_$n.txt"
 done
