@@ -159,6 +159,7 @@ std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeou
                   near.empty() ? "" : " (did you mean '" + near + "'?)", join(known));
   }
   set_process_identity(b->rank(), b->size());
+  log::refresh_prefix();
   if (b->rank() == 0)
     log::get("coll")->info("bootstrap {}: {} process{}, {} on this node", b->kind(), b->size(),
                            b->size() == 1 ? "" : "es", b->local_size());

@@ -68,4 +68,10 @@ void configure(const std::string& level, const std::string& file_path, bool cons
   }
 }
 
+void refresh_prefix() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  for (auto& [name, lg] : s.loggers) lg->set_pattern(pattern());
+}
+
 }  // namespace dp::log

@@ -16,4 +16,8 @@ std::shared_ptr<spdlog::logger> get(const std::string& subsystem);
 // level: trace|debug|info|warn|error|off.  Safe to call again (reconfigures every logger).
 void configure(const std::string& level, const std::string& file_path = "", bool console_all = false);
 
+// Re-applies the "[rank r/N host]" prefix to every logger after the process identity changed
+// (the bootstrap learns the rank after the first loggers exist).
+void refresh_prefix();
+
 }  // namespace dp::log
