@@ -114,24 +114,6 @@ data::Transform transform_of(const DataConfig& d, bool train) {
   return t;
 }
 
-// This rank's samples of `epoch`, after the first `skip` samples of the epoch's global order.
-std::vector<int64_t> epoch_order(int64_t n, int world, int rank, const DataConfig& d, uint64_t seed, uint64_t epoch,
-                                 int64_t skip) {
-  if (skip % world == 0) {
-    // The usual case (and always when resuming at the same world size): the rank-strided
-    // order, minus this rank's share of the consumed prefix. Exactly DistributedSampler's.
-    std::vector<int64_t> order = data::sampler_indices(n, world, rank, d.shuffle, seed, epoch, d.drop_last);
-    order.erase(order.begin(), order.begin() + std::min<int64_t>(skip / world, static_cast<int64_t>(order.size())));
-    return order;
-  }
-  // Resuming at another world size: share out what is left of the global order.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  if (d.shuffle) perm = data::sampler_permutation(n, seed, epoch);
-  else std::iota(perm.begin(), perm.end(), 0);
-  perm.erase(perm.begin(), perm.begin() + std::min(skip, n));
-  return data::sampler_indices_from_permutation(perm, world, rank, d.drop_last);
-}
-
 // Every rank must have built the same model: names, dtypes and shapes, compared with rank 0's.
 void check_same_model(Bootstrap& boot, const Graph& model) {
   std::vector<std::string> lines;
@@ -408,7 +390,8 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     // consumed prefix (counted over all ranks) gives exactly the samples still to see.
     cur_epoch = epoch;
     cur_samples = epoch == start_epoch ? std::min<int64_t>(start_samples, n_train) : 0;
-    std::vector<int64_t> order = epoch_order(n_train, world, rank, cfg.data, seed, epoch, cur_samples);
+    std::vector<int64_t> order = data::sampler_indices_after(n_train, world, rank, cfg.data.shuffle, seed, epoch,
+                                                             cfg.data.drop_last, cur_samples);
     for (auto& i : order) i = ds.train.indices[i];
     data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
                         transform_of(cfg.data, true), seed, epoch);

@@ -1,5 +1,6 @@
 #include "runtime/data/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
@@ -17,6 +18,21 @@ std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoc
     std::swap(p[i], p[j]);
   }
   return p;
+}
+
+std::vector<int64_t> sampler_indices_after(int64_t n, int world, int rank, bool shuffle, uint64_t seed,
+                                           uint64_t epoch, bool drop_last, int64_t skip) {
+  skip = std::max<int64_t>(0, std::min(skip, n));
+  if (skip % world == 0) {
+    std::vector<int64_t> order = sampler_indices(n, world, rank, shuffle, seed, epoch, drop_last);
+    order.erase(order.begin(), order.begin() + std::min<int64_t>(skip / world, static_cast<int64_t>(order.size())));
+    return order;
+  }
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  if (shuffle) perm = sampler_permutation(n, seed, epoch);
+  else std::iota(perm.begin(), perm.end(), 0);
+  perm.erase(perm.begin(), perm.begin() + skip);
+  return sampler_indices_from_permutation(perm, world, rank, drop_last);
 }
 
 int64_t sampler_num_samples(int64_t dataset_size, int world_size, bool drop_last) {

@@ -30,6 +30,15 @@ std::vector<int64_t> sampler_indices_from_permutation(const std::vector<int64_t>
 std::vector<int64_t> sampler_indices(int64_t dataset_size, int world_size, int rank, bool shuffle, uint64_t seed,
                                      uint64_t epoch, bool drop_last);
 
+// A rank's indices for the rest of an epoch whose first `skip` samples (of the global order,
+// counted over all ranks of the run that consumed them) are done: mid-epoch resume, also at
+// another world size. When skip is a multiple of world_size (always at an unchanged world size)
+// this is sampler_indices minus the rank's skip / world_size first entries, so a resumed run
+// sees exactly what the interrupted one would have; otherwise the rest of the global order is
+// shared out anew (sampler_indices_from_permutation).
+std::vector<int64_t> sampler_indices_after(int64_t dataset_size, int world_size, int rank, bool shuffle,
+                                           uint64_t seed, uint64_t epoch, bool drop_last, int64_t skip);
+
 // How many indices every rank gets: ceil(n / N) or, with drop_last, floor(n / N).
 int64_t sampler_num_samples(int64_t dataset_size, int world_size, bool drop_last);
 
