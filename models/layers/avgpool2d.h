@@ -1,26 +1,18 @@
 // defines: AvgPool2d, layer type "avgpool2d": 2-D average pooling (PyTorch's F.avg_pool2d, count_include_pad=True, floor mode), and its registration.
 #pragma once
-#include "kernels/cpu/pool2d.h"
-#include "runtime/layer_registry.h"
+#include "models/layers/pool2d_common.h"
 
 namespace dp::models {
 
-class AvgPool2d : public Layer {
+class AvgPool2d : public Pool2dLayer {
  public:
-  // stride 0: same as kernel.
-  AvgPool2d(std::string name, int64_t kernel, int64_t stride, int64_t padding);
+  using Pool2dLayer::Pool2dLayer;
   const char* type() const override { return "avgpool2d"; }
-  // Input [C, H, W] -> [C, OH, OW].
-  Shape setup(const std::vector<Shape>& in) override;
 
  protected:
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
-
- private:
-  int64_t kernel_, stride_, padding_;
-  kernels::cpu::Pool2dDims d_{};
 };
 
 // kernel (int, required, >= 1), stride (int, 0 = kernel), padding (int, 0, at most kernel/2).

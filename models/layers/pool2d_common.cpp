@@ -25,4 +25,25 @@ kernels::cpu::Pool2dDims setup_pool2d(const Layer& layer, const std::vector<Shap
   return d;
 }
 
+Shape Pool2dLayer::setup(const std::vector<Shape>& in) {
+  d_ = setup_pool2d(*this, in, kernel_, stride_, padding_);
+  return {d_.C, d_.OH, d_.OW};
+}
+
+kernels::cpu::Pool2dDims Pool2dLayer::forward_dims(const Tensor& x, const Tensor& y) const {
+  kernels::cpu::Pool2dDims d = d_;
+  d.N = x.dim(0);
+  check_batched(*this, x, x.dtype(), d.N, {d.C, d.H, d.W}, "input");
+  check_batched(*this, y, x.dtype(), d.N, {d.C, d.OH, d.OW}, "output");
+  return d;
+}
+
+kernels::cpu::Pool2dDims Pool2dLayer::backward_dims(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
+  kernels::cpu::Pool2dDims d = d_;
+  d.N = x.dim(0);
+  check_batched(*this, dy, x.dtype(), d.N, {d.C, d.OH, d.OW}, "output gradient");
+  check_batched(*this, dx, x.dtype(), d.N, {d.C, d.H, d.W}, "input gradient");
+  return d;
+}
+
 }  // namespace dp::models
