@@ -101,8 +101,6 @@ std::string sys_error(int err) { return fmt::format("{} (errno {})", std::strerr
 
 std::string fmt_seconds(double s) { return fmt::format("{:g} s", s); }
 
-void set_nonblocking(int fd) { CHECK_SYS(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK)); }
-
 void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -35,8 +35,9 @@ TEST(Crc32c, Rfc3720VectorsOnEveryPath) {
   for (const auto& v : rfc3720_vectors()) {
     EXPECT_EQ(crc32c(v.bytes.data(), v.bytes.size()), v.crc) << v.what;
     EXPECT_EQ(detail::crc32c_portable(v.bytes.data(), v.bytes.size(), 0), v.crc) << v.what << " (table)";
-    if (detail::crc32c_hw_available())
+    if (detail::crc32c_hw_available()) {
       EXPECT_EQ(detail::crc32c_hw(v.bytes.data(), v.bytes.size(), 0), v.crc) << v.what << " (SSE4.2)";
+    }
   }
 }
 
