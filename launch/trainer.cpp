@@ -214,6 +214,8 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     DP_THROW_USER("train.precision = \"{}\" needs the CUDA path; the CPU trains in fp32 (set train.precision = \"fp32\")",
                   cfg.train.precision);
   const Device device = choose_device(cfg.train.device);
+  if (cfg.dist.backend == "nccl" && device.is_cpu())
+    DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
   if (!device.is_cpu())
     DP_THROW_USER("training on {} is not available in this build yet; use train.device = \"cpu\"", device.str());
 

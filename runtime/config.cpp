@@ -34,6 +34,11 @@ std::vector<Field> schema(Config& c) {
       {"run", "seed", "seed for initialisation, shuffling, augmentation and dropout", &c.run.seed, 0, 9.2e18},
       {"run", "log_level", "console and file log level", &c.run.log_level, -kInf, kInf,
        {"trace", "debug", "info", "warn", "error", "off"}},
+      {"run", "log_levels", "per-subsystem log levels overriding log_level, e.g. \"ring=debug,ckpt=warn\"",
+       &c.run.log_levels},
+      {"run", "tensorboard", "rank 0 writes TensorBoard event files under <run>/tb/", &c.run.tensorboard},
+      {"run", "progress_every_s", "seconds between plain progress lines when stdout is not a terminal",
+       &c.run.progress_every_s, 0, 1e9},
       {"data", "dataset", "data set kind", &c.data.dataset, -kInf, kInf, {"fashion_mnist", "idx", "cifar10", "synthetic"}},
       {"data", "path", "folder of the data set files (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin)", &c.data.path},
       {"data", "mean", "per-channel normalisation mean (inputs scaled to [0, 1] first)", &c.data.mean},
@@ -53,6 +58,7 @@ std::vector<Field> schema(Config& c) {
       {"model", "num_classes", "output classes of a preset", &c.model.num_classes, 2, 1e9},
       {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
+      {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
@@ -77,13 +83,18 @@ std::vector<Field> schema(Config& c) {
       {"train", "device", "where to train", &c.train.device, -kInf, kInf, {"auto", "cpu", "cuda"}},
       {"train", "precision", "compute precision", &c.train.precision, -kInf, kInf, {"fp32", "bf16", "fp16"}},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
+      {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
+       &c.train.accum_steps, 1, 1e6},
       {"dist", "bootstrap", "how ranks find each other: auto, pmix, pmi2, env, slurm, single or file:///shared/dir",
        &c.dist.bootstrap},
-      {"dist", "backend", "collectives backend", &c.dist.backend, -kInf, kInf, {"ring"}},
+      {"dist", "backend", "collectives backend", &c.dist.backend, -kInf, kInf, {"ring", "nccl"}},
       {"dist", "timeout_s", "seconds to wait for peers (bootstrap and every collective)", &c.dist.timeout_s, 1, 1e6},
       {"dist", "bucket_mb", "gradient all-reduce bucket size, MB", &c.dist.bucket_mb, 0.001, 1e4},
       {"dist", "first_bucket_mb", "size of the first (earliest) bucket, MB", &c.dist.first_bucket_mb, 0.001, 1e4},
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
+      {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
+      {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress,
+       -kInf, kInf, {"none", "bf16", "fp16"}},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -93,10 +104,14 @@ std::vector<Field> schema(Config& c) {
        &c.checkpoint.resume},
       {"checkpoint", "replicas", "also write <run>/replicas/replica-rank<r>.safetensors (for tools/diffckpt --all)",
        &c.checkpoint.replicas},
+      {"profile", "steps", "\"A-B\": cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)",
+       &c.profile.steps},
+      {"profile", "trace_steps", "\"A-B\": write <run>/trace.json (Chrome trace, opens in Perfetto) for steps A..B",
+       &c.profile.trace_steps},
   };
 }
 
-const std::vector<std::string> kSections = {"run", "data", "model", "train", "dist", "checkpoint", "layer"};
+const std::vector<std::string> kSections = {"run", "data", "model", "train", "dist", "checkpoint", "profile", "layer"};
 
 std::string where(const std::string& file, const toml::node& n) {
   return fmt::format("{}:{}", file, n.source().begin.line);

@@ -18,6 +18,9 @@ struct RunConfig {
   std::string dir = "runs";       // run directory root: <dir>/<name>/
   int64_t seed = 0;
   std::string log_level = "info";
+  std::string log_levels;          // per subsystem: "ring=debug,ckpt=warn" (overrides log_level)
+  bool tensorboard = true;         // rank 0 writes TensorBoard event files under <run>/tb/
+  int64_t progress_every_s = 10;   // plain progress lines when stdout is not a terminal (0 = per log_every)
 };
 
 struct DataConfig {
@@ -43,6 +46,7 @@ struct ModelConfig {
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
   double dropout = 0.0;            // mlp/cnn presets
   std::vector<LayerSpec> layers;   // the [[layer]] list
+  bool sync_bn = false;            // batch norm statistics over all ranks (SyncBatchNorm)
 };
 
 struct TrainConfig {
@@ -68,6 +72,7 @@ struct TrainConfig {
   std::string device = "auto";     // auto | cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 | fp16
   int64_t threads = 0;             // CPU threads (0 = all cores)
+  int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
 };
 
 struct CheckpointConfig {
@@ -80,11 +85,18 @@ struct CheckpointConfig {
 
 struct DistConfig {
   std::string bootstrap = "auto";  // auto | pmix | pmi2 | env | slurm | single | file:///shared/dir
-  std::string backend = "ring";    // ring (our own collectives)
+  std::string backend = "ring";    // ring (our own collectives) | nccl (GPUs)
   double timeout_s = 300;          // bootstrap waits and every collective
   double bucket_mb = 25;           // gradient bucket size after the first
   double first_bucket_mb = 1;      // the first bucket (starts communication early)
   bool overlap = true;             // reduce buckets during backward (false: after it)
+  bool allow_unused = false;       // a parameter without a gradient in a step is not an error
+  std::string compress = "none";   // none | bf16 | fp16: gradients travel in 16 bits
+};
+
+struct ProfileConfig {
+  std::string steps;               // "A-B": cudaProfilerStart/Stop around steps A..B (nsys capture range)
+  std::string trace_steps;         // "A-B": write <run>/trace.json (Chrome trace) for steps A..B ("" = off)
 };
 
 struct Config {
@@ -94,6 +106,7 @@ struct Config {
   ModelConfig model;
   TrainConfig train;
   CheckpointConfig checkpoint;
+  ProfileConfig profile;
   std::string source;              // the cfg path ("" when built in code)
 };
 

@@ -48,13 +48,13 @@ TEST(Config, UnknownKeySuggestsClosest) {
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads");
+            "device, precision, threads, accum_steps");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[trian]\nlr = 0.1\n"),
             "m.cfg:3: unknown section [trian] (did you mean [train]?); sections: run, data, model, train, dist, checkpoint, "
-            "layer");
+            "profile, layer");
 }
 
 TEST(Config, WrongType) {
