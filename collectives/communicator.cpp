@@ -32,9 +32,15 @@ void Work::wait(double timeout_s) const {
   if (error_) std::rethrow_exception(error_);
 }
 
+std::chrono::steady_clock::time_point Work::finished_at() const {
+  std::lock_guard lock(mu_);
+  return finished_at_;
+}
+
 void Work::finish(std::exception_ptr error) {
   {
     std::lock_guard lock(mu_);
+    finished_at_ = std::chrono::steady_clock::now();
     done_ = true;
     error_ = std::move(error);
   }

@@ -13,6 +13,7 @@
 //    surviving rank, within the backend's timeout; never a hang. After an error (or abort())
 //    the communicator is broken: every later collective fails at once with the first error.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -46,9 +47,17 @@ class Work {
   // Backend side: mark done; `error` null on success.
   void finish(std::exception_ptr error = nullptr);
 
+  // When it was issued and when it finished (steady clock; finished_at is meaningful once
+  // is_completed()). Backends run collectives in issue order, so a collective's time on the
+  // wire is [max(issued_at, the previous one's finished_at), finished_at].
+  std::chrono::steady_clock::time_point issued_at() const { return issued_at_; }
+  std::chrono::steady_clock::time_point finished_at() const;
+
  private:
   const uint64_t seq_;
   const std::string description_;
+  const std::chrono::steady_clock::time_point issued_at_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point finished_at_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool done_ = false;
