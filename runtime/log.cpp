@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct State {
   std::mutex mu;
   std::vector<spdlog::sink_ptr> sinks;
   spdlog::level::level_enum level = spdlog::level::info;
+  std::unordered_map<std::string, spdlog::level::level_enum> sub_levels;  // run.log_levels
   std::unordered_map<std::string, std::shared_ptr<spdlog::logger>> loggers;
   bool configured = false;
 };
@@ -26,6 +28,32 @@ State& state() {
 std::string pattern() {
   const auto& id = process_identity();
   return fmt::format("[%H:%M:%S.%e] [rank {}/{} {}] [%n] %^%l%$: %v", id.rank, id.world_size, id.host);
+}
+
+spdlog::level::level_enum level_for(const State& s, const std::string& subsystem) {
+  auto it = s.sub_levels.find(subsystem);
+  return it == s.sub_levels.end() ? s.level : it->second;
+}
+
+std::string trim(const std::string& t) {
+  const auto b = t.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return t.substr(b, t.find_last_not_of(" \t") - b + 1);
+}
+
+constexpr const char* kLevelWords = "trace, debug, info, warn, error, off";
+
+// Our own word list (not spdlog::level::from_str, which maps every unknown word to "off").
+bool level_from_word(const std::string& w, spdlog::level::level_enum& out) {
+  static const std::pair<const char*, spdlog::level::level_enum> kWords[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+  for (const auto& [word, lv] : kWords)
+    if (w == word) {
+      out = lv;
+      return true;
+    }
+  return false;
 }
 
 void default_sinks(State& s) {
@@ -43,18 +71,59 @@ std::shared_ptr<spdlog::logger> get(const std::string& subsystem) {
   if (it != s.loggers.end()) return it->second;
   auto lg = std::make_shared<spdlog::logger>(subsystem, s.sinks.begin(), s.sinks.end());
   lg->set_pattern(pattern());
-  lg->set_level(s.level);
+  lg->set_level(level_for(s, subsystem));
   s.loggers.emplace(subsystem, lg);
   return lg;
 }
 
-void configure(const std::string& level, const std::string& file_path, bool console_all) {
+spdlog::level::level_enum parse_level(const std::string& level) {
+  spdlog::level::level_enum lv;
+  if (!level_from_word(level, lv)) DP_THROW_USER("unknown log level '{}': use one of {}", level, kLevelWords);
+  return lv;
+}
+
+std::vector<std::pair<std::string, spdlog::level::level_enum>> parse_levels(const std::string& spec) {
+  std::vector<std::pair<std::string, spdlog::level::level_enum>> out;
+  if (trim(spec).empty()) return out;
+  std::stringstream in(spec);
+  std::string entry;
+  while (std::getline(in, entry, ',')) {
+    const auto eq = entry.find('=');
+    const std::string sub = trim(entry.substr(0, eq));
+    const std::string word = eq == std::string::npos ? "" : trim(entry.substr(eq + 1));
+    if (eq == std::string::npos || sub.empty() || word.empty() || word.find('=') != std::string::npos)
+      DP_THROW_USER("run.log_levels: malformed entry '{}' in '{}' (use subsystem=level, comma-separated, e.g. "
+                    "ring=debug,ckpt=warn)",
+                    trim(entry), spec);
+    spdlog::level::level_enum lv;
+    if (!level_from_word(word, lv))
+      DP_THROW_USER("run.log_levels: unknown level '{}' for subsystem '{}' (use one of {})", word, sub, kLevelWords);
+    out.emplace_back(sub, lv);
+  }
+  // getline drops a trailing empty field: "ring=debug," is malformed too.
+  if (spec.back() == ',')
+    DP_THROW_USER("run.log_levels: malformed entry '' in '{}' (use subsystem=level, comma-separated, e.g. "
+                  "ring=debug,ckpt=warn)",
+                  spec);
+  return out;
+}
+
+spdlog::level::level_enum level_of(const std::string& subsystem) {
   auto& s = state();
   std::lock_guard lock(s.mu);
-  auto lv = spdlog::level::from_str(level);
-  if (lv == spdlog::level::off && level != "off")
-    DP_THROW_USER("unknown log level '{}': use one of trace, debug, info, warn, error, off", level);
+  return level_for(s, subsystem);
+}
+
+void configure(const std::string& level, const std::string& file_path, bool console_all,
+               const std::string& subsystem_levels) {
+  // Parse everything before changing anything: a bad value leaves the logging as it was.
+  const auto lv = parse_level(level);
+  const auto subs = parse_levels(subsystem_levels);
+  auto& s = state();
+  std::lock_guard lock(s.mu);
   s.level = lv;
+  s.sub_levels.clear();
+  for (const auto& [sub, sub_lv] : subs) s.sub_levels[sub] = sub_lv;
   s.sinks.clear();
   if (console_all || process_identity().rank == 0)
     s.sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
@@ -64,7 +133,7 @@ void configure(const std::string& level, const std::string& file_path, bool cons
   for (auto& [name, lg] : s.loggers) {
     lg->sinks() = s.sinks;
     lg->set_pattern(pattern());
-    lg->set_level(s.level);
+    lg->set_level(level_for(s, name));
   }
 }
 
