@@ -1,11 +1,15 @@
 #include "launch/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "launch/local_launcher.h"
+#include "launch/run_dir.h"
+#include "launch/submit.h"
 #include "launch/trainer.h"
 #include "models/build.h"
 #include "models/presets.h"
@@ -27,43 +31,161 @@ std::vector<std::string> worker_args(int argc, char** argv) {
   }
   return out;
 }
+
+// The options of a training run, shared by `dptrain model.cfg` and `dptrain submit model.cfg`.
+struct RunArgs {
+  std::string cfg_path;
+  std::vector<std::string> sets;  // --set section.key=value, in order
+  std::string name, run_dir, log_level;
+  bool dump_replicas = false;
+};
+
+void add_run_options(CLI::App& app, RunArgs& a) {
+  app.add_option("config", a.cfg_path, "model.cfg (TOML), e.g. models/fmnist_cnn.cfg");
+  app.add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  app.add_option("--name", a.name, "run name (run.name): the run directory is <run.dir>/<name>");
+  app.add_option("--run-dir", a.run_dir, "root folder of run directories (run.dir)");
+  app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (run.log_level)");
+  app.add_flag("--dump-replicas", a.dump_replicas,
+               "every rank also writes its replica at each checkpoint (checkpoint.replicas = true; compare them "
+               "with diffckpt --all)");
+}
+
+// The cfg overrides the options stand for: --set first, then the dedicated options (which win).
+std::vector<std::string> overrides_of(const RunArgs& a) {
+  std::vector<std::string> o = a.sets;
+  if (!a.name.empty()) o.push_back("run.name=\"" + a.name + "\"");
+  if (!a.run_dir.empty()) o.push_back("run.dir=\"" + a.run_dir + "\"");
+  if (!a.log_level.empty()) o.push_back("run.log_level=\"" + a.log_level + "\"");
+  if (a.dump_replicas) o.push_back("checkpoint.replicas=true");
+  return o;
+}
+
+// Runs a command; an error becomes one "dptrain: error:" line and exit code 2 (the user's
+// input) or 1 (anything else).
+template <typename F>
+int reporting_errors(F&& command) {
+  try {
+    return command();
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) DP_THROW_USER("cannot find the dptrain binary (/proc/self/exe): {}", ec.message());
+  return p.string();
+}
+
+// dptrain submit: resolve the cfg here (so its errors show now, not in the job), write the
+// script into the run directory and hand it to sbatch, or print it.
+int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
+  if (a.cfg_path.empty()) {
+    std::fprintf(stderr, "dptrain: error: no config given; try: dptrain submit --nodes 2 --gpus-per-node 4 "
+                         "models/fmnist_cnn.cfg (see dptrain submit --help)\n");
+    return 2;
+  }
+  Config cfg = load_config(a.cfg_path, overrides_of(a));
+  models::validate_model(cfg.model);
+  log::parse_levels(cfg.run.log_levels);  // fail at the prompt, not in the queue
+  namespace fs = std::filesystem;
+  const std::string root = fs::absolute(cfg.run.dir).lexically_normal().string();
+  SbatchJob job{.slurm = slurm,
+                .job_name = cfg.run.name,
+                .workdir = fs::current_path().string(),
+                .run_path = root + "/" + cfg.run.name,
+                .dptrain = self_exe(),
+                .args = {fs::absolute(a.cfg_path).lexically_normal().string()}};
+  // The job's command line: the same overrides, with the run directory made absolute. Never
+  // --reset: a requeued job must resume, not start over.
+  for (const auto& s : a.sets) job.args.insert(job.args.end(), {"--set", s});
+  if (!a.log_level.empty()) job.args.insert(job.args.end(), {"--log-level", a.log_level});
+  if (a.dump_replicas) job.args.push_back("--dump-replicas");
+  job.args.insert(job.args.end(), {"--run-dir", root, "--name", cfg.run.name});
+  const std::string script = sbatch_script(job);
+  if (dry_run) {
+    std::fputs(script.c_str(), stdout);
+    return 0;
+  }
+  RunDir run(root, cfg.run.name);
+  run.write_text("submit.sbatch", script);
+  const std::string path = run.file("submit.sbatch");
+  const std::string id = submit_sbatch(path);
+  std::printf("dptrain: submitted batch job %s (script %s; task output %s/logs/slurm-%s-<task>.out)\n", id.c_str(),
+              path.c_str(), run.path().c_str(), id.c_str());
+  return 0;
+}
 }  // namespace
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
                "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
                "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
-               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)"};
+               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
+               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
+               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)"};
   app.set_version_flag("--version", "dptrain 0.1.0");
-  std::string cfg_path;
-  std::vector<std::string> overrides;
-  std::string name, run_dir, log_level;
+  RunArgs run_args;
   bool reference = false, list_layers = false, reset = false;
   int nproc = 1;
-  app.add_option("config", cfg_path, "model.cfg (TOML), e.g. models/fmnist_cnn.cfg");
-  app.add_option("--set", overrides, "override a cfg key: section.key=value (repeatable)")->take_all();
-  app.add_option("--name", name, "run name (run.name): the run directory is <run.dir>/<name>");
-  app.add_option("--run-dir", run_dir, "root folder of run directories (run.dir)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (run.log_level)");
+  add_run_options(app, run_args);
   app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
       ->check(CLI::Range(1, 1024));
   app.add_flag("--print-config-reference", reference, "print every cfg key (Markdown) and exit");
   app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
   app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
+
+  CLI::App* sub = app.add_subcommand(
+      "submit", "write an sbatch script for model.cfg into the run directory (<run.dir>/<run.name>/submit.sbatch) and "
+                "submit it with sbatch: one task per GPU, srun --mpi=pmix, requeued on preemption "
+                "(SIGUSR1 90 s before the time limit)");
+  RunArgs sub_args;
+  SlurmOptions slurm;
+  bool dry_run = false;
+  add_run_options(*sub, sub_args);
+  sub->add_option("--nodes", slurm.nodes, "nodes (default 1)")->check(CLI::Range(1, 100000));
+  sub->add_option("--gpus-per-node", slurm.gpus_per_node,
+                  "GPUs per node, one task each (--gres=gpu:G); 0 (default): CPU nodes")
+      ->check(CLI::Range(0, 1024));
+  sub->add_option("--ntasks-per-node", slurm.ntasks_per_node,
+                  "tasks per node (default: --gpus-per-node, or 1 on CPU nodes)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--cpus-per-task", slurm.cpus_per_task, "CPU cores per task (default: Slurm's)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--mem", slurm.mem, "memory per node, e.g. 64G (default: Slurm's)");
+  sub->add_option("--partition", slurm.partition, "Slurm partition");
+  sub->add_option("--time", slurm.time, "time limit, e.g. 04:00:00 or 2-00:00:00 (the job requeues itself at the end)");
+  sub->add_option("--account", slurm.account, "account to charge");
+  sub->add_option("--qos", slurm.qos, "quality of service");
+  sub->add_option("--nodelist", slurm.nodelist, "nodes to run on, e.g. node[01-04]");
+  sub->add_flag("--dry-run", dry_run, "print the script instead of writing and submitting it");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (sub->parsed()) return reporting_errors([&] { return submit(sub_args, slurm, dry_run); });
   // --nproc N: this process launches N workers (our arguments minus --nproc) and supervises
   // them, after checking once what can be checked (the cfg). The launcher's variables in our
   // environment mean we are a worker already.
   const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
-  try {
+  return reporting_errors([&] {
     if (launcher && (reference || list_layers)) return run_local(nproc, worker_args(argc, argv));
     if (reference) {
+      // docs/config-reference.md is exactly this output (a test compares them).
+      std::fputs("# dptrain config reference\n\nEvery key of `model.cfg`, generated from the typed config schema "
+                 "(`runtime/config.cpp`) by `dptrain --print-config-reference`; do not edit by hand. A key is "
+                 "`section.key`; override any of them with `--set section.key=value`.\n",
+                 stdout);
       std::fputs(config_reference().c_str(), stdout);
       return 0;
     }
@@ -77,26 +199,17 @@ int run_cli(int argc, char** argv) {
       std::printf("presets: %s\n", join(models::preset_names()).c_str());
       return 0;
     }
-    if (cfg_path.empty()) {
+    if (run_args.cfg_path.empty()) {
       std::fprintf(stderr, "dptrain: error: no config given; try: dptrain models/fmnist_cnn.cfg (see --help)\n");
       return 2;
     }
-    if (!name.empty()) overrides.push_back("run.name=\"" + name + "\"");
-    if (!run_dir.empty()) overrides.push_back("run.dir=\"" + run_dir + "\"");
-    if (!log_level.empty()) overrides.push_back("run.log_level=\"" + log_level + "\"");
-    Config cfg = load_config(cfg_path, overrides);
+    Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
     models::validate_model(cfg.model);
     if (launcher) return run_local(nproc, worker_args(argc, argv));
-    log::configure(cfg.run.log_level);
+    log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
     train(cfg, TrainOptions{.reset = reset});
     return 0;
-  } catch (const UserError& e) {
-    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace dp::launch

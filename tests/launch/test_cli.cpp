@@ -1,9 +1,12 @@
 // The dptrain command line: a malformed cfg is one exact error line on stderr and exit code 2,
-// before any run directory is created.
+// before any run directory is created; --help lists every option; docs/config-reference.md is
+// the binary's --print-config-reference; `dptrain submit` writes, submits or prints the script.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "launch/cli.h"
 
@@ -13,6 +16,7 @@ namespace {
 struct CliResult {
   int code;
   std::string err;
+  std::string out;
 };
 
 CliResult run(std::vector<std::string> args) {
@@ -20,9 +24,31 @@ CliResult run(std::vector<std::string> args) {
   args.insert(args.begin(), "dptrain");
   for (auto& a : args) argv.push_back(a.data());
   testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
   int code = run_cli(static_cast<int>(argv.size()), argv.data());
-  return {code, testing::internal::GetCapturedStderr()};
+  std::fflush(stdout);
+  std::string out = testing::internal::GetCapturedStdout();
+  return {code, testing::internal::GetCapturedStderr(), out};
 }
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// PATH for one test, restored after it.
+class ScopedPath {
+ public:
+  explicit ScopedPath(const std::string& path) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+    ::setenv("PATH", path.c_str(), 1);
+  }
+  ~ScopedPath() { ::setenv("PATH", old_.c_str(), 1); }
+
+ private:
+  std::string old_;
+};
 
 class Cli : public testing::Test {
  protected:
@@ -97,6 +123,124 @@ TEST_F(Cli, UnknownPresetSuggests) {
   EXPECT_EQ(r.err, "dptrain: error: " + p +
                        ":2: model.preset = \"resnet19\" is not allowed (did you mean \"resnet18\"?); use one of: mlp, "
                        "cnn, resnet18, resnet50, cifar_resnet18\n");
+}
+
+TEST_F(Cli, HelpListsEveryOptionAndTheSubmitCommand) {
+  auto r = run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* opt : {"--set", "--name", "--run-dir", "--log-level", "--dump-replicas", "--nproc",
+                          "--print-config-reference", "--list-layers", "--reset", "--version", "--help", "submit"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from --help:\n" << r.out;
+  r = run({"submit", "--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* opt : {"--nodes", "--gpus-per-node", "--ntasks-per-node", "--cpus-per-task", "--mem", "--partition",
+                          "--time", "--account", "--qos", "--nodelist", "--dry-run", "--set", "--name", "--run-dir",
+                          "--log-level", "--dump-replicas"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from submit --help:\n" << r.out;
+}
+
+TEST_F(Cli, ConfigReferenceDocIsTheBinarysOutput) {
+  auto r = run({"--print-config-reference"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(read_file(std::string(DPTRAIN_SOURCE_DIR) + "/docs/config-reference.md"), r.out)
+      << "docs/config-reference.md is out of date: regenerate it with "
+         "build/dptrain --print-config-reference > docs/config-reference.md";
+}
+
+TEST_F(Cli, DumpReplicasWritesEveryRanksReplica) {
+  std::string p = write("[run]\ndir = \"" + dir_.string() + "/runs\"\nlog_level = \"warn\"\n[data]\n"
+                        "dataset = \"synthetic\"\nsynthetic_train = 64\nsynthetic_eval = 16\n"
+                        "synthetic_shape = [1, 4, 4]\n[model]\npreset = \"mlp\"\nhidden = [8]\n"
+                        "[train]\nsteps = 2\nbatch_size = 16\n");
+  auto r = run({p, "--dump-replicas"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "runs/default/replicas/replica-rank0.safetensors"));
+}
+
+class SubmitCli : public Cli {
+ protected:
+  std::string cfg() { return write("[model]\npreset = \"mlp\"\n[train]\nsteps = 10\n"); }
+  std::string runs() { return (dir_ / "runs").string(); }
+  // The srun command's arguments after the binary, as the job will run them.
+  std::string job_args(const std::string& cfg) {
+    return cfg + " --set train.lr=0.01 --dump-replicas --run-dir " + runs() + " --name try2\n";
+  }
+};
+
+TEST_F(SubmitCli, DryRunPrintsTheScriptAndWritesNothing) {
+  const std::string p = cfg();
+  auto r = run({"submit", "--dry-run", "--nodes", "2", "--gpus-per-node", "2", "--time", "01:00:00", p, "--run-dir",
+                runs(), "--name", "try2", "--set", "train.lr=0.01", "--dump-replicas"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string run_path = runs() + "/try2";
+  for (const std::string& line : std::vector<std::string>{
+           "#SBATCH --job-name=try2\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=2\n", "#SBATCH --gres=gpu:2\n",
+        "#SBATCH --time=01:00:00\n", "#SBATCH --chdir=" + std::filesystem::current_path().string() + "\n",
+        "#SBATCH --output=" + run_path + "/logs/slurm-%j.out\n", "#SBATCH --signal=USR1@90\n", "#SBATCH --requeue\n",
+        "  --output=" + run_path + "/logs/slurm-%j-%t.out \\\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - job_args(p).size()), job_args(p)) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "runs")) << "--dry-run must not create the run directory";
+}
+
+TEST_F(SubmitCli, WritesTheScriptAndRunsSbatch) {
+  const std::string p = cfg();
+  std::filesystem::create_directories(dir_ / "bin");
+  const auto sbatch = dir_ / "bin/sbatch";
+  std::ofstream(sbatch) << "#!/bin/sh\necho \"$@\" > " << (dir_ / "sbatch.args").string() << "\necho 4242\n";
+  std::filesystem::permissions(sbatch, std::filesystem::perms::owner_all);
+  const std::string dry = run({"submit", "--dry-run", p, "--run-dir", runs(), "--name", "try2", "--set",
+                               "train.lr=0.01", "--dump-replicas"}).out;
+  ScopedPath path((dir_ / "bin").string() + ":/usr/bin:/bin");
+  auto r = run({"submit", p, "--run-dir", runs(), "--name", "try2", "--set", "train.lr=0.01", "--dump-replicas"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string script = runs() + "/try2/submit.sbatch";
+  EXPECT_EQ(r.out, "dptrain: submitted batch job 4242 (script " + script + "; task output " + runs() +
+                       "/try2/logs/slurm-4242-<task>.out)\n");
+  EXPECT_EQ(read_file(dir_ / "sbatch.args"), "--parsable " + script + "\n");
+  EXPECT_EQ(read_file(script), dry);
+  EXPECT_TRUE(std::filesystem::is_directory(runs() + "/try2/logs"));
+}
+
+TEST_F(SubmitCli, MissingSbatchIsAnExactError) {
+  const std::string p = cfg();
+  ScopedPath path((dir_ / "nothing-here").string());
+  auto r = run({"submit", p, "--run-dir", runs()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: sbatch not found on PATH: run `dptrain submit` on a Slurm login node, or add "
+                   "--dry-run to print the script (written to " + runs() + "/default/submit.sbatch)\n");
+  EXPECT_TRUE(std::filesystem::exists(runs() + "/default/submit.sbatch"));
+}
+
+TEST_F(SubmitCli, FailingSbatchIsAnExactError) {
+  const std::string p = cfg();
+  std::filesystem::create_directories(dir_ / "bin");
+  const auto sbatch = dir_ / "bin/sbatch";
+  std::ofstream(sbatch) << "#!/bin/sh\necho 'sbatch: error: invalid partition' >&2\nexit 1\n";
+  std::filesystem::permissions(sbatch, std::filesystem::perms::owner_all);
+  ScopedPath path((dir_ / "bin").string() + ":/usr/bin:/bin");
+  auto r = run({"submit", p, "--run-dir", runs()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "sbatch: error: invalid partition\ndptrain: error: sbatch failed (exit status 1; its message is "
+                   "above); the script is " + runs() + "/default/submit.sbatch\n");
+}
+
+TEST_F(SubmitCli, BadConfigFailsBeforeAnythingIsWritten) {
+  std::string p = write("[train]\nlrr = 0.1\n");
+  auto r = run({"submit", "--dry-run", p, "--run-dir", runs()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("dptrain: error: " + p + ":2: unknown key 'train.lrr' (did you mean 'train.lr'?)", 0), 0u)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "runs"));
+}
+
+TEST_F(SubmitCli, OneTaskPerGpuIsEnforced) {
+  auto r = run({"submit", "--dry-run", "--gpus-per-node", "4", "--ntasks-per-node", "2", cfg()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --ntasks-per-node 2 with --gpus-per-node 4: dptrain runs one task per GPU; leave "
+                   "--ntasks-per-node out (or set it to 4)\n");
 }
 
 }  // namespace

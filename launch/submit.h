@@ -1,0 +1,54 @@
+// defines: `dptrain submit`: the sbatch script of a training job (a pure function of its inputs)
+// and its submission with sbatch.
+//
+// The job runs one dptrain task per GPU (per node: --ntasks-per-node = --gres=gpu:G), or on CPU
+// nodes (G = 0) one task per node unless --ntasks-per-node says otherwise, launched by
+// `srun --mpi=pmix` (dptrain's PMIx bootstrap). Preemption and time limits: `--signal=USR1@90`
+// makes Slurm send SIGUSR1 to every task 90 s before the end; dptrain then checkpoints and asks
+// for a requeue (`--requeue` allows it), and the requeued job, the same script with the same
+// job id, resumes from the run directory's newest checkpoint. Outputs are opened in append mode,
+// so a requeued job adds to its logs: logs/slurm-<job>.out (the batch script) and
+// logs/slurm-<job>-<task>.out (each task).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace dp::launch {
+
+// The Slurm side of the job (the `dptrain submit` options).
+struct SlurmOptions {
+  int nodes = 1;
+  int gpus_per_node = 0;      // 0: CPU nodes (no --gres)
+  int ntasks_per_node = 0;    // 0: gpus_per_node, or 1 on CPU nodes
+  int cpus_per_task = 0;      // 0: Slurm's default
+  std::string mem;            // per node, e.g. "64G" ("" = Slurm's default)
+  std::string partition, account, qos, time, nodelist;  // "" = not given
+};
+
+struct SbatchJob {
+  SlurmOptions slurm;
+  std::string job_name;            // run.name
+  std::string workdir;             // absolute: where the job starts (the submit directory)
+  std::string run_path;            // absolute: <run.dir>/<run.name>
+  std::string dptrain;             // absolute path of the dptrain binary
+  std::vector<std::string> args;   // dptrain's arguments: the cfg's absolute path, then options
+};
+
+// Tasks per node the job asks for (see SlurmOptions). Throws UserError when --ntasks-per-node
+// contradicts one task per GPU.
+int tasks_per_node(const SlurmOptions& s);
+
+// The script, byte for byte (golden-tested). Throws UserError for values an #SBATCH line cannot
+// hold (whitespace in paths or names).
+std::string sbatch_script(const SbatchJob& job);
+
+// `word` as one shell word: unchanged when it holds only [A-Za-z0-9_./=:,@%+-], else in single quotes.
+std::string shell_quote(const std::string& word);
+
+// Runs `sbatch --parsable <script_path>` (found on PATH) and returns the job id it prints.
+// sbatch's own messages go to our stderr. Throws UserError when sbatch is not on PATH or fails:
+//   sbatch not found on PATH: run `dptrain submit` on a Slurm login node, or add --dry-run to print the script (written to <script_path>)
+//   sbatch failed (exit status 1; its message is above); the script is <script_path>
+std::string submit_sbatch(const std::string& script_path);
+
+}  // namespace dp::launch
