@@ -3,8 +3,9 @@
 // latency algorithms (recursive doubling, binomial tree) and the bandwidth ones (ring, chain),
 // pieces of 1000 bytes so that even small messages are pipelined, each over shared memory
 // (FIFOs of 4 KiB, so that they fill and wrap) and over TCP; the same on 4 ranks as two "nodes"
-// of two (shared memory inside, TCP across, both in one collective); and a 64 MiB f32 sum with
-// the default options on 2, 3 and 4 processes.
+// of two (shared memory inside, TCP across, both in one collective); and 64 MiB of every op x
+// dtype x reduction with the default options on 2, 3, 4 and 8 processes (periodic inputs, see
+// there), plus a 64 MiB f32 sum over TCP with inputs that are not.
 //
 // The oracle (computed in each child from the same deterministic inputs) replays the order that
 // collectives/ring/algorithms.h documents, one element at a time through the same reduce kernel:
@@ -14,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -276,7 +279,8 @@ TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn8Ranks) { matrix_on(8, 0, tr
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOnTwoNodesOfTwo) { matrix_on(4, 2, false); }
 
 // 64 MiB of f32 summed with the default options (so the ring, 256 KiB pieces), over shared
-// memory or TCP.
+// memory or TCP, with inputs that are not periodic (every element its own input_value): the
+// check that the periodic inputs of the 64 MiB matrix below cannot weaken.
 void large_on(int n, bool shm) {
   constexpr int64_t kCount = (64 << 20) / 4;
   auto results = ringtest::run_ranks(
@@ -325,10 +329,255 @@ void large_on(int n, bool shm) {
   std::printf("%s", results[0].report.c_str());
 }
 
-TEST(RingCollectives, Allreduce64MiBF32SumOn2Ranks) { large_on(2, true); }
-TEST(RingCollectives, Allreduce64MiBF32SumOn3Ranks) { large_on(3, true); }
-TEST(RingCollectives, Allreduce64MiBF32SumOn4Ranks) { large_on(4, true); }
 TEST(RingCollectives, Allreduce64MiBF32SumOverTcpOn3Ranks) { large_on(3, false); }
+
+// ---- 64 MiB: every op x dtype x reduction on 2, 3, 4 and 8 processes ----
+//
+// 64 MiB is the whole message: the allreduce and broadcast buffer, the reduce_scatter input, the
+// allgather output (rounded down to a multiple of the rank count). Default options: the ring and
+// the pipelined chain in 256 KiB pieces, over shared memory. One launch per world size runs all
+// of it, so it has to be cheap beside the collectives themselves:
+//  - reductions: periodic inputs. Element g of rank q's input is input_value(seed, q, g mod
+//    kPeriod), kPeriod = 8191 (prime: no piece, block or FIFO size is a multiple of it). The
+//    oracle (Element::ring, the order of algorithms.h) is computed once per (block owner j,
+//    g mod kPeriod) and the results are compared with memcmp, one period-long run at a time:
+//    bit for bit, every dtype. The float tolerance check runs on every oracle entry. i32 adds
+//    g / kPeriod to every rank's element (its exact result then follows in closed form, checked
+//    against the oracle on the first period), so that a piece moved by a multiple of the period
+//    cannot go unnoticed; the non-periodic 64 MiB f32 test above covers the floats' positions.
+//  - allgather and broadcast: bytes of a hash of the word index and the sender, every byte
+//    compared.
+constexpr int64_t kPeriod = 8191;
+constexpr size_t kLargeBytes = size_t{64} << 20;
+
+uint32_t pattern_word(uint64_t k, uint32_t key) {
+  uint32_t w = static_cast<uint32_t>(k) * 0x9E3779B1u + key * 0x85EBCA77u;
+  return w ^ (w >> 15);
+}
+uint32_t pattern_key(int rank, DType dt) { return static_cast<uint32_t>(rank * 31 + static_cast<int>(dt) + 1); }
+
+void fill_pattern(char* p, size_t bytes, uint32_t key) {
+  const size_t words = bytes / 4;
+  for (size_t k = 0; k < words; ++k) {
+    const uint32_t w = pattern_word(k, key);
+    std::memcpy(p + 4 * k, &w, 4);
+  }
+  const uint32_t tail = pattern_word(words, key);
+  std::memcpy(p + 4 * words, &tail, bytes % 4);
+}
+
+// The first byte that differs from fill_pattern(key), or -1.
+int64_t pattern_mismatch(const char* p, size_t bytes, uint32_t key) {
+  const size_t words = bytes / 4;
+  for (size_t k = 0; k < words; ++k) {
+    const uint32_t w = pattern_word(k, key);
+    if (std::memcmp(p + 4 * k, &w, 4) != 0) return static_cast<int64_t>(4 * k);
+  }
+  const uint32_t tail = pattern_word(words, key);
+  if (std::memcmp(p + 4 * words, &tail, bytes % 4) != 0) return static_cast<int64_t>(4 * words);
+  return -1;
+}
+
+// The reference of one (dtype, op) on periodic inputs: rows[j] holds, for every residue k,
+// the oracle of block owner j (Element::ring); for i32 also the exact sum, max and min of the
+// ranks' base values, from which the result with the position term follows.
+struct PeriodicOracle {
+  DType dt;
+  ReduceOp op;
+  int n;
+  uint64_t seed;
+  std::vector<std::vector<unsigned char>> rows;  // (n) x (kPeriod * esz)
+  std::vector<int64_t> sum, max, min;            // i32 only: (kPeriod)
+
+  PeriodicOracle(DType dt_, ReduceOp op_, int n_, uint64_t seed_, Checker& ck, const std::string& what)
+      : dt(dt_), op(op_), n(n_), seed(seed_) {
+    const size_t esz = dtype_size(dt);
+    rows.assign(static_cast<size_t>(n), std::vector<unsigned char>(kPeriod * esz));
+    if (dt == DType::I32) sum.resize(kPeriod), max.resize(kPeriod), min.resize(kPeriod);
+    Element e{dt, op, n, {}};
+    for (int64_t k = 0; k < kPeriod; ++k) {
+      e.load(seed, k);
+      for (int j = 0; j < n; ++j) {
+        unsigned char* acc = rows[static_cast<size_t>(j)].data() + k * esz;
+        e.ring(j, acc);
+        std::string why;
+        if (!e.plausible(acc, &why)) ck.fail(fmt::format("{}: the oracle of residue {}: {}", what, k, why));
+      }
+      if (dt != DType::I32) continue;
+      int64_t s = 0, mx = INT64_MIN, mn = INT64_MAX;
+      for (int q = 0; q < n; ++q) {
+        int32_t v;
+        std::memcpy(&v, e.x[q], 4);
+        s += v, mx = std::max<int64_t>(mx, v), mn = std::min<int64_t>(mn, v);
+      }
+      sum[k] = s, max[k] = mx, min[k] = mn;
+      for (int j = 0; j < n; ++j)
+        if (exact_i32(k) != as_double(dt, rows[static_cast<size_t>(j)].data() + k * esz))
+          ck.fail(fmt::format("{}: residue {}: closed form {} but the oracle says {}", what, k, exact_i32(k),
+                              as_double(dt, rows[static_cast<size_t>(j)].data() + k * esz)));
+    }
+  }
+
+  // i32: the exact result at global index g (every rank's element carries + g / kPeriod).
+  int32_t exact_i32(int64_t g) const {
+    const int64_t k = g % kPeriod, c = g / kPeriod;
+    switch (op) {
+      case ReduceOp::Sum: return static_cast<int32_t>(sum[k] + n * c);
+      case ReduceOp::Avg: return static_cast<int32_t>((sum[k] + n * c) / n);  // C++: toward zero
+      case ReduceOp::Max: return static_cast<int32_t>(max[k] + c);
+      case ReduceOp::Min: return static_cast<int32_t>(min[k] + c);
+    }
+    return 0;
+  }
+
+  // Rank r's input, elements [first, first + count) of the global index.
+  void fill(int r, char* out, int64_t first, int64_t count) const {
+    const size_t esz = dtype_size(dt);
+    std::vector<unsigned char> base(kPeriod * esz);
+    for (int64_t k = 0; k < kPeriod; ++k) input_value(dt, seed, r, k, base.data() + k * esz);
+    for (int64_t g = first; g < first + count;) {
+      const int64_t k = g % kPeriod, run = std::min(kPeriod - k, first + count - g);
+      char* dst = out + (g - first) * esz;
+      if (dt == DType::I32) {
+        const int32_t c = static_cast<int32_t>(g / kPeriod);
+        const auto* b = reinterpret_cast<const int32_t*>(base.data()) + k;
+        for (int64_t i = 0; i < run; ++i) {
+          const int32_t v = b[i] + c;
+          std::memcpy(dst + 4 * i, &v, 4);
+        }
+      } else {
+        std::memcpy(dst, base.data() + k * esz, run * esz);
+      }
+      g += run;
+    }
+  }
+
+  // Compares got (global elements [first, first + count), all owned by block owner j). Reports
+  // the first mismatching element; returns false on one.
+  bool check(Checker& ck, const std::string& what, const char* got, int64_t first, int64_t count, int j) const {
+    const size_t esz = dtype_size(dt);
+    const unsigned char* row = rows[static_cast<size_t>(j)].data();
+    for (int64_t g = first; g < first + count;) {
+      const int64_t k = g % kPeriod, run = std::min(kPeriod - k, first + count - g);
+      const char* p = got + (g - first) * esz;
+      if (dt == DType::I32) {
+        const int32_t* got32 = reinterpret_cast<const int32_t*>(p);  // views of our buffers: aligned
+        for (int64_t i = 0; i < run; ++i) {
+          const int32_t v = got32[i];
+          if (v != exact_i32(g + i)) {
+            ck.fail(fmt::format("{}: element {} is {}, expected {}", what, g + i - first, v, exact_i32(g + i)));
+            return false;
+          }
+        }
+      } else if (std::memcmp(p, row + k * esz, run * esz) != 0) {
+        int64_t i = 0;
+        while (std::memcmp(p + i * esz, row + (k + i) * esz, esz) == 0) ++i;
+        Element e{dt, op, n, {}};
+        e.load(seed, k + i);
+        check_element(ck, what, g + i - first, reinterpret_cast<const unsigned char*>(p + i * esz),
+                      row + (k + i) * esz, e);
+        return false;
+      }
+      g += run;
+    }
+    return true;
+  }
+};
+
+void large_matrix_on(int n) {
+  auto results = ringtest::run_ranks(
+      n,
+      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+        Checker ck{s, r};
+        auto comm = make_ring_communicator(bs, RingOptions{});
+        const int n = comm->size();
+        double t_coll = 0, t_oracle = 0, t_fill = 0;  // seconds in each (rank 0's view)
+        auto timed = [&](double& into, const std::function<void()>& f) {
+          const double t0 = ringtest::monotonic_s();
+          f();
+          into += ringtest::monotonic_s() - t0;
+        };
+        const double t_start = ringtest::monotonic_s();
+        // Two 64 MiB buffers, viewed as every case needs: fresh ones per case would spend more
+        // time faulting pages in than the collectives take.
+        const auto buf_a = Storage::allocate(kLargeBytes, Device::cpu());
+        const auto buf_b = Storage::allocate(kLargeBytes, Device::cpu());
+        auto view = [](const std::shared_ptr<Storage>& b, int64_t count, DType dt) {
+          return Tensor::view_of(b, 0, {count}, dt);
+        };
+        for (DType dt : kDTypes) {
+          const size_t esz = dtype_size(dt);
+          const int64_t count = static_cast<int64_t>(kLargeBytes / esz);
+          for (ReduceOp op : kOps) {
+            const std::string tag = fmt::format("64 MiB {} {} on {} ranks", dtype_name(dt), reduce_op_name(op), n);
+            const double t0 = ringtest::monotonic_s();
+            const PeriodicOracle oracle(dt, op, n, case_seed(5, static_cast<int>(dt), static_cast<int>(op), n), ck,
+                                        tag);
+            t_oracle += ringtest::monotonic_s() - t0;
+            {  // allreduce: block j of the buffer is owned by rank j
+              Tensor t = view(buf_a, count, dt);
+              timed(t_fill, [&] { oracle.fill(r, static_cast<char*>(t.raw()), 0, count); });
+              timed(t_coll, [&] { comm->allreduce(t, op); });
+              for (int j = 0; j < n; ++j) {
+                const ring::Block b = ring::ring_block(count, n, j);
+                oracle.check(ck, "allreduce " + tag, static_cast<const char*>(t.raw()) + b.begin * esz, b.begin,
+                             b.len, j);
+              }
+            }
+            {  // reduce_scatter: this rank gets block r of the global input
+              const int64_t block = count / n;
+              Tensor in = view(buf_a, block * n, dt);
+              Tensor out = view(buf_b, block, dt);
+              std::memset(out.raw(), 0xee, out.nbytes());  // not the last case's result
+              timed(t_fill, [&] { oracle.fill(r, static_cast<char*>(in.raw()), 0, block * n); });
+              timed(t_coll, [&] { comm->reduce_scatter(in, out, op); });
+              oracle.check(ck, "reduce_scatter " + tag, static_cast<const char*>(out.raw()), r * block, block, r);
+            }
+            if (ck.failures > 5) return 1;
+          }
+          {  // allgather
+            const int64_t block = count / n;
+            Tensor in = view(buf_b, block, dt);
+            Tensor out = view(buf_a, block * n, dt);
+            std::memset(out.raw(), 0xee, out.nbytes());
+            fill_pattern(static_cast<char*>(in.raw()), in.nbytes(), pattern_key(r, dt));
+            timed(t_coll, [&] { comm->allgather(in, out); });
+            for (int q = 0; q < n; ++q) {
+              const int64_t bad = pattern_mismatch(static_cast<const char*>(out.raw()) + q * in.nbytes(), in.nbytes(),
+                                                   pattern_key(q, dt));
+              if (bad >= 0)
+                ck.fail(fmt::format("64 MiB allgather {} on {} ranks: rank {}'s block differs at byte {}",
+                                    dtype_name(dt), n, q, bad));
+            }
+          }
+          {  // broadcast from a root that changes with the dtype; the others start with their own bytes
+            const int root = (static_cast<int>(dt) + 1) % n;
+            Tensor t = view(buf_a, count, dt);
+            fill_pattern(static_cast<char*>(t.raw()), t.nbytes(), pattern_key(r, dt));
+            timed(t_coll, [&] { comm->broadcast(t, root); });
+            const int64_t bad = pattern_mismatch(static_cast<const char*>(t.raw()), t.nbytes(), pattern_key(root, dt));
+            if (bad >= 0)
+              ck.fail(fmt::format("64 MiB broadcast {} from rank {} on {} ranks: differs from the root's bytes at "
+                                  "byte {}",
+                                  dtype_name(dt), root, n, bad));
+          }
+        }
+        if (r == 0)
+          ringtest::report(s, r, fmt::format("64 MiB matrix on {} ranks: {:.1f} s; {:.1f} s of it in the {} "
+                                             "collectives, {:.1f} s making oracles, {:.1f} s filling inputs\n",
+                                             n, ringtest::monotonic_s() - t_start, t_coll,
+                                             std::size(kDTypes) * (2 * std::size(kOps) + 2), t_oracle, t_fill));
+        return ck.failures == 0 ? 0 : 1;
+      },
+      /*limit_s=*/240);
+  EXPECT_EQ(ringtest::all_exited_with(results, 0), "");
+  std::printf("%s", results[0].report.c_str());
+}
+
+TEST(RingCollectives, Every64MiBOpDtypeAndReductionOn2Ranks) { large_matrix_on(2); }
+TEST(RingCollectives, Every64MiBOpDtypeAndReductionOn3Ranks) { large_matrix_on(3); }
+TEST(RingCollectives, Every64MiBOpDtypeAndReductionOn4Ranks) { large_matrix_on(4); }
+TEST(RingCollectives, Every64MiBOpDtypeAndReductionOn8Ranks) { large_matrix_on(8); }
 
 }  // namespace
 }  // namespace dp
