@@ -100,15 +100,30 @@ Failure ControlPlane::fail(const Failure& f) {
   return winner;
 }
 
-std::vector<PeerStatus> ControlPlane::query_status(double wait_s) {
+void ControlPlane::entered(uint64_t seq, const Signature& sig) {
+  {
+    std::lock_guard lock(history_mu_);
+    history_[seq % kSignatureHistory] = {seq, sig};
+  }
+  entered_.store(seq);
+}
+
+std::optional<Signature> ControlPlane::issued(uint64_t seq) {
+  std::lock_guard lock(history_mu_);
+  const auto& h = history_[seq % kSignatureHistory];
+  if (seq == 0 || h.first != seq) return std::nullopt;
+  return h.second;
+}
+
+std::vector<PeerStatus> ControlPlane::query_status(double wait_s, uint64_t about_seq) {
   uint64_t id;
   {
     std::lock_guard lock(mu_);
     id = ++query_id_;
-    for (auto& p : peers_) p.state.answered = false;
+    for (auto& p : peers_) p.state.answered = p.state.has_signature = false;
   }
   for (int p = 0; p < size_; ++p)
-    if (p != rank_) send(p, kQuery, -1, rank_, id, 0, 0, "");
+    if (p != rank_) send(p, kQuery, -1, rank_, id, about_seq, 0, "");
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
     for (int p = 0; p < size_; ++p)
@@ -164,9 +179,19 @@ void ControlPlane::on_closed(int peer) {
 void ControlPlane::handle(int peer, uint8_t type, int32_t culprit, int32_t reporter, uint64_t a, uint64_t b,
                           uint64_t c, std::string text) {
   switch (type) {
-    case kQuery:
-      send(peer, kStatus, -1, rank_, a, entered_.load(), completed_.load(), "");
+    case kQuery: {
+      std::string sig;  // {seq, Signature} when the peer asked about a collective we remember
+      if (b > 0) {
+        std::lock_guard lock(history_mu_);
+        const auto& h = history_[b % kSignatureHistory];
+        if (h.first == b) {
+          sig.assign(reinterpret_cast<const char*>(&h.first), sizeof h.first);
+          sig.append(reinterpret_cast<const char*>(&h.second), sizeof h.second);
+        }
+      }
+      send(peer, kStatus, -1, rank_, a, entered_.load(), completed_.load(), sig);
       return;
+    }
     case kStatus: {
       std::lock_guard lock(mu_);
       if (a != query_id_) return;  // a late answer to an earlier question
@@ -174,6 +199,8 @@ void ControlPlane::handle(int peer, uint8_t type, int32_t culprit, int32_t repor
       st.answered = true;
       st.entered = b;
       st.completed = c;
+      st.has_signature = text.size() == sizeof(uint64_t) + sizeof(Signature);
+      if (st.has_signature) std::memcpy(&st.signature, text.data() + sizeof(uint64_t), sizeof(Signature));
       break;
     }
     case kAbort: {

@@ -11,11 +11,17 @@
 //    application is busy elsewhere, so the rank that stopped calling collectives is the one
 //    named, not the neighbour that is stuck waiting on it.
 //  - a communicator is destroyed: BYE {completed} says it left cleanly after collective #c.
+//  - collectives issued differently (another op, dtype, count, reduction or root at the same
+//    sequence number) that the stream headers cannot catch, because nobody receives the odd
+//    stream (a broadcast whose ranks disagree on the root): a rank whose collective has not
+//    moved for a moment asks its peers what they issued as that collective (QUERY with the
+//    sequence number; STATUS carries the signature, kept for the last kSignatureHistory).
 //
 // Wire format (host byte order, like the data streams: one machine architecture per job): a
 // 48-byte header {u32 magic "DPCT", u8 type, u8[3], i32 culprit, i32 reporter, u32 text length,
 // u32 pad, u64 a, u64 b, u64 c} then the text:
-//   QUERY  a = query id              STATUS a = query id, b = entered, c = completed
+//   QUERY  a = query id, b = seq     STATUS a = query id, b = entered, c = completed,
+//                                           text = {u64 seq, Signature} when seq is remembered
 //   ABORT  a = seq, culprit, reporter, text = reason              BYE a = completed
 #pragma once
 #include <atomic>
@@ -27,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collectives/ring/socket.h"
@@ -40,12 +47,23 @@ struct Failure {
   std::string reason; // "rank 2 closed the connection (its process died or exited)"
 };
 
+// What a collective was issued as: everything every rank must agree on.
+struct Signature {
+  uint8_t kind = 0, dtype = 0, op = 0, algo = 0;  // ring::Kind, DType, ReduceOp + 1 (0: none), ring::Algo
+  int32_t root = -1;
+  int64_t count = 0;
+  bool operator==(const Signature&) const = default;
+};
+static_assert(sizeof(Signature) == 16);
+
 struct PeerStatus {
   bool answered = false;  // replied to the query in time
   bool closed = false;    // its control connection is gone
   bool said_bye = false;  // ... after a clean BYE
   uint64_t entered = 0;   // the last collective it started
   uint64_t completed = 0; // the last collective it finished
+  bool has_signature = false;  // it told what it issued as the collective asked about
+  Signature signature;
 };
 
 class ControlPlane {
@@ -60,7 +78,9 @@ class ControlPlane {
   ControlPlane& operator=(const ControlPlane&) = delete;
 
   // The worker's progress, reported to peers that ask.
-  void entered(uint64_t seq) { entered_.store(seq); }
+  void entered(uint64_t seq, const Signature& sig);
+  // What this rank issued as collective #seq, if it is among the last kSignatureHistory.
+  std::optional<Signature> issued(uint64_t seq);
   void completed(uint64_t seq) { completed_.store(seq); }
 
   // Readable (an eventfd) whenever something happened that a waiting collective must look at:
@@ -78,8 +98,9 @@ class ControlPlane {
   // (once). Returns the failure that won. Never throws.
   Failure fail(const Failure& f);
 
-  // Asks every peer which collective it is in; waits up to wait_s for the answers.
-  std::vector<PeerStatus> query_status(double wait_s);
+  // Asks every peer which collective it is in (and, when about_seq > 0, what it issued as
+  // collective #about_seq, if it still remembers); waits up to wait_s for the answers.
+  std::vector<PeerStatus> query_status(double wait_s, uint64_t about_seq = 0);
   // Peers whose control connection closed, and whether after a BYE (with its completed seq).
   PeerStatus peer_state(int peer) const;
   // After a data connection to `peer` broke: waits up to wait_s until the control connection to
@@ -111,6 +132,10 @@ class ControlPlane {
   mutable std::atomic<uint64_t> events_{0};
   std::unique_ptr<std::atomic<bool>[]> lost_;
   std::atomic<uint64_t> entered_{0};
+  // The signatures of the last kSignatureHistory collectives entered, by seq % kSignatureHistory.
+  static constexpr size_t kSignatureHistory = 16;
+  std::mutex history_mu_;
+  std::pair<uint64_t, Signature> history_[kSignatureHistory] = {};
   std::atomic<uint64_t> completed_{0};
 
   mutable std::mutex mu_;

@@ -201,7 +201,7 @@ class RingCommunicator final : public Communicator {
         queue_.pop_front();
         busy_ = true;
       }
-      control_->entered(task.info.seq);
+      control_->entered(task.info.seq, ring::signature_of(task.info));
       std::exception_ptr error;
       try {
         if (!broken_.empty())

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "collectives/communicator.h"
 #include "runtime/error.h"
 
 namespace dp::ring {
@@ -30,6 +31,17 @@ static_assert(sizeof(DataHeader) == kHeaderBytes);
 // After a data connection breaks, how long to wait for the control plane to learn why (the
 // peer's abort notice, or its control connection closing too) before blaming the peer itself.
 constexpr double kVerdictWaitS = 2.0;
+
+// Mismatch probes (probe_mismatch): the first after a collective has not moved for
+// kFirstProbeS (or a quarter of the timeout if that is shorter), then after stalls twice as
+// long each time, up to kMaxProbeIntervalS. A stall that short is common (a peer still
+// computing), so a probe is one small control message per peer, answered by its control thread.
+constexpr double kFirstProbeS = 0.1;
+constexpr double kMaxProbeIntervalS = 2.0;
+constexpr double kProbeAnswerWaitS = 0.2;
+
+const char* const kSameEverywhere =
+    "collectives must be issued in the same order, with the same dtype, size, op and root, on every rank";
 
 std::string describe_header(const DataHeader& h) {
   return fmt::format("{} #{} ({}, {} elements, algorithm {}, step {})", kind_name(static_cast<Kind>(h.kind)), h.seq,
@@ -61,6 +73,70 @@ const char* algo_name(Algo a) {
   return "?";
 }
 
+Signature signature_of(const CollectiveInfo& info) {
+  Signature s;
+  s.kind = static_cast<uint8_t>(info.kind);
+  s.dtype = static_cast<uint8_t>(info.dtype);
+  s.op = info.op;
+  s.algo = static_cast<uint8_t>(info.algo);
+  s.root = info.root;
+  s.count = info.count;
+  return s;
+}
+
+std::string describe_signature(const Signature& sig, bool with_algo) {
+  const auto kind = static_cast<Kind>(sig.kind);
+  if (kind == Kind::Barrier) return with_algo ? fmt::format("barrier (algorithm {})", algo_name(static_cast<Algo>(sig.algo))) : "barrier";
+  std::string d = fmt::format("{} ({}, {} element{}", kind_name(kind), dtype_name(static_cast<DType>(sig.dtype)),
+                              sig.count, sig.count == 1 ? "" : "s");
+  if (sig.op > 0 && sig.op <= 4) d += fmt::format(", {}", reduce_op_name(static_cast<ReduceOp>(sig.op - 1)));
+  if (sig.root >= 0) d += fmt::format(", root {}", sig.root);
+  if (with_algo) d += fmt::format(", algorithm {}", algo_name(static_cast<Algo>(sig.algo)));
+  return d + ")";
+}
+
+std::string mismatch_reason(uint64_t seq, std::vector<std::pair<int, Signature>> issued) {
+  std::sort(issued.begin(), issued.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Groups of ranks with the same signature, in the order of their lowest rank.
+  std::vector<std::pair<Signature, std::vector<int>>> groups;
+  for (const auto& [rank, sig] : issued) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == sig; });
+    if (it == groups.end()) groups.push_back({sig, {rank}});
+    else it->second.push_back(rank);
+  }
+  if (groups.size() < 2) return "";
+  std::vector<std::string> differs;
+  auto note = [&](bool d, const char* what) {
+    if (d && std::find(differs.begin(), differs.end(), what) == differs.end()) differs.push_back(what);
+  };
+  const Signature& a = groups[0].first;
+  for (size_t g = 1; g < groups.size(); ++g) {
+    const Signature& b = groups[g].first;
+    note(a.kind != b.kind, "the collective");
+    note(a.dtype != b.dtype, "the dtype");
+    if (a.kind != b.kind) continue;  // the other arguments mean different things
+    note(a.count != b.count, "the element count");
+    note(a.op != b.op, "the reduction");
+    note(a.root != b.root, "the root");
+  }
+  const bool algo_only = differs.empty();  // same arguments, another algorithm: the settings differ
+  if (algo_only) differs.push_back("the algorithm (DPTRAIN_RING_SMALL_BYTES differs between ranks)");
+  auto ranks = [](const std::vector<int>& rs) {
+    std::string s = rs.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < rs.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", rs[i]);
+    return s;
+  };
+  std::string msg = fmt::format("{} issued {} as #{}", ranks(groups[0].second),
+                                describe_signature(groups[0].first, algo_only), seq);
+  for (size_t g = 1; g < groups.size(); ++g)
+    msg += fmt::format("{} {} issued {}", g + 1 == groups.size() ? " while" : ",", ranks(groups[g].second),
+                       describe_signature(groups[g].first, algo_only));
+  std::string what;
+  for (size_t i = 0; i < differs.size(); ++i)
+    what += (i == 0 ? "" : i + 1 == differs.size() ? " and " : ", ") + differs[i];
+  return fmt::format("{}: {} differ{}; {}", msg, what, differs.size() == 1 ? "s" : "", kSameEverywhere);
+}
+
 bool SendStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
 bool RecvStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
 
@@ -90,7 +166,30 @@ char* Transport::scratch(int slot, size_t bytes) {
 
 void Transport::begin(CollectiveInfo info) {
   info_ = std::move(info);
+  next_probe_ = Clock::now();
+  probe_interval_s_ = std::min(kFirstProbeS, timeout_s_ / 4);
   check_control();
+}
+
+void Transport::check_signatures(const std::vector<PeerStatus>& st) {
+  const Signature mine = signature_of(info_);
+  std::vector<std::pair<int, Signature>> issued = {{rank_, mine}};
+  int culprit = -1;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || !st[p].answered || !st[p].has_signature) continue;
+    issued.push_back({p, st[p].signature});
+    if (culprit < 0 && !(st[p].signature == mine)) culprit = p;
+  }
+  if (culprit >= 0) fail(culprit, mismatch_reason(info_.seq, std::move(issued)));
+}
+
+void Transport::probe_mismatch() {
+  const std::vector<PeerStatus> st = control_.query_status(std::min(kProbeAnswerWaitS, timeout_s_ / 4), info_.seq);
+  if (auto f = control_.failure()) raise(*f);
+  check_signatures(st);
+  next_probe_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(probe_interval_s_));
+  probe_interval_s_ = std::min(probe_interval_s_ * 2, kMaxProbeIntervalS);
 }
 
 void Transport::raise(const Failure& f) const {
@@ -157,10 +256,27 @@ void Transport::check_header(const RecvStream& r, uint32_t step) {
     fail(r.peer, fmt::format("rank {} sent bytes that are not a ring stream header (a protocol bug, or mixed "
                              "builds)",
                              r.peer));
+  // A stream of an earlier collective that this rank completed without reading it: the ranks
+  // issued that one differently (a broadcast whose ranks disagree on the root completes on
+  // every rank that believes it is the root). Name that collective, not this one.
+  if (got.seq < want.seq) {
+    Signature theirs;
+    theirs.kind = got.kind, theirs.dtype = got.dtype, theirs.op = got.op, theirs.algo = got.algo;
+    theirs.root = got.root, theirs.count = got.count;
+    if (auto mine = control_.issued(got.seq); mine && !(*mine == theirs))
+      fail(r.peer, mismatch_reason(got.seq, {{rank_, *mine}, {r.peer, theirs}}));
+  }
+  // A stream of a later collective: the peer finished this one without sending us what we
+  // wait for, because it issued this one differently. Ask it (and the others) what.
+  if (got.seq > want.seq) {
+    const std::vector<PeerStatus> st =
+        control_.query_status(std::min(kProbeAnswerWaitS, timeout_s_ / 4), info_.seq);
+    if (auto f = control_.failure()) raise(*f);
+    check_signatures(st);
+  }
   // Worded the same for every rank that reads it (the notice carries it to the peers).
-  fail(r.peer, fmt::format("rank {} is in {} while rank {} expects {}: collectives must be issued in the same "
-                           "order, with the same dtype, size, op and root, on every rank",
-                           r.peer, describe_header(got), rank_, describe_header(want)));
+  fail(r.peer, fmt::format("rank {} is in {} while rank {} expects {}: {}", r.peer, describe_header(got), rank_,
+                           describe_header(want), kSameEverywhere));
 }
 
 // Accounts `bytes` sent: header first, then regions (skipping empty ones that are ready).
@@ -344,13 +460,19 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
     }
     check_lost_shm_peers(sends, recvs);
     if (now >= last_progress + timeout) timed_out(sends, recvs);
+    const auto probe_at = std::max(next_probe_, last_progress + std::chrono::duration_cast<Clock::duration>(
+                                                                     std::chrono::duration<double>(probe_interval_s_)));
+    if (now >= probe_at) {
+      probe_mismatch();
+      continue;
+    }
     if (!tcp_pending && now < last_progress + spin) {
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
       continue;
     }
-    wait(sends, recvs, last_progress + timeout, bell_seen);
+    wait(sends, recvs, std::min(last_progress + timeout, probe_at), bell_seen);
   }
 }
 
@@ -428,8 +550,9 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
   // is stuck waiting on it: ask everyone.
   // Half the timeout (at most 2 s) for the answers: a loaded machine answers late, and the total
   // stays under twice the timeout.
-  std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 2, 0.05, 2.0));
+  std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 2, 0.05, 2.0), info_.seq);
   if (auto f = control_.failure()) raise(*f);
+  check_signatures(st);
   for (int p = 0; p < size_; ++p)
     if (p != rank_ && st[p].closed && !st[p].said_bye)
       fail(p, fmt::format("rank {} closed the connection (its process died or exited); no progress for {} (timeout)",

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/ring/control.h"
@@ -53,6 +54,17 @@ struct CollectiveInfo {
   int32_t root = -1;
   std::string description;  // "ring allreduce #12 (f32, 1048576 elements, sum)"
 };
+
+// What every rank must agree on, for the control plane's mismatch check.
+Signature signature_of(const CollectiveInfo& info);
+// "broadcast (f32, 10 elements, root 1)"; with the algorithm when with_algo.
+std::string describe_signature(const Signature& sig, bool with_algo = false);
+// The error when ranks issued different collectives as #seq: `issued` holds (rank, signature)
+// for every rank whose answer is known (this one included), in any order. Pure; worded the same
+// whichever rank detects it:
+//   "ranks 0, 2 issued broadcast (f32, 10 elements, root 0) as #3 while rank 1 issued broadcast
+//    (f32, 10 elements, root 1): the root differs; collectives must be issued ..."
+std::string mismatch_reason(uint64_t seq, std::vector<std::pair<int, Signature>> issued);
 
 struct Region {
   char* ptr;
@@ -135,6 +147,10 @@ class Transport {
   void check_control();
   [[noreturn]] void peer_lost(int peer, int err);
   [[noreturn]] void timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs);
+  // Stalled for a moment: asks the peers what they issued as this collective and fails at once
+  // when a rank issued something else (a mismatch that no stream header shows).
+  void probe_mismatch();
+  void check_signatures(const std::vector<PeerStatus>& st);
   void make_header(uint32_t step, char out[32]) const;
 
   const int rank_;
@@ -147,6 +163,8 @@ class Transport {
   uint64_t control_events_seen_ = 0;
   std::vector<bool> kick_closed_;  // [peer]: its kick socket reached EOF
   CollectiveInfo info_;
+  Clock::time_point next_probe_;  // no mismatch probe before this
+  double probe_interval_s_ = 0;   // stall before the next probe; doubles up to kMaxProbeIntervalS
   struct Scratch {
     std::unique_ptr<char[]> mem;
     size_t bytes = 0;

@@ -212,7 +212,8 @@ TEST(RingFaults, AbortFailsThePeersAtOnceWithTheReason) {
 // Rank 0 broadcasts while rank 1 all-reduces. Whoever reads the other's stream header first
 // reports the mismatch: rank 1 (rank 0's broadcast header in its allreduce), or rank 0 (rank 1's
 // allreduce header in its next collective, the barrier: the root of a broadcast may finish
-// before anyone notices). Either way both ranks fail with the same explanation.
+// before anyone notices; then it names #1, not the barrier). Either way both ranks fail with the
+// same explanation.
 TEST(RingFaults, MismatchedCollectivesAreAClearError) {
   auto rs = ringtest::run_ranks(
       2,
@@ -240,8 +241,9 @@ TEST(RingFaults, MismatchedCollectivesAreAClearError) {
       "rank 0 is in broadcast #1 (f32, 10 elements, algorithm binomial-tree, step 0) while rank 1 expects allreduce #1 "
       "(f32, 10 elements, algorithm recursive-doubling, step 1)" + tail;
   const std::string seen_by_0 =
-      "rank 1 is in allreduce #1 (f32, 10 elements, algorithm recursive-doubling, step 1) while rank 0 expects "
-      "barrier #2 (u8, 0 elements, algorithm dissemination, step 0)" + tail;
+      "rank 0 issued broadcast (f32, 10 elements, root 0) as #1 while rank 1 issued allreduce (f32, 10 elements, "
+      "max): the collective differs; collectives must be issued in the same order, with the same dtype, size, op "
+      "and root, on every rank";
   EXPECT_TRUE(std::regex_search(rs[1].report,
                                 std::regex(R"(^ring allreduce #1 \(f32, 10 elements, max\) \[rank 1/2 on [^\]]+\]: )")))
       << rs[1].report;
@@ -252,6 +254,70 @@ TEST(RingFaults, MismatchedCollectivesAreAClearError) {
     EXPECT_TRUE(rs[r].report.find(seen_by_1) != std::string::npos ||
                 rs[r].report.find(seen_by_0) != std::string::npos)
         << rs[r].report;
+}
+
+// Ranks that disagree on the root of a broadcast: nobody reads a stream header that shows it,
+// and without the control plane's check they waited for the timeout (20 s here). Ranks 0 and 1
+// say root 0, rank 2 says root 1: rank 2 waits for rank 1, which never sends. Every rank must
+// fail within a second or two, naming the ranks and the root (both of 0 and 1 unless one of them
+// was too slow to answer the question). `pause_s`: ranks 0 and 1 pause before their next
+// collective, so that rank 2 learns it from its stall probe, not from a later stream header.
+void different_roots(double pause_s) {
+  auto rs = ringtest::run_ranks(
+      3,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({10});
+        comm->barrier();
+        if (r == 0) s->t_event.store(monotonic_s());
+        try {
+          comm->broadcast(t, r == 2 ? 1 : 0);
+          if (r != 2) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+          comm->barrier();
+        } catch (const DpError& e) {
+          s->t_mark[r].store(monotonic_s());
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  expect_failed(rs, {0, 1, 2},
+                R"((ranks 0, 1|rank [01]) issued broadcast \(f32, 10 elements, root 0\) as #2 while rank 2 issued broadcast )"
+                R"(\(f32, 10 elements, root 1\): the root differs; collectives must be issued in the same order)",
+                /*within_s=*/2.0 + pause_s);
+  EXPECT_NE(rs[2].report.find("ring broadcast #2 (f32, 10 elements, root 1) [rank 2/3 on "), std::string::npos)
+      << rs[2].report;
+  EXPECT_LT(rs[2].mark - rs[2].event, 2.0) << rs[2].report;
+}
+
+TEST(RingFaults, BroadcastWithDifferentRootsFailsAtOnceNamingTheRanks) { different_roots(0); }
+TEST(RingFaults, BroadcastWithDifferentRootsFailsAtOnceAlsoWhenThePeersGoQuiet) { different_roots(1.0); }
+
+// Two ranks that each believe they are the root: both only send, so both finish the broadcast;
+// the next collective reads the other's stale stream and names the broadcast, not itself.
+TEST(RingFaults, BroadcastWhereEveryRankIsTheRootFailsInTheNextCollective) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({10});
+        if (r == 0) s->t_event.store(monotonic_s());
+        try {
+          comm->broadcast(t, r);
+          comm->barrier();
+        } catch (const DpError& e) {
+          s->t_mark[r].store(monotonic_s());
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  expect_failed(rs, {0, 1},
+                R"(^ring barrier #2 \[rank [01]/2 on [^\]]+\]: rank 0 issued broadcast \(f32, 10 elements, root 0\) )"
+                R"(as #1 while rank 1 issued broadcast \(f32, 10 elements, root 1\): the root differs)",
+                /*within_s=*/2.0);
 }
 
 // Rank 0 leaves (destroys its communicator) after #1; rank 1's #2 can never complete.

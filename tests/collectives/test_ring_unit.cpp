@@ -1,6 +1,6 @@
 // The pieces of the ring backend that need no peers: half-precision conversions, the reduction
-// kernels, the block partition, Work, the single-process communicator and a ring communicator
-// of one rank.
+// kernels, the block partition, Work, the single-process communicator, a ring communicator
+// of one rank, and the wording of the mismatched-collectives error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "collectives/communicator.h"
 #include "collectives/ring/algorithms.h"
 #include "collectives/ring/ring_communicator.h"
+#include "collectives/ring/transport.h"
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/reduce.h"
 #include "ring_harness.h"
@@ -232,6 +233,47 @@ TEST(SingleProcessCommunicator, CollectivesAreIdentitiesWithSequenceNumbers) {
 }
 
 // A ring communicator of one rank: no sockets, every collective local, same contract.
+// ---- mismatched collectives: the reason every rank reports ----
+
+ring::Signature broadcast_sig(int root) {
+  ring::CollectiveInfo info;
+  info.kind = ring::Kind::Broadcast;
+  info.dtype = DType::F32;
+  info.algo = ring::Algo::BinomialTree;
+  info.count = 10;
+  info.root = root;
+  return ring::signature_of(info);
+}
+
+TEST(RingMismatch, ReasonGroupsRanksAndNamesWhatDiffers) {
+  const std::string tail =
+      "; collectives must be issued in the same order, with the same dtype, size, op and root, on every rank";
+  // Whichever rank detects it, in whatever order the answers come: the same words.
+  EXPECT_EQ(ring::mismatch_reason(3, {{2, broadcast_sig(1)}, {0, broadcast_sig(0)}, {1, broadcast_sig(0)}}),
+            "ranks 0, 1 issued broadcast (f32, 10 elements, root 0) as #3 while rank 2 issued broadcast (f32, 10 "
+            "elements, root 1): the root differs" + tail);
+  EXPECT_EQ(ring::mismatch_reason(3, {{0, broadcast_sig(0)}, {1, broadcast_sig(0)}}), "");  // no mismatch
+
+  ring::Signature sum = broadcast_sig(-1), max;
+  sum.kind = static_cast<uint8_t>(ring::Kind::Allreduce);
+  sum.algo = static_cast<uint8_t>(ring::Algo::RecursiveDoubling);
+  sum.op = static_cast<uint8_t>(ReduceOp::Sum) + 1;
+  max = sum;
+  max.op = static_cast<uint8_t>(ReduceOp::Max) + 1;
+  max.dtype = static_cast<uint8_t>(DType::BF16);
+  max.count = 12;
+  EXPECT_EQ(ring::mismatch_reason(1, {{0, sum}, {1, max}, {2, broadcast_sig(0)}}),
+            "rank 0 issued allreduce (f32, 10 elements, sum) as #1, rank 1 issued allreduce (bf16, 12 elements, max) "
+            "while rank 2 issued broadcast (f32, 10 elements, root 0): the dtype, the element count, the reduction "
+            "and the collective differ" + tail);
+  ring::Signature ring_algo = sum;
+  ring_algo.algo = static_cast<uint8_t>(ring::Algo::Ring);
+  EXPECT_EQ(ring::mismatch_reason(7, {{1, ring_algo}, {0, sum}}),
+            "rank 0 issued allreduce (f32, 10 elements, sum, algorithm recursive-doubling) as #7 while rank 1 issued "
+            "allreduce (f32, 10 elements, sum, algorithm ring): the algorithm (DPTRAIN_RING_SMALL_BYTES differs "
+            "between ranks) differs" + tail);
+}
+
 TEST(RingCommunicator, OneRankIsLocalAndChecksArguments) {
   ringtest::SharedState state{};
   ringtest::ForkBootstrap bs(&state, 0, 1, 5);
