@@ -5,6 +5,11 @@
 //   collbench --nproc 2 --op allreduce --min-bytes 1K --max-bytes 64M
 //   srun -n 8 collbench --op allreduce             ranks from the launcher (PMIx, PMI2, Slurm env,
 //   RANK=... WORLD_SIZE=... collbench              torchrun's env, ...: --bootstrap auto)
+//   collbench --nproc 8 --backend nccl             NCCL on device buffers, one GPU per rank
+//
+// Backends: ring (host buffers) or nccl (device buffers on GPU local rank mod visible GPUs, as
+// the nccl communicator picks it; inputs are filled and results checked on host copies, outside
+// the timed loop). A world of one runs the ring itself, nccl's single-process communicator.
 //
 // Per size: every rank fills its inputs with small integers, v(r, i) = (3r + i) mod 5 - 2, so the
 // exact result is known for every dtype (sums of them are exact even in bf16 up to 128 ranks);
@@ -36,9 +41,12 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
+#include "collectives/make_communicator.h"
+#include "collectives/nccl/gpu_assignment.h"
 #include "collectives/ring/ring_communicator.h"
 #include "kernels/cpu/half.h"
 #include "launch/local_launcher.h"
+#include "runtime/device_memory.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
@@ -195,14 +203,28 @@ struct Settings {
   double factor = 2;
   int iters = 20, warmup = 5, root = 0;
   double timeout_s = 60;
+  Device device = Device::cpu();  // where the buffers live: the backend's side
 };
 
-// One f64 max over ranks.
-double max_over_ranks(Communicator& comm, double v) {
-  Tensor t = Tensor::zeros({1}, DType::F64);
-  t.data<double>()[0] = v;
+// `t` on the host: itself, or a copy of a device tensor.
+Tensor on_host(const Tensor& t) {
+  if (t.device().is_cpu()) return t;
+  Tensor h = Tensor::zeros(t.shape(), t.dtype());
+  h.copy_from(t);
+  return h;
+}
+
+// One f64 max over ranks (on the backend's device).
+double max_over_ranks(Communicator& comm, double v, Device device) {
+  Tensor h = Tensor::zeros({1}, DType::F64);
+  h.data<double>()[0] = v;
+  Tensor t = h;
+  if (!device.is_cpu()) {
+    t = Tensor::zeros({1}, DType::F64, device);
+    t.copy_from(h);
+  }
   comm.allreduce(t, ReduceOp::Max);
-  return t.data<double>()[0];
+  return on_host(t).data<double>()[0];
 }
 
 std::string hostname() {
@@ -248,15 +270,15 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
     int64_t count = per_rank;
     switch (op) {
       case Op::AllReduce:
-      case Op::Broadcast: a = Tensor::zeros({per_rank}, s.dtype); break;
+      case Op::Broadcast: a = Tensor::zeros({per_rank}, s.dtype, s.device); break;
       case Op::AllGather:
-        a = Tensor::zeros({per_rank}, s.dtype);
-        out = Tensor::zeros({per_rank * n}, s.dtype);
+        a = Tensor::zeros({per_rank}, s.dtype, s.device);
+        out = Tensor::zeros({per_rank * n}, s.dtype, s.device);
         count = per_rank * n;
         break;
       case Op::ReduceScatter:
-        a = Tensor::zeros({per_rank * n}, s.dtype);
-        out = Tensor::zeros({per_rank}, s.dtype);
+        a = Tensor::zeros({per_rank * n}, s.dtype, s.device);
+        out = Tensor::zeros({per_rank}, s.dtype, s.device);
         count = per_rank * n;
         break;
     }
@@ -269,19 +291,27 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
       }
     };
     // Correctness: one run on the pattern.
-    fill(a, me);
+    if (s.device.is_cpu()) {
+      fill(a, me);
+    } else {
+      Tensor h = Tensor::zeros(a.shape(), a.dtype());
+      fill(h, me);
+      a.copy_from(h);
+    }
     run_once();
     double err = 0;
     switch (op) {
-      case Op::AllReduce: err = max_error(a, reduced); break;
-      case Op::Broadcast: err = max_error(a, rank_pattern(s.root)); break;
-      case Op::AllGather:
-        for (int r = 0; r < n; ++r) err = std::max(err, max_error(out.slice_flat(r * per_rank, {per_rank}), rank_pattern(r)));
+      case Op::AllReduce: err = max_error(on_host(a), reduced); break;
+      case Op::Broadcast: err = max_error(on_host(a), rank_pattern(s.root)); break;
+      case Op::AllGather: {
+        const Tensor h = on_host(out);
+        for (int r = 0; r < n; ++r) err = std::max(err, max_error(h.slice_flat(r * per_rank, {per_rank}), rank_pattern(r)));
         break;
-      case Op::ReduceScatter: err = max_error(out, reduced, static_cast<int64_t>(me) * per_rank); break;
+      }
+      case Op::ReduceScatter: err = max_error(on_host(out), reduced, static_cast<int64_t>(me) * per_rank); break;
     }
     if (std::isnan(err)) err = INFINITY;
-    err = max_over_ranks(comm, err);
+    err = max_over_ranks(comm, err, s.device);
     if (!(err <= tol)) ok = false;
     // Timing.
     if (op == Op::AllReduce) a.zero_();
@@ -290,7 +320,7 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
     const auto t0 = Clock::now();
     for (int i = 0; i < s.iters; ++i) run_once();
     const double mine = std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, s.iters);
-    const double t = max_over_ranks(comm, mine);
+    const double t = max_over_ranks(comm, mine, s.device);
     const double size_bytes = static_cast<double>(count) * esize;
     const double algbw = t > 0 ? size_bytes / t / 1e9 : 0;
     const double busbw = algbw * bus_factor;
@@ -311,7 +341,7 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
   return ok;
 }
 
-int run_worker(const Settings& s) {
+int run_worker(Settings s) {
   auto bs = make_bootstrap(s.bootstrap, s.timeout_s);
   const std::vector<std::string> hosts = bs->allgather(hostname());
   int nodes = 0;
@@ -320,16 +350,20 @@ int run_worker(const Settings& s) {
     nodes = static_cast<int>(std::set<std::string>(ids.begin(), ids.end()).size());
   }
   std::unique_ptr<Communicator> comm;
-  if (s.backend == "ring") comm = make_ring_communicator(*bs, s.timeout_s);
-  else DP_THROW_USER("backend '{}' is not available in this build (ring)", s.backend);
+  if (s.backend == "ring") {
+    comm = make_ring_communicator(*bs, s.timeout_s);
+  } else {
+    comm = make_communicator(s.backend, *bs, s.timeout_s);  // UserError without CUDA or a GPU
+    s.device = Device::cuda(nccl::default_device(bs->local_rank(), cuda_device_count()));
+  }
   if (s.root >= comm->size()) DP_THROW_USER("--root {} is not a rank of {}", s.root, comm->size());
   if (comm->rank() == 0) {
     std::set<std::string> uniq(hosts.begin(), hosts.end());
     std::string host_list;
     for (const auto& h : uniq) host_list += (host_list.empty() ? "" : ",") + h;
-    std::printf("# collbench: backend %s, bootstrap %s, world size %d (%d node%s, %d local ranks on rank 0's), host %s\n",
+    std::printf("# collbench: backend %s, bootstrap %s, world size %d (%d node%s, %d local ranks on rank 0's), host %s%s\n",
                 comm->backend(), bs->kind(), comm->size(), nodes, nodes == 1 ? "" : "s", bs->local_size(),
-                host_list.c_str());
+                host_list.c_str(), s.device.is_cpu() ? "" : (", buffers on " + s.device.str()).c_str());
     std::printf("# sizes %zu .. %zu bytes (x%g), dtype %s\n", s.min_bytes, s.max_bytes, s.factor, dtype_name(s.dtype));
     std::fflush(stdout);
   }
@@ -365,7 +399,7 @@ int main(int argc, char** argv) {
   int nproc = 1;
   app.add_option("--op", op, "allreduce, broadcast, allgather, reduce_scatter or all")
       ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reduce_scatter", "all"}));
-  app.add_option("--backend", s.backend, "collectives backend")->check(CLI::IsMember({"ring"}));
+  app.add_option("--backend", s.backend, "collectives backend")->check(CLI::IsMember({"ring", "nccl"}));
   app.add_option("--bootstrap", s.bootstrap, "auto, pmix, pmi2, env, slurm, single or file:///dir");
   app.add_option("--dtype", dtype, "f32, f16, bf16, f64 or i32")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "f64", "i32"}));

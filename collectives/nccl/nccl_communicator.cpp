@@ -1,0 +1,450 @@
+#include "collectives/nccl/nccl_communicator.h"
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "collectives/nccl/gpu_assignment.h"
+#include "runtime/cuda_check.h"
+#include "runtime/device_memory.h"
+#include "runtime/log.h"
+
+namespace dp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the watcher looks at the oldest collective in flight (event + async error).
+constexpr auto kPollInterval = std::chrono::microseconds(50);
+
+// ---- RAII owners ----
+
+class CudaStream {
+ public:
+  explicit CudaStream(int device) {
+    CHECK_CUDA(cudaSetDevice(device));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+  }
+  ~CudaStream() {
+    if (s_ && cudaStreamDestroy(s_) != cudaSuccess) log::get("coll")->error("nccl: cudaStreamDestroy failed");
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() { CHECK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  ~CudaEvent() {
+    if (e_ && cudaEventDestroy(e_) != cudaSuccess) log::get("coll")->error("nccl: cudaEventDestroy failed");
+  }
+  CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&&) = delete;
+  CudaEvent(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Owns an ncclComm_t. The owner ends it with finalize() (clean: every collective done) or
+// abort(); a communicator still held at destruction is aborted (never blocks, never throws).
+class NcclComm {
+ public:
+  NcclComm() = default;
+  ~NcclComm() { abort(); }
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  ncclComm_t get() const { return c_; }
+  ncclComm_t* out() { return &c_; }
+  void abort() noexcept {
+    if (!c_) return;
+    const ncclResult_t r = ncclCommAbort(c_);
+    if (r != ncclSuccess) log::get("coll")->error("nccl: ncclCommAbort: {}", ncclGetErrorString(r));
+    c_ = nullptr;
+  }
+  // ncclCommFinalize (polled, bounded by deadline) then ncclCommDestroy; aborts when finalizing
+  // fails or takes too long.
+  void finalize(Clock::time_point deadline) noexcept {
+    if (!c_) return;
+    ncclResult_t r = ncclCommFinalize(c_);
+    ncclResult_t st = r;
+    while (st == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (ncclCommGetAsyncError(c_, &st) != ncclSuccess) break;
+    }
+    if (st != ncclSuccess) {
+      log::get("coll")->warn("nccl: ncclCommFinalize did not finish cleanly ({}); aborting the communicator",
+                             ncclGetErrorString(st));
+      abort();
+      return;
+    }
+    if ((r = ncclCommDestroy(c_)) != ncclSuccess)
+      log::get("coll")->error("nccl: ncclCommDestroy: {}", ncclGetErrorString(r));
+    c_ = nullptr;
+  }
+
+ private:
+  ncclComm_t c_ = nullptr;
+};
+
+ncclDataType_t nccl_type(DType d) {
+  switch (d) {
+    case DType::F32: return ncclFloat32;
+    case DType::F16: return ncclFloat16;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F64: return ncclFloat64;
+    case DType::I32: return ncclInt32;
+    default: break;
+  }
+  DP_CHECK(false, "nccl: no NCCL type for {}", dtype_name(d));
+  return ncclFloat32;
+}
+
+// Avg is NCCL's own ncclAvg (sum, then divide by the rank count; integers truncate).
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+// This rank's GPU, or an identity with visible = 0 when it has none.
+nccl::GpuIdentity identify(int device, int visible) {
+  nccl::GpuIdentity g;
+  g.host = host_name();
+  g.device = device;
+  g.visible = visible;
+  if (visible <= 0 || device < 0 || device >= visible) return g;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  g.uuid = "GPU-";
+  for (int i = 0; i < 16; ++i) g.uuid += fmt::format("{}{:02x}", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
+  char bus[32] = {};
+  CHECK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+  g.pci_bus_id = bus;
+  return g;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Bootstrap& bs, double timeout_s, int device)
+      : rank_(bs.rank()), size_(bs.size()), timeout_s_(timeout_s) {
+    // 1. Every rank's GPU, checked on every rank before NCCL is called: all fail alike.
+    const int visible = cuda_device_count();
+    device_ = device >= 0 ? device : nccl::default_device(bs.local_rank(), visible);
+    const auto blobs = bs.allgather(nccl::encode_gpu_identity(identify(device_, visible)));
+    std::vector<nccl::GpuIdentity> gpus;
+    for (size_t r = 0; r < blobs.size(); ++r) {
+      auto g = nccl::parse_gpu_identity(blobs[r]);
+      DP_CHECK(g.has_value(), "nccl setup: rank {} sent a malformed GPU identity (mixed builds?)", r);
+      gpus.push_back(*g);
+    }
+    if (std::string e = nccl::gpu_assignment_error(gpus); !e.empty())
+      throw UserError(fmt::format("{} [{}]", e, identity_string()));
+
+    // 2. The unique id from rank 0, through the bootstrap; a non-blocking join, bounded.
+    ncclUniqueId id{};
+    if (rank_ == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+    const std::string got =
+        bs.broadcast(rank_ == 0 ? std::string(reinterpret_cast<const char*>(&id), sizeof id) : std::string(), 0);
+    DP_CHECK(got.size() == sizeof id, "nccl setup: the unique id from rank 0 has {} bytes, expected {}", got.size(),
+             sizeof id);
+    std::memcpy(&id, got.data(), sizeof id);
+    stream_ = std::make_unique<CudaStream>(device_);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    CHECK_NCCL(ncclCommInitRankConfig(comm_.out(), size_, id, rank_, &config));
+    if (std::string e = settle("nccl setup: ncclCommInitRankConfig",
+                               "did every rank start, and can the hosts reach each other? NCCL_DEBUG=WARN says more");
+        !e.empty()) {
+      comm_.abort();
+      throw DpError(e);
+    }
+    barrier_buf_ = Tensor::zeros({1}, DType::F32, Device::cuda(device_));
+    watcher_ = std::thread([this] { watch(); });
+    log::get("coll")->debug("nccl communicator up: {} ranks, cuda:{} ({})", size_, device_, gpus[rank_].pci_bus_id);
+  }
+
+  ~NcclCommunicator() override {
+    bool in_flight;
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      in_flight = !pending_.empty();
+      if (in_flight) break_locked(0, fmt::format("rank {} destroyed its communicator with collectives in flight", rank_));
+    }
+    cv_.notify_all();
+    watcher_.join();
+    std::lock_guard lock(mu_);
+    if (broken_.empty())
+      comm_.finalize(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)));
+    comm_.abort();  // no-op after a clean finalize
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "nccl"; }
+
+  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override {
+    check_collective_dtype(t, "nccl allreduce");
+    check_device(t, "nccl allreduce");
+    return issue("allreduce", t.dtype(), t.numel(), reduce_op_name(op), -1, [t, op](ncclComm_t c, cudaStream_t s) {
+                   return ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                                        nccl_op(op), c, s);
+                 });
+  }
+
+  WorkPtr broadcast_async(const Tensor& t, int root) override {
+    check_collective_dtype(t, "nccl broadcast");
+    check_device(t, "nccl broadcast");
+    DP_CHECK(root >= 0 && root < size_, "nccl broadcast: root {} is not a rank of a world of {}", root, size_);
+    return issue("broadcast", t.dtype(), t.numel(), nullptr, root, [t, root](ncclComm_t c, cudaStream_t s) {
+                   return ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()), root,
+                                        c, s);
+                 });
+  }
+
+  WorkPtr allgather_async(const Tensor& in, const Tensor& out) override {
+    check_allgather_shapes(in, out, size_, "nccl allgather");
+    check_device(in, "nccl allgather");
+    check_device(out, "nccl allgather");
+    return issue("allgather", in.dtype(), out.numel(), nullptr, -1, [in, out](ncclComm_t c, cudaStream_t s) {
+                   return ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()), nccl_type(in.dtype()), c,
+                                        s);
+                 });
+  }
+
+  WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    check_reduce_scatter_shapes(in, out, size_, "nccl reduce_scatter");
+    check_device(in, "nccl reduce_scatter");
+    check_device(out, "nccl reduce_scatter");
+    return issue("reduce_scatter", in.dtype(), in.numel(), reduce_op_name(op), -1, [in, out, op](ncclComm_t c, cudaStream_t s) {
+          return ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()), nccl_type(in.dtype()),
+                                   nccl_op(op), c, s);
+        });
+  }
+
+  // A one-element allreduce: NCCL has no barrier, and this one is ordered like the rest.
+  WorkPtr barrier_async() override {
+    const Tensor b = barrier_buf_;
+    return issue("barrier", DType::F32, 0, nullptr, -1, [b](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(b.raw(), b.raw(), 1, ncclFloat32, ncclSum, c, s);
+    });
+  }
+
+  void abort(const std::string& reason) override {
+    std::lock_guard lock(mu_);
+    break_locked(0, fmt::format("rank {} aborted the communicator: {}", rank_,
+                                 reason.empty() ? "abort() called" : reason));
+  }
+
+ private:
+  struct Pending {
+    WorkPtr work;
+    CudaEvent done;
+  };
+
+  void check_device(const Tensor& t, const std::string& what) const {
+    DP_CHECK(t.device() == Device::cuda(device_),
+             "{}: the nccl backend takes tensors on this rank's GPU (cuda:{}), this one is {} (use the ring backend "
+             "for host tensors)",
+             what, device_, t.describe());
+  }
+
+  // While NCCL says ncclInProgress (non-blocking mode), polls its state until the deadline.
+  // "" when it settled on success; else the error (the caller aborts).
+  std::string settle(const std::string& what, const std::string& hint) {
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+    ncclResult_t st = ncclInProgress;
+    while (true) {
+      const ncclResult_t r = ncclCommGetAsyncError(comm_.get(), &st);
+      if (r != ncclSuccess) st = r;
+      if (st != ncclInProgress) break;
+      if (Clock::now() > deadline)
+        return fmt::format("{} [{}] at {}:{}: not done after {} s (timeout; {}); the NCCL communicator was aborted",
+                           what, identity_string(), __FILE__, __LINE__, timeout_s_, hint);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (st == ncclSuccess) return "";
+    return fmt::format("{} [{}] at {}:{}: {} ({}): {}; the NCCL communicator was aborted ({})", what,
+                       identity_string(), __FILE__, __LINE__, ncclGetErrorString(st), static_cast<int>(st),
+                       comm_.get() ? ncclGetLastError(comm_.get()) : "", hint);
+  }
+
+  // Issues one collective on stream_, after the calling thread's per-thread default stream.
+  // name "barrier": described without dtype and count, like the ring's.
+  WorkPtr issue(const char* name, DType dtype, int64_t count, const char* op, int root,
+                const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call) {
+    std::unique_lock lock(mu_);
+    const uint64_t seq = ++seq_;
+    const std::string description = std::string(name) == "barrier"
+                                        ? fmt::format("nccl barrier #{}", seq)
+                                        : collective_description("nccl", name, seq, dtype, count, op, root);
+    auto work = std::make_shared<Work>(seq, description);
+    if (!broken_.empty()) {
+      work->finish(std::make_exception_ptr(DpError(fmt::format(
+          "{} [{}]: not run: the communicator is broken since an earlier error: {}", description, identity_string(),
+          broken_))));
+      return work;
+    }
+    try {
+      CHECK_CUDA(cudaSetDevice(device_));
+      CudaEvent ready;
+      CHECK_CUDA(cudaEventRecord(ready.get(), cudaStreamPerThread));
+      CHECK_CUDA(cudaStreamWaitEvent(stream_->get(), ready.get(), 0));
+      const ncclResult_t r = call(comm_.get(), stream_->get());
+      std::string e = r == ncclSuccess ? "" : settle(description, "a peer is dead, stalled or issued another collective");
+      if (r != ncclSuccess && r != ncclInProgress && e.empty())
+        e = fmt::format("{} [{}] at {}:{}: {} ({}): {}; the NCCL communicator was aborted", description,
+                        identity_string(), __FILE__, __LINE__, ncclGetErrorString(r), static_cast<int>(r),
+                        ncclGetLastError(comm_.get()));
+      if (!e.empty()) {
+        fail_now(work, e);
+        return work;
+      }
+      Pending p{work, CudaEvent()};
+      CHECK_CUDA(cudaEventRecord(p.done.get(), stream_->get()));
+      if (pending_.empty()) head_since_ = Clock::now();
+      pending_.push_back(std::move(p));
+    } catch (const std::exception& e) {
+      fail_now(work, dynamic_cast<const DpError*>(&e)
+                         ? std::string(e.what())
+                         : fmt::format("{} [{}]: {}", description, identity_string(), e.what()));
+    }
+    lock.unlock();
+    cv_.notify_all();
+    return work;
+  }
+
+  // A collective that failed while being issued (mu_ held): it breaks the communicator.
+  void fail_now(const WorkPtr& work, const std::string& error) {
+    break_locked(work->seq(), error);
+    work->finish(std::make_exception_ptr(DpError(error)));
+  }
+
+  // Breaks the communicator (mu_ held): aborts NCCL, fails every collective in flight. The one
+  // numbered `seq` (the one that failed) gets `error` as is, the others say which one did; seq 0:
+  // nobody's fault (abort(), destruction), `error` is the reason.
+  void break_locked(uint64_t seq, const std::string& error) {
+    if (!broken_.empty()) return;
+    broken_ = error;
+    comm_.abort();
+    for (auto& p : pending_) {
+      const std::string msg =
+          p.work->seq() == seq ? error
+          : seq == 0           ? fmt::format("{} [{}]: {}", p.work->description(), identity_string(), error)
+                               : fmt::format("{} [{}]: not completed: the NCCL communicator was aborted because #{} "
+                                             "failed: {}",
+                                             p.work->description(), identity_string(), seq, error);
+      p.work->finish(std::make_exception_ptr(DpError(msg)));
+    }
+    pending_.clear();
+  }
+
+  // The watcher: completes collectives in issue order; an asynchronous NCCL error or no
+  // completion within timeout_s breaks the communicator. Never lets an exception escape.
+  void watch() {
+    if (cudaSetDevice(device_) != cudaSuccess) log::get("coll")->error("nccl watcher: cudaSetDevice failed");
+    std::unique_lock lock(mu_);
+    while (true) {
+      if (pending_.empty()) {
+        if (stop_) return;
+        cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+        continue;
+      }
+      Pending& head = pending_.front();
+      const cudaError_t q = cudaEventQuery(head.done.get());
+      if (q == cudaSuccess) {
+        WorkPtr w = std::move(head.work);
+        pending_.pop_front();
+        head_since_ = Clock::now();
+        w->finish();
+        continue;
+      }
+      if (q != cudaErrorNotReady) {
+        cudaGetLastError();  // clear it: it is reported here, not by the next CUDA call
+        break_locked(head.work->seq(), fmt::format("{} [{}] at {}:{}: CUDA error while waiting: {} ({}); the NCCL "
+                                                   "communicator was aborted",
+                                                   head.work->description(), identity_string(), __FILE__, __LINE__,
+                                                   cudaGetErrorString(q), static_cast<int>(q)));
+        continue;
+      }
+      ncclResult_t st = ncclSuccess;
+      const ncclResult_t r = ncclCommGetAsyncError(comm_.get(), &st);
+      if (r != ncclSuccess) st = r;
+      if (st != ncclSuccess && st != ncclInProgress) {
+        const std::string hint = nccl_hint(st);
+        break_locked(head.work->seq(),
+                     fmt::format("{} [{}] at {}:{}: NCCL reported an asynchronous error: {} ({}): {}; the NCCL "
+                                 "communicator was aborted{}",
+                                 head.work->description(), identity_string(), __FILE__, __LINE__,
+                                 ncclGetErrorString(st), static_cast<int>(st), ncclGetLastError(comm_.get()),
+                                 hint.empty() ? "" : "; hint: " + hint));
+        continue;
+      }
+      const double waited = std::chrono::duration<double>(Clock::now() - head_since_).count();
+      if (waited > timeout_s_) {
+        break_locked(head.work->seq(),
+                     fmt::format("{} [{}] at {}:{}: not completed after {:g} s (timeout: a peer is dead, stalled, or "
+                                 "issued another collective); the NCCL communicator was aborted",
+                                 head.work->description(), identity_string(), __FILE__, __LINE__, timeout_s_));
+        continue;
+      }
+      lock.unlock();
+      std::this_thread::sleep_for(kPollInterval);
+      lock.lock();
+    }
+  }
+
+  const int rank_;
+  const int size_;
+  const double timeout_s_;
+  int device_ = 0;
+  std::unique_ptr<CudaStream> stream_;
+  Tensor barrier_buf_;  // (1) f32 on device_
+
+  std::mutex mu_;  // guards everything below and every use of comm_ after setup
+  std::condition_variable cv_;
+  NcclComm comm_;
+  std::deque<Pending> pending_;  // issued, not yet completed, in issue order
+  Clock::time_point head_since_;  // when pending_.front() became the oldest
+  uint64_t seq_ = 0;
+  bool stop_ = false;
+  std::string broken_;
+  std::thread watcher_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(Bootstrap& bs, double timeout_s, int device) {
+  DP_CHECK(timeout_s > 0, "nccl: timeout {} s must be positive", timeout_s);
+  return std::make_unique<NcclCommunicator>(bs, timeout_s, device);
+}
+
+}  // namespace dp
+#endif  // DPTRAIN_HAVE_CUDA
