@@ -95,7 +95,10 @@ std::string sbatch_script(const SbatchJob& job) {
   o += "srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append";
   if (s.cpus_per_task > 0) o += fmt::format(" --cpus-per-task={}", s.cpus_per_task);
   o += " \\\n  --output=" + job.run_path + "/logs/slurm-%j-%t.out \\\n  " + shell_quote(job.dptrain);
-  for (const auto& a : job.args) o += " " + shell_quote(a);
+  for (const auto& a : job.args) {
+    o += ' ';
+    o += shell_quote(a);
+  }
   o += "\n";
   return o;
 }

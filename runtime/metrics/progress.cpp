@@ -47,7 +47,7 @@ std::string ProgressPrinter::update(const ProgressState& s, double now_s, bool f
   last_s_ = now_s;
   if (!terminal_) return format_progress(s) + "\n";
   line_open_ = true;
-  return "\r" + format_progress(s) + "\x1b[K";  // ESC [ K: erase the rest of a longer old line
+  return fmt::format("\r{}\x1b[K", format_progress(s));  // ESC [ K: erase the rest of a longer old line
 }
 
 std::string ProgressPrinter::finish() {

@@ -2,6 +2,8 @@
 // a file or pipe gets a plain line every progress_every_s seconds.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "runtime/metrics/progress.h"
 
 namespace dp::metrics {
@@ -70,7 +72,7 @@ TEST(Progress, PlainLinesAtEveryUpdateWhenIntervalIsZero) {
 
 TEST(Progress, TerminalRedrawsOneLineInPlace) {
   ProgressPrinter p(/*terminal=*/true, /*every_s=*/10);  // every_s is for files: a terminal redraws often
-  const std::string redraw = "\r" + format_progress(full()) + "\x1b[K";
+  const std::string redraw = fmt::format("\r{}\x1b[K", format_progress(full()));
   EXPECT_EQ(p.finish(), "");  // nothing showing yet
   EXPECT_EQ(p.update(full(), 100.0), redraw);
   EXPECT_EQ(p.update(full(), 100.1), "");  // at most every kTerminalRefreshS
