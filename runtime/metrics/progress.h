@@ -48,8 +48,8 @@ bool stdout_is_terminal();
 class ProgressPrinter {
  public:
   // Terminal: redraw at most every kTerminalRefreshS seconds ('\r' + line + "erase to end of
-  // line"). Not a terminal: a line every `every_s` seconds (0 = at every update). The first
-  // update always prints.
+  // line"). Not a terminal: a line every `every_s` seconds (run.progress_every_s; 0 = at every
+  // update, so call update() every train.log_every steps then). The first update always prints.
   static constexpr double kTerminalRefreshS = 0.25;
   ProgressPrinter(bool terminal, double every_s) : terminal_(terminal), every_s_(every_s) {}
 

@@ -10,6 +10,12 @@
 //   tb.add_scalars(step, {{"train/loss", loss}, {"train/lr", lr}, {"perf/samples_per_s", sps}});
 //   tb.add_scalar("eval/accuracy", acc, step);
 //
+// Tags (TensorBoard groups by the part before '/'), so that every run's charts line up:
+//   train/loss train/accuracy train/lr train/loss_scale eval/loss eval/accuracy eval/top5
+//   perf/samples_per_s perf/step_ms perf/comm_ms perf/comm_exposed_ms
+// A resumed run opens a new file in the same folder; TensorBoard drops the events of the old
+// file past the resumed step (EventAccumulator's purge_orphaned_data), so the charts show one run.
+//
 // Each call writes its record and flushes it to the OS (flush_each = true), so a killed run
 // keeps everything logged; with flush_each = false, call flush() (the destructor flushes too).
 // Not thread-safe: one thread writes (the training loop).
