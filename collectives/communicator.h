@@ -85,14 +85,15 @@ class Communicator {
   // far as they can still be told) on every peer. Idempotent; never throws.
   virtual void abort(const std::string& reason) = 0;
 
-  // Blocking forms.
-  void allreduce(const Tensor& t, ReduceOp op) { allreduce_async(t, op)->wait(); }
-  void broadcast(const Tensor& t, int root) { broadcast_async(t, root)->wait(); }
-  void allgather(const Tensor& in, const Tensor& out) { allgather_async(in, out)->wait(); }
-  void reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) {
+  // Blocking forms: `*_async(...)->wait()` unless a backend does better (the ring runs them on
+  // the calling thread when nothing else is queued: no hand-off to its worker thread and back).
+  virtual void allreduce(const Tensor& t, ReduceOp op) { allreduce_async(t, op)->wait(); }
+  virtual void broadcast(const Tensor& t, int root) { broadcast_async(t, root)->wait(); }
+  virtual void allgather(const Tensor& in, const Tensor& out) { allgather_async(in, out)->wait(); }
+  virtual void reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) {
     reduce_scatter_async(in, out, op)->wait();
   }
-  void barrier() { barrier_async()->wait(); }
+  virtual void barrier() { barrier_async()->wait(); }
 };
 
 // "ring allreduce #12 (f32, 1048576 elements, sum)"; op and root are left out when absent

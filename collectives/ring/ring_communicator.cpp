@@ -87,14 +87,38 @@ class RingCommunicator final : public Communicator {
   int size() const override { return size_; }
   const char* backend() const override { return "ring"; }
 
-  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override {
+  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override { return allreduce_impl(t, op, false); }
+  WorkPtr broadcast_async(const Tensor& t, int root) override { return broadcast_impl(t, root, false); }
+  WorkPtr allgather_async(const Tensor& in, const Tensor& out) override { return allgather_impl(in, out, false); }
+  WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    return reduce_scatter_impl(in, out, op, false);
+  }
+  WorkPtr barrier_async() override { return barrier_impl(false); }
+  void allreduce(const Tensor& t, ReduceOp op) override { allreduce_impl(t, op, true)->wait(); }
+  void broadcast(const Tensor& t, int root) override { broadcast_impl(t, root, true)->wait(); }
+  void allgather(const Tensor& in, const Tensor& out) override { allgather_impl(in, out, true)->wait(); }
+  void reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    reduce_scatter_impl(in, out, op, true)->wait();
+  }
+  void barrier() override { barrier_impl(true)->wait(); }
+
+  void abort(const std::string& reason) override {
+    control_->fail(ring::Failure{-1, rank_, 0,
+                                 fmt::format("rank {} aborted the communicator: {}", rank_,
+                                             reason.empty() ? "abort() called" : reason)});
+  }
+
+ private:
+  // here: the caller blocks on the result (a blocking form), so run it on this thread if nothing
+  // is queued or running.
+  WorkPtr allreduce_impl(const Tensor& t, ReduceOp op, bool here) {
     check_collective_dtype(t, "ring allreduce");
     check_host(t, "ring allreduce");
     const size_t bytes = t.nbytes();
     Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local
                 : bytes <= opt_.small_bytes  ? Algo::RecursiveDoubling
                                              : Algo::Ring;
-    return enqueue(Kind::Allreduce, t.dtype(), op, algo, t.numel(), -1, [this, t, op, algo] {
+    return submit(here, Kind::Allreduce, t.dtype(), op, algo, t.numel(), -1, [this, t, op, algo] {
       const int divisor = op == ReduceOp::Avg ? size_ : 0;
       char* buf = static_cast<char*>(t.raw());
       if (algo == Algo::RecursiveDoubling)
@@ -104,26 +128,26 @@ class RingCommunicator final : public Communicator {
     });
   }
 
-  WorkPtr broadcast_async(const Tensor& t, int root) override {
+  WorkPtr broadcast_impl(const Tensor& t, int root, bool here) {
     check_collective_dtype(t, "ring broadcast");
     check_host(t, "ring broadcast");
     DP_CHECK(root >= 0 && root < size_, "ring broadcast: root {} is not a rank of a world of {}", root, size_);
     Algo algo = size_ == 1 || t.numel() == 0  ? Algo::Local
                 : t.nbytes() <= opt_.small_bytes ? Algo::BinomialTree
                                                  : Algo::Chain;
-    return enqueue(Kind::Broadcast, t.dtype(), std::nullopt, algo, t.numel(), root, [this, t, root, algo] {
+    return submit(here, Kind::Broadcast, t.dtype(), std::nullopt, algo, t.numel(), root, [this, t, root, algo] {
       if (algo == Algo::BinomialTree) ring::binomial_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root);
       else if (algo == Algo::Chain)
         ring::chain_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root, opt_.piece_bytes);
     });
   }
 
-  WorkPtr allgather_async(const Tensor& in, const Tensor& out) override {
+  WorkPtr allgather_impl(const Tensor& in, const Tensor& out, bool here) {
     check_allgather_shapes(in, out, size_, "ring allgather");
     check_host(in, "ring allgather");
     check_host(out, "ring allgather");
     Algo algo = size_ == 1 || in.numel() == 0 ? Algo::Local : Algo::Ring;
-    return enqueue(Kind::Allgather, in.dtype(), std::nullopt, algo, out.numel(), -1, [this, in, out, algo] {
+    return submit(here, Kind::Allgather, in.dtype(), std::nullopt, algo, out.numel(), -1, [this, in, out, algo] {
       if (algo == Algo::Ring)
         ring::ring_allgather(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
                              in.numel(), in.dtype(), opt_.piece_bytes);
@@ -132,12 +156,12 @@ class RingCommunicator final : public Communicator {
     });
   }
 
-  WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
+  WorkPtr reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op, bool here) {
     check_reduce_scatter_shapes(in, out, size_, "ring reduce_scatter");
     check_host(in, "ring reduce_scatter");
     check_host(out, "ring reduce_scatter");
     Algo algo = size_ == 1 || out.numel() == 0 ? Algo::Local : Algo::Ring;
-    return enqueue(Kind::ReduceScatter, in.dtype(), op, algo, in.numel(), -1, [this, in, out, op, algo] {
+    return submit(here, Kind::ReduceScatter, in.dtype(), op, algo, in.numel(), -1, [this, in, out, op, algo] {
       if (algo == Algo::Ring)
         ring::ring_reduce_scatter(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
                                   out.numel(), in.dtype(), kind_of(op), op == ReduceOp::Avg ? size_ : 0,
@@ -147,29 +171,25 @@ class RingCommunicator final : public Communicator {
     });
   }
 
-  WorkPtr barrier_async() override {
+  WorkPtr barrier_impl(bool here) {
     Algo algo = size_ == 1 ? Algo::Local : Algo::Dissemination;
-    return enqueue(Kind::Barrier, DType::U8, std::nullopt, algo, 0, -1, [this, algo] {
+    return submit(here, Kind::Barrier, DType::U8, std::nullopt, algo, 0, -1, [this, algo] {
       if (algo == Algo::Dissemination) ring::dissemination_barrier(*transport_);
     });
   }
 
-  void abort(const std::string& reason) override {
-    control_->fail(ring::Failure{-1, rank_, 0,
-                                 fmt::format("rank {} aborted the communicator: {}", rank_,
-                                             reason.empty() ? "abort() called" : reason)});
-  }
-
- private:
   struct Task {
     WorkPtr work;
     ring::CollectiveInfo info;
     std::function<void()> run;
   };
 
-  WorkPtr enqueue(Kind kind, DType dtype, std::optional<ReduceOp> op, Algo algo, int64_t count, int root,
-                  std::function<void()> run) {
-    std::lock_guard lock(mu_);
+  // Numbers the collective and queues it for the worker; or, with `here` and nothing queued or
+  // running, runs it on the calling thread (returning its finished Work). One executor at a time
+  // either way (busy_), in issue order.
+  WorkPtr submit(bool here, Kind kind, DType dtype, std::optional<ReduceOp> op, Algo algo, int64_t count, int root,
+                 std::function<void()> run) {
+    std::unique_lock lock(mu_);
     ring::CollectiveInfo info;
     info.seq = ++seq_;
     info.kind = kind;
@@ -183,45 +203,62 @@ class RingCommunicator final : public Communicator {
                            : collective_description("ring", ring::kind_name(kind), info.seq, dtype, count,
                                                     op ? reduce_op_name(*op) : nullptr, root);
     auto work = std::make_shared<Work>(info.seq, info.description);
-    queue_.push_back(Task{work, std::move(info), std::move(run)});
+    Task task{work, std::move(info), std::move(run)};
+    if (here && queue_.empty() && !busy_) {
+      busy_ = true;
+      lock.unlock();
+      execute(task);
+      lock.lock();
+      busy_ = false;
+      if (!queue_.empty() || stop_) cv_.notify_all();  // issued by another thread meanwhile
+      return work;
+    }
+    queue_.push_back(std::move(task));
     cv_.notify_all();
     return work;
   }
 
-  // The worker: runs the collectives in issue order. Never lets an exception escape: each one
-  // goes to its Work, and the first one breaks the communicator for every later collective.
+  // Runs one collective (its executor holds busy_). Never throws: the error goes to its Work,
+  // and the first one breaks the communicator for every later collective.
+  void execute(Task& task) {
+    control_->entered(task.info.seq, ring::signature_of(task.info));
+    std::exception_ptr error;
+    try {
+      if (!broken_.empty())
+        throw DpError(fmt::format("{} [{}]: not run: the communicator is broken since an earlier error: {}",
+                                  task.info.description, identity_string(), broken_));
+      transport_->begin(task.info);
+      task.run();
+    } catch (const std::exception& e) {
+      if (broken_.empty()) broken_ = e.what();
+      error = dynamic_cast<const DpError*>(&e)
+                  ? std::current_exception()
+                  : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description,
+                                                                identity_string(), e.what())));
+    }
+    control_->completed(task.info.seq);
+    task.work->finish(error);
+  }
+
+  // The worker: runs the queued collectives in issue order, never beside a blocking form
+  // that runs on its caller's thread (busy_).
   void loop() {
     while (true) {
       Task task;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(lock, [&] { return (stop_ && !busy_) || (!queue_.empty() && !busy_); });
         if (queue_.empty()) return;
         task = std::move(queue_.front());
         queue_.pop_front();
         busy_ = true;
       }
-      control_->entered(task.info.seq, ring::signature_of(task.info));
-      std::exception_ptr error;
-      try {
-        if (!broken_.empty())
-          throw DpError(fmt::format("{} [{}]: not run: the communicator is broken since an earlier error: {}",
-                                    task.info.description, identity_string(), broken_));
-        transport_->begin(task.info);
-        task.run();
-      } catch (const std::exception& e) {
-        if (broken_.empty()) broken_ = e.what();
-        error = dynamic_cast<const DpError*>(&e)
-                    ? std::current_exception()
-                    : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description,
-                                                                  identity_string(), e.what())));
-      }
-      control_->completed(task.info.seq);
+      execute(task);
       {
         std::lock_guard lock(mu_);
         busy_ = false;
       }
-      task.work->finish(error);
+      cv_.notify_all();
     }
   }
 
@@ -237,7 +274,7 @@ class RingCommunicator final : public Communicator {
   uint64_t seq_ = 0;
   bool stop_ = false;
   bool busy_ = false;
-  std::string broken_;  // the first error (worker thread only)
+  std::string broken_;  // the first error (its executor's: whoever holds busy_)
   std::thread worker_;
 };
 

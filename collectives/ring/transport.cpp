@@ -1,6 +1,7 @@
 #include "collectives/ring/transport.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -467,9 +468,9 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
       continue;
     }
     if (!tcp_pending && now < last_progress + spin) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
+      // Yield while spinning: when the peer we wait for shares this core (more runnable threads
+      // than cores, other jobs included), it runs now instead of after our time slice.
+      sched_yield();
       continue;
     }
     wait(sends, recvs, std::min(last_progress + timeout, probe_at), bell_seen);
