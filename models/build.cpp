@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/layers/batchnorm2d.h"
 #include "models/presets.h"
 #include "models/registry.h"
 
@@ -36,6 +37,9 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
     }
   }
   g->build(input_shape, seed, device);
+  if (cfg.sync_bn)
+    for (const auto& node : g->nodes())
+      if (auto* bn = dynamic_cast<BatchNorm2d*>(node.layer.get())) bn->set_sync(true);
   return g;
 }
 

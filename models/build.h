@@ -13,6 +13,7 @@ namespace dp::models {
 // cfg surface before any run directory or data set is touched.
 void validate_model(const ModelConfig& cfg);
 
+// model.sync_bn = true turns every batchnorm2d into SyncBN (BatchNorm2d::set_sync).
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
                                    Device device = Device::cpu());
 

@@ -13,10 +13,15 @@
 
 namespace dp {
 
+class Communicator;
+
 struct StepContext {
   bool training = true;
   uint64_t seed = 0;   // run seed
   uint64_t step = 0;   // global step (dropout masks are a function of seed, step, layer)
+  // The ranks' communicator, for layers that reduce across ranks (SyncBN); null = this process
+  // alone. Such layers issue their collectives in graph order, the same on every rank.
+  Communicator* comm = nullptr;
 };
 
 // Fills a parameter at initialisation (CPU f32 tensor).

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "collectives/communicator.h"
 #include "kernels/cpu/batchnorm2d.h"
 #include "models/layers/common.h"
 
@@ -50,13 +51,37 @@ void BatchNorm2d::check_bound(DType dtype) const {
   check_tensor(*this, buffers_[2], DType::I64, {}, "num_batches_tracked");
 }
 
-void BatchNorm2d::statistics(bool training, const Tensor& x, std::vector<double>& mean, std::vector<double>& invstd,
-                             std::vector<double>* batch_var) const {
+Communicator* BatchNorm2d::sync_comm(const StepContext& ctx) const {
+  return sync_ && ctx.training && ctx.comm != nullptr && ctx.comm->size() > 1 ? ctx.comm : nullptr;
+}
+
+void BatchNorm2d::statistics(const StepContext& ctx, const Tensor& x, std::vector<double>& mean,
+                             std::vector<double>& invstd, std::vector<double>* batch_var, double* count) const {
   const int64_t N = x.dim(0), HW = H_ * W_;
   mean.assign(C_, 0.0);
   invstd.assign(C_, 0.0);
   std::vector<double> var(C_);
-  if (training) {
+  double M = static_cast<double>(N * HW);
+  if (Communicator* comm = sync_comm(ctx)) {
+    // Two passes over all ranks, as batchnorm2d_stats does over one batch: the global sums and
+    // count give the mean, then the global squared deviations from it give the variance.
+    Tensor buf = Tensor::zeros({C_ + 1}, DType::F64);
+    double* b = buf.data<double>();
+    dispatch_float(*this, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      kernels::cpu::batchnorm2d_channel_sum<T>(b, x.data<T>(), N, C_, HW);
+    });
+    b[C_] = M;
+    comm->allreduce(buf, ReduceOp::Sum);
+    M = b[C_];
+    for (int64_t c = 0; c < C_; ++c) mean[c] = b[c] / M;
+    dispatch_float(*this, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      kernels::cpu::batchnorm2d_channel_sqdev<T>(b, x.data<T>(), mean.data(), N, C_, HW);
+    });
+    comm->allreduce(buf.slice_flat(0, {C_}), ReduceOp::Sum);
+    for (int64_t c = 0; c < C_; ++c) var[c] = b[c] / M;
+  } else if (ctx.training) {
     dispatch_float(*this, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       kernels::cpu::batchnorm2d_stats<T>(mean.data(), var.data(), x.data<T>(), N, C_, HW);
@@ -66,22 +91,25 @@ void BatchNorm2d::statistics(bool training, const Tensor& x, std::vector<double>
   }
   for (int64_t c = 0; c < C_; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + eps_);
   if (batch_var) *batch_var = std::move(var);
+  if (count) *count = M;
 }
 
 void BatchNorm2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0), M = N * H_ * W_;
+  const int64_t N = x[0].dim(0);
   check_batched(*this, x[0], dt, N, {C_, H_, W_}, "input");
   check_batched(*this, y, dt, N, {C_, H_, W_}, "output");
   check_bound(dt);
+  std::vector<double> mean, invstd, var;
+  double M = 0;
+  statistics(ctx, x[0], mean, invstd, &var, &M);
   if (ctx.training && M <= 1)
     DP_THROW_USER("{}: training needs more than 1 value per channel, got a batch of {} with {}x{} pixels",
                   layer_str(*this), N, H_, W_);
-  std::vector<double> mean, invstd, var;
-  statistics(ctx.training, x[0], mean, invstd, &var);
   if (ctx.training) {
-    // torch: running = (1 - momentum) running + momentum batch, with the unbiased variance.
-    const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+    // torch: running = (1 - momentum) running + momentum batch, with the unbiased variance
+    // (SyncBN: of the global batch).
+    const double unbias = M / (M - 1);
     for (int64_t c = 0; c < C_; ++c) {
       set(buffers_[0], c, (1 - momentum_) * get(buffers_[0], c) + momentum_ * mean[c]);
       set(buffers_[1], c, (1 - momentum_) * get(buffers_[1], c) + momentum_ * var[c] * unbias);
@@ -104,12 +132,37 @@ void BatchNorm2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>
   check_bound(dt);
   check_grads(*this, dt);
   std::vector<double> mean, invstd;
-  statistics(ctx.training, x[0], mean, invstd, nullptr);
+  double M = 0;
+  statistics(ctx, x[0], mean, invstd, nullptr, &M);
+  Communicator* comm = sync_comm(ctx);
+  if (comm == nullptr) {
+    dispatch_float(*this, dt, [&](auto tag) {
+      using T = decltype(tag);
+      kernels::cpu::batchnorm2d_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(), grads_[1].data<T>(),
+                                            dy.data<T>(), x[0].data<T>(), params_[0].data<T>(), mean.data(),
+                                            invstd.data(), ctx.training, N, C_, H_ * W_);
+    });
+    return;
+  }
+  // SyncBN: weight and bias gradients from this rank's sums; the input gradient's mean terms
+  // from every rank's (torch's SyncBatchNorm backward).
+  Tensor sums = Tensor::zeros({2 * C_}, DType::F64);
+  double* s = sums.data<double>();
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
-    kernels::cpu::batchnorm2d_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(), grads_[1].data<T>(),
-                                          dy.data<T>(), x[0].data<T>(), params_[0].data<T>(), mean.data(),
-                                          invstd.data(), ctx.training, N, C_, H_ * W_);
+    kernels::cpu::batchnorm2d_grad_sums<T>(s, s + C_, dy.data<T>(), x[0].data<T>(), mean.data(), invstd.data(), N,
+                                           C_, H_ * W_);
+    T* dw = grads_[0].data<T>();
+    T* db = grads_[1].data<T>();
+    for (int64_t c = 0; c < C_; ++c) dw[c] += static_cast<T>(s[C_ + c]), db[c] += static_cast<T>(s[c]);
+  });
+  comm->allreduce(sums, ReduceOp::Sum);
+  for (int64_t i = 0; i < 2 * C_; ++i) s[i] /= M;
+  if (!dx[0].defined()) return;
+  dispatch_float(*this, dt, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::cpu::batchnorm2d_grad_input<T>(dx[0].data<T>(), dy.data<T>(), x[0].data<T>(), params_[0].data<T>(),
+                                            mean.data(), invstd.data(), s, s + C_, N, C_, H_ * W_);
   });
 }
 

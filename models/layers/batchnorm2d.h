@@ -1,5 +1,5 @@
 // defines: BatchNorm2d, layer type "batchnorm2d" (PyTorch's nn.BatchNorm2d with affine=True and
-// track_running_stats=True), and its registration.
+// track_running_stats=True; with set_sync(true), nn.SyncBatchNorm), and its registration.
 #pragma once
 #include "runtime/layer_registry.h"
 
@@ -14,6 +14,12 @@ class BatchNorm2d : public Layer {
   // Torch's state_dict order: "weight" (C) = 1, "bias" (C) = 0, then the buffers
   // "running_mean" (C) = 0, "running_var" (C) = 1, "num_batches_tracked" (i64 scalar) = 0.
   std::vector<ParamDecl> declare_params() const override;
+  // SyncBN (model.sync_bn): in training the batch statistics, and the sums their gradient needs,
+  // are all-reduced over ctx.comm's ranks, so every rank normalises with the statistics of the
+  // global batch, as one process over all ranks' samples would. Weight and bias gradients stay
+  // local (the gradient all-reduce averages them). No effect without ctx.comm or with one rank.
+  void set_sync(bool sync) { sync_ = sync; }
+  bool sync() const { return sync_; }
 
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
@@ -27,9 +33,12 @@ class BatchNorm2d : public Layer {
  private:
   void check_bound(DType dtype) const;
   // mean and 1/sqrt(var + eps) (C): of the batch in training, of the running stats otherwise.
-  void statistics(bool training, const Tensor& x, std::vector<double>& mean, std::vector<double>& invstd,
-                  std::vector<double>* batch_var) const;
+  // Values per channel behind the statistics: this batch's, or all ranks' batches' (SyncBN).
+  void statistics(const StepContext& ctx, const Tensor& x, std::vector<double>& mean, std::vector<double>& invstd,
+                  std::vector<double>* batch_var, double* count) const;
+  Communicator* sync_comm(const StepContext& ctx) const;
   double momentum_, eps_;
+  bool sync_ = false;
   int64_t C_ = 0, H_ = 0, W_ = 0;
 };
 
