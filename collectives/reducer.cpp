@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/half.h"
+
 namespace dp {
 
 std::vector<Bucket> assign_buckets(const std::vector<int64_t>& slot_numel, int64_t first_cap, int64_t cap) {
@@ -25,14 +27,45 @@ std::vector<Bucket> assign_buckets(const std::vector<int64_t>& slot_numel, int64
   return out;
 }
 
-Reducer::Reducer(Communicator& comm, Graph& graph, int64_t first_bucket_bytes, int64_t bucket_bytes, bool overlap)
-    : comm_(comm), graph_(graph), overlap_(overlap) {
+namespace {
+
+void to_wire(const Tensor& src, const Tensor& dst) {
+  const float* a = src.data<float>();
+  uint16_t* b = static_cast<uint16_t*>(dst.raw());
+  const int64_t n = src.numel();
+  if (dst.dtype() == DType::BF16)
+    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f32_to_bf16(a[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f32_to_f16(a[i]);
+}
+
+void from_wire(const Tensor& src, const Tensor& dst) {
+  const uint16_t* a = static_cast<const uint16_t*>(src.raw());
+  float* b = dst.data<float>();
+  const int64_t n = dst.numel();
+  if (src.dtype() == DType::BF16)
+    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::bf16_to_f32(a[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f16_to_f32(a[i]);
+}
+
+double secs(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options)
+    : comm_(comm), graph_(graph), opt_(options) {
+  DP_CHECK(opt_.wire == DType::F32 || opt_.wire == DType::BF16 || opt_.wire == DType::F16,
+           "gradient wire dtype must be f32, bf16 or f16, got {}", dtype_name(opt_.wire));
   std::vector<int64_t> numel;
   for (const auto& s : graph.grads().slots()) numel.push_back(s.numel);
-  buckets_ = assign_buckets(numel, std::max<int64_t>(1, first_bucket_bytes / 4), std::max<int64_t>(1, bucket_bytes / 4));
+  buckets_ = assign_buckets(numel, std::max<int64_t>(1, opt_.first_bucket_bytes / 4),
+                            std::max<int64_t>(1, opt_.bucket_bytes / 4));
   bucket_of_slot_.assign(numel.size(), -1);
-  for (size_t b = 0; b < buckets_.size(); ++b)
+  for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s : buckets_[b].slots) bucket_of_slot_[s] = static_cast<int>(b);
+    if (opt_.wire != DType::F32) wire_.push_back(Tensor::zeros({buckets_[b].end - buckets_[b].begin}, opt_.wire));
+  }
   works_.resize(buckets_.size());
 }
 
@@ -45,7 +78,13 @@ void Reducer::prepare() {
 
 void Reducer::launch(size_t b) {
   const Bucket& bk = buckets_[b];
-  works_[b] = comm_.allreduce_async(graph_.grads().flat().slice_flat(bk.begin, {bk.end - bk.begin}), ReduceOp::Avg);
+  const Tensor grads = graph_.grads().flat().slice_flat(bk.begin, {bk.end - bk.begin});
+  if (opt_.wire == DType::F32) {
+    works_[b] = comm_.allreduce_async(grads, ReduceOp::Avg);
+  } else {
+    to_wire(grads, wire_[b]);
+    works_[b] = comm_.allreduce_async(wire_[b], ReduceOp::Avg);
+  }
 }
 
 void Reducer::on_ready(int node) {
@@ -54,7 +93,7 @@ void Reducer::on_ready(int node) {
     const int b = bucket_of_slot_[s];
     DP_CHECK(!ready_[s], "gradient of '{}' reported ready twice in one step", graph_.grads().slot(s).name);
     ready_[s] = 1;
-    if (--pending_[b] == 0 && overlap_) launch(b);
+    if (--pending_[b] == 0 && opt_.overlap) launch(b);
   }
 }
 
@@ -62,13 +101,34 @@ void Reducer::finalize() {
   std::string missing;
   for (size_t s = 0; s < ready_.size(); ++s)
     if (!ready_[s]) missing += (missing.empty() ? "" : ", ") + graph_.grads().slot(static_cast<int>(s)).name;
-  if (!missing.empty())
+  if (!missing.empty() && !opt_.allow_unused)
     throw DpError(fmt::format("[{}] these parameters got no gradient this step: {}; every parameter must take part in "
-                              "the loss",
+                              "the loss (or set dist.allow_unused = true to reduce them as zeros)",
                               identity_string(), missing));
+  // A bucket with unused parameters is launched here: their gradients are the zeros that
+  // zero_grad left, the same on every rank, so the average is right either way.
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!works_[b]) launch(b);
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto& w : works_) w->wait();
+  times_ = ReducerStepTimes{};
+  times_.exposed_s = secs(std::chrono::steady_clock::now() - t0);
+  // Time on the wire: the backend runs the buckets in issue order, each from when it was issued
+  // or the previous one finished, whichever is later.
+  std::vector<size_t> order(buckets_.size());
+  for (size_t b = 0; b < order.size(); ++b) order[b] = b;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return works_[a]->seq() < works_[b]->seq(); });
+  std::chrono::steady_clock::time_point prev{};
+  for (size_t b : order) {
+    const auto begin = std::max(works_[b]->issued_at(), prev), end = works_[b]->finished_at();
+    times_.buckets.push_back({static_cast<int>(b), begin, end});
+    times_.comm_s += secs(end - begin);
+    prev = end;
+  }
+  if (opt_.wire != DType::F32)
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      from_wire(wire_[b], graph_.grads().flat().slice_flat(buckets_[b].begin, {buckets_[b].end - buckets_[b].begin}));
   pending_.clear();
 }
 

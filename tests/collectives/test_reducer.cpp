@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/reducer.h"
+#include "kernels/cpu/half.h"
 #include "models/build.h"
 
 namespace dp {
@@ -43,7 +44,9 @@ TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
   mc.hidden = {8, 8};
   auto g = models::build_model(mc, {1, 4, 4}, 1);
   SingleProcessCommunicator comm;
-  Reducer r(comm, *g, /*first=*/64, /*bucket=*/256, /*overlap=*/true);
+  ReducerOptions o;
+  o.first_bucket_bytes = 64, o.bucket_bytes = 256;
+  Reducer r(comm, *g, o);
   ASSERT_GE(r.buckets().size(), 2u);
   r.prepare();
   for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i)
@@ -56,9 +59,48 @@ TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
     FAIL() << "no error";
   } catch (const DpError& e) {
     EXPECT_NE(std::string(e.what()).find("these parameters got no gradient this step: fc1.weight, fc1.bias, "
-                                         "fc2.weight, fc2.bias; every parameter must take part in the loss"),
+                                         "fc2.weight, fc2.bias; every parameter must take part in the loss (or set "
+                                         "dist.allow_unused = true to reduce them as zeros)"),
               std::string::npos)
         << e.what();
+  }
+  // With allow_unused the same step reduces.
+  o.allow_unused = true;
+  Reducer lenient(comm, *g, o);
+  lenient.prepare();
+  lenient.on_ready(static_cast<int>(g->nodes().size()) - 1);
+  EXPECT_NO_THROW(lenient.finalize());
+  EXPECT_EQ(lenient.last_step().buckets.size(), lenient.buckets().size());
+}
+
+// Compressed buckets travel in 16 bits: over one rank the average is the identity, so each
+// gradient comes back as exactly its 16-bit rounding.
+TEST(Reducer, CompressedGradientsComeBackRoundedTo16Bits) {
+  ModelConfig mc;
+  mc.preset = "mlp";
+  mc.hidden = {8};
+  auto g = models::build_model(mc, {1, 4, 4}, 1);
+  SingleProcessCommunicator comm;
+  for (DType wire : {DType::BF16, DType::F16}) {
+    ReducerOptions o;
+    o.first_bucket_bytes = 64, o.bucket_bytes = 256, o.wire = wire;
+    Reducer r(comm, *g, o);
+    float* gr = g->grads().flat().data<float>();
+    const int64_t n = g->grads().flat().numel();
+    std::vector<float> before(n);
+    for (int64_t i = 0; i < n; ++i) before[i] = gr[i] = 0.001f * static_cast<float>(i % 997) - 0.37f;
+    r.prepare();
+    for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i)
+      if (!g->nodes()[i].param_slots.empty()) r.on_ready(i);
+    r.finalize();
+    int64_t changed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = wire == DType::BF16 ? kernels::cpu::bf16_to_f32(kernels::cpu::f32_to_bf16(before[i]))
+                                             : kernels::cpu::f16_to_f32(kernels::cpu::f32_to_f16(before[i]));
+      ASSERT_EQ(gr[i], want) << dtype_name(wire) << " element " << i;
+      changed += gr[i] != before[i];
+    }
+    EXPECT_GT(changed, n / 2) << "the values were rounded";
   }
 }
 
