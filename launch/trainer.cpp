@@ -202,7 +202,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   if (boot->size() > 1) comm = make_ring_communicator(*boot, cfg.dist.timeout_s);
   else comm = std::make_unique<SingleProcessCommunicator>();
   const int rank = boot->rank(), world = boot->size();
-  log::configure(cfg.run.log_level);  // the console is rank 0's
+  log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);  // the console is rank 0's
   auto lg = log::get("train");
   if (world > 1)
     lg->info("{} ranks via the {} bootstrap, {} collectives", world, boot->kind(), comm->backend());
@@ -242,7 +242,10 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   const int64_t n_train = static_cast<int64_t>(ds.train.indices.size());
   // Steps per epoch follow the rank's share of the data (DistributedSampler's num_samples).
   const int64_t per_rank = data::sampler_num_samples(n_train, world, cfg.data.drop_last);
-  const int64_t per_epoch = cfg.data.drop_last ? per_rank / bs : (per_rank + bs - 1) / bs;
+  // A step is accum_steps micro-batches (the epoch's last step may have fewer).
+  const int64_t accum = cfg.train.accum_steps;
+  const int64_t batches_per_epoch = cfg.data.drop_last ? per_rank / bs : (per_rank + bs - 1) / bs;
+  const int64_t per_epoch = (batches_per_epoch + accum - 1) / accum;
   if (per_epoch == 0)
     DP_THROW_USER("train.batch_size = {} is larger than the {} training samples with data.drop_last = true", bs, n_train);
   const int64_t total = cfg.train.steps > 0 ? cfg.train.steps : per_epoch * cfg.train.epochs;
@@ -257,7 +260,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   // Everything the cfg decides is checked; only now touch the file system.
   RunDir run(cfg.run.dir, cfg.run.name);
   if (rank == 0) run.write_text("config.toml", to_toml(cfg));
-  log::configure(cfg.run.log_level, run.file(fmt::format("logs/rank-{}.log", rank)));
+  log::configure(cfg.run.log_level, run.file(fmt::format("logs/rank-{}.log", rank)), false, cfg.run.log_levels);
   lg = log::get("train");
   // Warnings reach the file at once (a killed run keeps them); the rest when train() returns or
   // throws (the loggers share their sinks, so flushing one flushes the file).
@@ -325,11 +328,20 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     }
   }
   std::unique_ptr<Reducer> reducer;
-  if (world > 1)
-    reducer = std::make_unique<Reducer>(*comm, *model, static_cast<int64_t>(cfg.dist.first_bucket_mb * 1e6),
-                                        static_cast<int64_t>(cfg.dist.bucket_mb * 1e6), cfg.dist.overlap);
-  lg->info("training: {} steps ({} epochs of {} steps, batch {}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
-           bs, cfg.train.optimizer, cfg.train.lr, cfg.train.schedule);
+  if (world > 1) {
+    ReducerOptions ro;
+    ro.first_bucket_bytes = static_cast<int64_t>(cfg.dist.first_bucket_mb * 1e6);
+    ro.bucket_bytes = static_cast<int64_t>(cfg.dist.bucket_mb * 1e6);
+    ro.overlap = cfg.dist.overlap;
+    ro.allow_unused = cfg.dist.allow_unused;
+    ro.wire = cfg.dist.compress == "bf16" ? DType::BF16 : cfg.dist.compress == "fp16" ? DType::F16 : DType::F32;
+    reducer = std::make_unique<Reducer>(*comm, *model, ro);
+    lg->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer->buckets().size(),
+             cfg.dist.first_bucket_mb, cfg.dist.bucket_mb, cfg.dist.overlap, dtype_name(ro.wire));
+  }
+  lg->info("training: {} steps ({} epochs of {} steps, batch {}{}), optimizer {}, lr {} ({})", total, epochs, per_epoch,
+           bs, accum > 1 ? fmt::format(" x {} micro-batches", accum) : "", cfg.train.optimizer, cfg.train.lr,
+           cfg.train.schedule);
 
   // Position of the data stream: epoch in progress and the samples of its order consumed.
   int64_t cur_epoch = start_epoch, cur_samples = start_samples;
@@ -386,6 +398,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   auto t_window = Clock::now();
   double win_loss = 0;
   int64_t win_samples = 0, win_hits = 0, win_steps = 0;
+  double win_step_s = 0, win_comm_s = 0, win_exposed_s = 0;  // per-step times summed over the window
   bool evaluated_last = false;
   for (int64_t epoch = start_epoch; step < total; ++epoch) {
     // Mid-epoch resume: the epoch's order is a function of (seed, epoch), so skipping the
@@ -395,34 +408,59 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     std::vector<int64_t> order = data::sampler_indices_after(n_train, world, rank, cfg.data.shuffle, seed, epoch,
                                                              cfg.data.drop_last, cur_samples);
     for (auto& i : order) i = ds.train.indices[i];
+    // Samples the loader will hand out (drop_last keeps only whole batches).
+    const int64_t epoch_rank_samples =
+        cfg.data.drop_last ? static_cast<int64_t>(order.size()) / bs * bs : static_cast<int64_t>(order.size());
     data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
                         transform_of(cfg.data, true), seed, epoch);
     data::Batch b;
-    while (step < total && loader.next(b)) {
-      StepContext ctx{true, seed, static_cast<uint64_t>(step)};
+    int64_t taken = 0;  // samples of this epoch's share taken from the loader
+    while (step < total && taken < epoch_rank_samples) {
+      const auto t_step = Clock::now();
+      StepContext ctx{true, seed, static_cast<uint64_t>(step), comm.get()};
       model->zero_grad();
-      const Tensor& logits = model->forward(ctx, b.x);
-      if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
-      const double l = loss.forward_backward(logits, b.y, &dlogits);
-      if (!std::isfinite(l))
-        throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", l, step,
-                                  identity_string()));
-      int64_t top1 = 0, top5 = 0;
-      count_hits(logits, b.y, top1, top5);
-      if (reducer) {
-        reducer->prepare();
-        model->backward(ctx, dlogits, [&](int node) { reducer->on_ready(node); });
-        reducer->finalize();  // gradients are now the average over all ranks
-      } else {
-        model->backward(ctx, dlogits);
+      // The step's micro-batches: each one's loss gradient is weighted by its share of the
+      // step's samples, so the accumulated gradient is that of the mean over all of them.
+      const int64_t step_samples = std::min(accum * bs, epoch_rank_samples - taken);
+      int64_t n = 0, top1 = 0, top5 = 0;
+      double l = 0;
+      while (n < step_samples) {
+        if (!loader.next(b))
+          throw DpError(fmt::format("the data loader ended after {} of {} samples at step {} [{}]", taken + n,
+                                    epoch_rank_samples, step, identity_string()));
+        const int64_t nb = b.x.dim(0);
+        const Tensor& logits = model->forward(ctx, b.x);
+        if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
+        const double lb = loss.forward_backward(logits, b.y, &dlogits);
+        if (!std::isfinite(lb))
+          throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step,
+                                    identity_string()));
+        count_hits(logits, b.y, top1, top5);
+        if (nb != step_samples) {
+          const float w = static_cast<float>(static_cast<double>(nb) / static_cast<double>(step_samples));
+          float* g = dlogits.data<float>();
+          for (int64_t i = 0; i < dlogits.numel(); ++i) g[i] *= w;
+        }
+        n += nb;
+        l += lb * static_cast<double>(nb);
+        if (reducer && n == step_samples) {  // only the last micro-batch reduces
+          reducer->prepare();
+          model->backward(ctx, dlogits, [&](int node) { reducer->on_ready(node); });
+          reducer->finalize();  // gradients are now the average over all ranks
+        } else {
+          model->backward(ctx, dlogits);
+        }
       }
+      l /= static_cast<double>(n);
+      taken += n;
       const double lr = optim::lr_at(sched, step, total);
       opt->step(model->params().flat(), model->grads().flat(), lr);
       ++step;
       evaluated_last = false;
-      const int64_t n = b.x.dim(0);
       cur_samples += n * world_size;
       win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
+      win_step_s += seconds_since(t_step);
+      if (reducer) win_comm_s += reducer->last_step().comm_s, win_exposed_s += reducer->last_step().exposed_s;
       if (step % cfg.train.log_every == 0 || step == total) {
         const double dt = seconds_since(t_window);
         const double sps = win_samples * world / std::max(dt, 1e-9);  // all ranks
@@ -431,9 +469,12 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                  step, total, win_loss / win_samples, static_cast<double>(win_hits) / win_samples, lr, sps, hms(eta));
         run.append_metrics({{"split", "train"}, {"step", step}, {"epoch", epoch + 1}, {"loss", win_loss / win_samples},
                             {"accuracy", static_cast<double>(win_hits) / win_samples}, {"lr", lr},
-                            {"samples_per_s", sps}, {"time", seconds_since(t_start)}});
+                            {"samples_per_s", sps}, {"step_time_s", win_step_s / win_steps},
+                            {"comm_total_s", win_comm_s / win_steps}, {"comm_exposed_s", win_exposed_s / win_steps},
+                            {"time", seconds_since(t_start)}});
         t_window = Clock::now();
         win_loss = 0, win_samples = win_hits = win_steps = 0;
+        win_step_s = win_comm_s = win_exposed_s = 0;
       }
       if (cfg.checkpoint.every_steps > 0 && step % cfg.checkpoint.every_steps == 0) save();
       if (step == kill_after) {
