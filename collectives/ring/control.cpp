@@ -50,8 +50,20 @@ ControlPlane::ControlPlane(int rank, int size, std::vector<Socket> control, std:
 }
 
 ControlPlane::~ControlPlane() {
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_) send(p, kBye, -1, rank_, completed_.load(), 0, 0, "");
+  // A communicator that failed passes the failure on before its BYE (same socket, so it arrives
+  // first): a peer that has not heard of the failure yet would otherwise blame this rank for
+  // leaving ("rank 1 shut down its communicator") instead of naming the culprit.
+  std::optional<Failure> failed;
+  {
+    std::lock_guard lock(mu_);
+    if (!notices_sent_) failed = failure_;
+  }
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    if (failed)
+      send(p, kAbort, failed->culprit, failed->reporter, failed->seq, 0, 0, failed->reason.substr(0, kMaxText));
+    send(p, kBye, -1, rank_, completed_.load(), 0, 0, "");
+  }
   uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);
   if (thread_.joinable()) thread_.join();
