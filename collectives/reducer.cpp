@@ -105,11 +105,13 @@ void Reducer::finalize() {
     throw DpError(fmt::format("[{}] these parameters got no gradient this step: {}; every parameter must take part in "
                               "the loss (or set dist.allow_unused = true to reduce them as zeros)",
                               identity_string(), missing));
+  // Exposed time starts here: buckets not yet launched (all of them without overlap) and the
+  // wait for those in flight are time backward did not hide.
+  const auto t0 = std::chrono::steady_clock::now();
   // A bucket with unused parameters is launched here: their gradients are the zeros that
   // zero_grad left, the same on every rank, so the average is right either way.
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!works_[b]) launch(b);
-  const auto t0 = std::chrono::steady_clock::now();
   for (auto& w : works_) w->wait();
   times_ = ReducerStepTimes{};
   times_.exposed_s = secs(std::chrono::steady_clock::now() - t0);
