@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -207,7 +208,11 @@ int run_cli(int argc, char** argv) {
     models::validate_model(cfg.model);
     if (launcher) return run_local(nproc, worker_args(argc, argv));
     log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
-    train(cfg, TrainOptions{.reset = reset});
+    const TrainResult r = train(cfg, TrainOptions{.reset = reset});
+    // Stopped by a signal after a checkpoint: SIGUSR1 (checkpoint, requeue) is a planned stop,
+    // exit 0; SIGTERM/SIGINT exit as a signalled program does (128 + signal), so a scheduler or
+    // script sees the run did not finish.
+    if (r.stop_signal != 0 && r.stop_signal != SIGUSR1) return 128 + r.stop_signal;
     return 0;
   });
 }

@@ -15,6 +15,8 @@
 #include "collectives/ring/ring_communicator.h"
 #include "launch/datasets.h"
 #include "launch/run_dir.h"
+#include "launch/stop_request.h"
+#include "launch/telemetry.h"
 #include "models/build.h"
 #include "models/layers/softmax_cross_entropy.h"
 #include "runtime/checkpoint_dir.h"
@@ -377,10 +379,15 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       lg->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(t0));
   };
+  Telemetry tel(cfg, rank, rank == 0 ? run.file("tb") : "");
   auto eval_line = [&](const std::string& what, int64_t epoch) {
+    tel.end_progress_line();
+    tel.scalars(step, {{"eval/loss", result.final_eval.loss},
+                       {"eval/accuracy", result.final_eval.top1},
+                       {"eval/top5", result.final_eval.top5}});
     lg->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, result.final_eval.loss,
              result.final_eval.top1, result.final_eval.top5, result.final_eval.samples);
-    run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
+    if (rank == 0) run.append_metrics({{"split", "eval"}, {"step", step}, {"epoch", epoch + 1}, {"loss", result.final_eval.loss},
                         {"top1", result.final_eval.top1}, {"top5", result.final_eval.top5},
                         {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
   };
@@ -394,6 +401,13 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     return result;
   }
 
+  // A stop signal (SIGUSR1: checkpoint and requeue; SIGTERM/SIGINT: checkpoint and exit) ends
+  // the run after the step every rank agrees on.
+  StopRequest stop_request;
+  auto finish_telemetry = [&]() {
+    const std::string overlap = tel.finish(*boot, run.file("trace.json"));
+    if (!overlap.empty()) lg->info("{}", overlap);
+  };
   Tensor dlogits;
   auto t_window = Clock::now();
   double win_loss = 0;
@@ -417,6 +431,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     int64_t taken = 0;  // samples of this epoch's share taken from the loader
     while (step < total && taken < epoch_rank_samples) {
       const auto t_step = Clock::now();
+      tel.begin_step(step + 1);
       StepContext ctx{true, seed, static_cast<uint64_t>(step), comm.get()};
       model->zero_grad();
       // The step's micro-batches: each one's loss gradient is weighted by its share of the
@@ -425,9 +440,12 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       int64_t n = 0, top1 = 0, top5 = 0;
       double l = 0;
       while (n < step_samples) {
+        const auto t_data = Clock::now();
         if (!loader.next(b))
           throw DpError(fmt::format("the data loader ended after {} of {} samples at step {} [{}]", taken + n,
                                     epoch_rank_samples, step, identity_string()));
+        const auto t_fwd = Clock::now();
+        tel.phase("data", t_data, t_fwd);
         const int64_t nb = b.x.dim(0);
         const Tensor& logits = model->forward(ctx, b.x);
         if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
@@ -443,31 +461,57 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
         }
         n += nb;
         l += lb * static_cast<double>(nb);
+        const auto t_bwd = Clock::now();
+        tel.phase("forward", t_fwd, t_bwd);
         if (reducer && n == step_samples) {  // only the last micro-batch reduces
           reducer->prepare();
           model->backward(ctx, dlogits, [&](int node) { reducer->on_ready(node); });
+          const auto t_wait = Clock::now();
+          tel.phase("backward", t_bwd, t_wait);
           reducer->finalize();  // gradients are now the average over all ranks
+          tel.comm(reducer->last_step());
         } else {
           model->backward(ctx, dlogits);
+          tel.phase("backward", t_bwd, Clock::now());
         }
       }
       l /= static_cast<double>(n);
       taken += n;
       const double lr = optim::lr_at(sched, step, total);
+      const auto t_opt = Clock::now();
       opt->step(model->params().flat(), model->grads().flat(), lr);
+      tel.phase("optimizer", t_opt, Clock::now());
+      tel.end_step();
       ++step;
       evaluated_last = false;
       cur_samples += n * world_size;
       win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
       win_step_s += seconds_since(t_step);
       if (reducer) win_comm_s += reducer->last_step().comm_s, win_exposed_s += reducer->last_step().exposed_s;
+      {
+        const double dt = seconds_since(t_window);
+        metrics::ProgressState ps;
+        ps.epoch = epoch + 1, ps.epochs = epochs, ps.step = step, ps.total_steps = total;
+        ps.loss = win_loss / win_samples, ps.accuracy = static_cast<double>(win_hits) / win_samples;
+        ps.samples_per_s = win_samples * world / std::max(dt, 1e-9);
+        ps.eta_s = metrics::eta_seconds(step, total, dt / win_steps);
+        tel.progress(ps, step == total);
+      }
       if (step % cfg.train.log_every == 0 || step == total) {
         const double dt = seconds_since(t_window);
         const double sps = win_samples * world / std::max(dt, 1e-9);  // all ranks
         const double eta = (total - step) * (dt / win_steps);
+        tel.end_progress_line();
+        tel.scalars(step, {{"train/loss", win_loss / win_samples},
+                           {"train/accuracy", static_cast<double>(win_hits) / win_samples},
+                           {"train/lr", lr},
+                           {"perf/samples_per_s", sps},
+                           {"perf/step_ms", 1e3 * win_step_s / win_steps},
+                           {"perf/comm_ms", 1e3 * win_comm_s / win_steps},
+                           {"perf/comm_exposed_ms", 1e3 * win_exposed_s / win_steps}});
         lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", epoch + 1, epochs,
                  step, total, win_loss / win_samples, static_cast<double>(win_hits) / win_samples, lr, sps, hms(eta));
-        run.append_metrics({{"split", "train"}, {"step", step}, {"epoch", epoch + 1}, {"loss", win_loss / win_samples},
+        if (rank == 0) run.append_metrics({{"split", "train"}, {"step", step}, {"epoch", epoch + 1}, {"loss", win_loss / win_samples},
                             {"accuracy", static_cast<double>(win_hits) / win_samples}, {"lr", lr},
                             {"samples_per_s", sps}, {"step_time_s", win_step_s / win_steps},
                             {"comm_total_s", win_comm_s / win_steps}, {"comm_exposed_s", win_exposed_s / win_steps},
@@ -485,6 +529,29 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       if (step == options.stop_after_steps) {
         if (last_saved != step) save();
         lg->info("stopping after step {} as asked; resume continues from {}", step, ckpts.file_for(step));
+        finish_telemetry();
+        result.steps = step;
+        result.seconds = seconds_since(t_start);
+        return result;
+      }
+      if (const int sig = stop_request.agree(*comm)) {
+        tel.end_progress_line();
+        const std::string why = StopRequest::received() == sig
+                                    ? fmt::format("{} received", strsignal(sig))
+                                    : fmt::format("another rank received {}", strsignal(sig));
+        lg->warn("stopping after step {}: {}; writing a checkpoint", step, why);
+        if (last_saved != step) save();
+        result.stop_signal = sig;
+        if (sig == SIGUSR1 && rank == 0) {
+          std::string message;
+          result.requeued = requeue_slurm_job(message);
+          if (result.requeued) lg->warn("{}; it resumes from {}", message, ckpts.file_for(step));
+          else lg->warn("{}", message);
+        }
+        if (sig != SIGUSR1 || rank != 0)
+          lg->warn("stopped at step {} ({}); run the same command again to resume from {}", step, strsignal(sig),
+                   ckpts.file_for(step));
+        finish_telemetry();
         result.steps = step;
         result.seconds = seconds_since(t_start);
         return result;
@@ -502,6 +569,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   }
   result.steps = step;
   if (last_saved != step) save();
+  finish_telemetry();
   result.seconds = seconds_since(t_start);
   if (cfg.checkpoint.final && writer) {
     std::vector<std::pair<std::string, Tensor>> tensors;

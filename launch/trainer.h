@@ -24,6 +24,10 @@ struct TrainResult {
   double seconds = 0;
   EvalResult final_eval;
   std::string run_dir;
+  // A stop signal every rank agreed on (SIGUSR1, SIGTERM, SIGINT; 0 = ran to the end): the run
+  // checkpointed after `steps` and returned early. requeued: rank 0 requeued the Slurm job.
+  int stop_signal = 0;
+  bool requeued = false;
 };
 
 // Resolves train.device ("auto" -> cuda if a GPU is usable, else cpu with one log line).
