@@ -16,6 +16,12 @@ const char* reduce_op_name(ReduceOp op) {
 
 Work::Work(uint64_t seq, std::string description) : seq_(seq), description_(std::move(description)) {}
 
+const std::string& Work::description() const {
+  std::lock_guard lock(mu_);
+  if (description_.empty()) description_ = describe();
+  return description_;
+}
+
 bool Work::is_completed() const {
   std::lock_guard lock(mu_);
   return done_;
@@ -26,8 +32,9 @@ void Work::wait(double timeout_s) const {
   if (timeout_s < 0) {
     cv_.wait(lock, [&] { return done_; });
   } else if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return done_; })) {
+    lock.unlock();
     throw DpError(fmt::format("{} [{}]: not completed after {} s (wait timeout); the collective is still in flight",
-                              description_, identity_string(), timeout_s));
+                              description(), identity_string(), timeout_s));
   }
   if (error_) std::rethrow_exception(error_);
 }

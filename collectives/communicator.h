@@ -34,8 +34,10 @@ class Work {
   Work(uint64_t seq, std::string description);
   virtual ~Work() = default;
   uint64_t seq() const { return seq_; }
-  // "ring allreduce #12 (f32, 1048576 elements, sum)"
-  const std::string& description() const { return description_; }
+  // "ring allreduce #12 (f32, 1048576 elements, sum)"; formatted on first use when the backend
+  // describes lazily (describe()): only errors need it, and formatting it for every collective
+  // cost a tenth of a small allreduce.
+  const std::string& description() const;
   // True once the collective has finished, successfully or not. Never blocks.
   bool is_completed() const;
   // Blocks until the collective has finished; rethrows its error. timeout_s >= 0 bounds the
@@ -53,9 +55,14 @@ class Work {
   std::chrono::steady_clock::time_point issued_at() const { return issued_at_; }
   std::chrono::steady_clock::time_point finished_at() const;
 
+ protected:
+  // For backends that describe lazily: override describe().
+  explicit Work(uint64_t seq) : seq_(seq) {}
+  virtual std::string describe() const { return ""; }
+
  private:
   const uint64_t seq_;
-  const std::string description_;
+  mutable std::string description_;  // set once (constructor, or first description() under mu_)
   const std::chrono::steady_clock::time_point issued_at_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point finished_at_;
   mutable std::mutex mu_;

@@ -47,6 +47,16 @@ void check_host(const Tensor& t, const std::string& what) {
            "for device buffers)", what, t.describe());
 }
 
+// A ring collective's Work: described from its CollectiveInfo when first asked.
+class RingWork final : public Work {
+ public:
+  explicit RingWork(const ring::CollectiveInfo& info) : Work(info.seq), info_(info) {}
+
+ private:
+  std::string describe() const override { return info_.description(); }
+  const ring::CollectiveInfo info_;
+};
+
 class RingCommunicator final : public Communicator {
  public:
   RingCommunicator(Bootstrap& bs, const RingOptions& opt) : rank_(bs.rank()), size_(bs.size()), opt_(opt) {
@@ -198,11 +208,7 @@ class RingCommunicator final : public Communicator {
     info.algo = algo;
     info.count = count;
     info.root = root;
-    info.description = kind == Kind::Barrier
-                           ? fmt::format("ring barrier #{}", info.seq)
-                           : collective_description("ring", ring::kind_name(kind), info.seq, dtype, count,
-                                                    op ? reduce_op_name(*op) : nullptr, root);
-    auto work = std::make_shared<Work>(info.seq, info.description);
+    auto work = std::make_shared<RingWork>(info);
     Task task{work, std::move(info), std::move(run)};
     if (here && queue_.empty() && !busy_) {
       busy_ = true;
@@ -226,14 +232,14 @@ class RingCommunicator final : public Communicator {
     try {
       if (!broken_.empty())
         throw DpError(fmt::format("{} [{}]: not run: the communicator is broken since an earlier error: {}",
-                                  task.info.description, identity_string(), broken_));
+                                  task.info.description(), identity_string(), broken_));
       transport_->begin(task.info);
       task.run();
     } catch (const std::exception& e) {
       if (broken_.empty()) broken_ = e.what();
       error = dynamic_cast<const DpError*>(&e)
                   ? std::current_exception()
-                  : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description,
+                  : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description(),
                                                                 identity_string(), e.what())));
     }
     control_->completed(task.info.seq);

@@ -41,6 +41,9 @@ constexpr double kFirstProbeS = 0.1;
 constexpr double kMaxProbeIntervalS = 2.0;
 constexpr double kProbeAnswerWaitS = 0.2;
 
+// The start of a shared-memory spin that pauses without yielding the core.
+constexpr auto kPauseOnly = std::chrono::microseconds(2);
+
 const char* const kSameEverywhere =
     "collectives must be issued in the same order, with the same dtype, size, op and root, on every rank";
 
@@ -72,6 +75,12 @@ const char* algo_name(Algo a) {
     case Algo::Dissemination: return "dissemination";
   }
   return "?";
+}
+
+std::string CollectiveInfo::description() const {
+  if (kind == Kind::Barrier) return fmt::format("ring barrier #{}", seq);
+  return collective_description("ring", kind_name(kind), seq, dtype, count,
+                                op > 0 ? reduce_op_name(static_cast<ReduceOp>(op - 1)) : nullptr, root);
 }
 
 Signature signature_of(const CollectiveInfo& info) {
@@ -169,7 +178,14 @@ void Transport::begin(CollectiveInfo info) {
   info_ = std::move(info);
   next_probe_ = Clock::now();
   probe_interval_s_ = std::min(kFirstProbeS, timeout_s_ / 4);
-  check_control();
+  // Only when something happened since the last look (every control event bumps the counter),
+  // or a peer has left (its BYE stays relevant for every later collective): the full check
+  // takes size() locks, a noticeable part of a small collective.
+  const uint64_t events = control_.events();
+  if (events != control_events_seen_ || bye_seen_) {
+    control_events_seen_ = events;
+    check_control();
+  }
 }
 
 void Transport::check_signatures(const std::vector<PeerStatus>& st) {
@@ -194,7 +210,7 @@ void Transport::probe_mismatch() {
 }
 
 void Transport::raise(const Failure& f) const {
-  std::string msg = fmt::format("{} [{}]: {}", info_.description, identity_string(), f.reason);
+  std::string msg = fmt::format("{} [{}]: {}", info_.description(), identity_string(), f.reason);
   if (f.reporter >= 0 && f.reporter != rank_) msg += fmt::format(" (reported by rank {}", f.reporter);
   if (f.reporter >= 0 && f.reporter != rank_ && f.seq != 0 && f.seq != info_.seq)
     msg += fmt::format(" in #{}", f.seq);
@@ -213,6 +229,7 @@ void Transport::check_control() {
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     PeerStatus st = control_.peer_state(p);
+    bye_seen_ |= st.said_bye;
     if (st.said_bye && st.completed < info_.seq)
       fail(p, fmt::format("rank {} shut down its communicator after #{}, before this collective (collectives must "
                           "be issued in the same order on every rank)",
@@ -469,8 +486,16 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
     }
     if (!tcp_pending && now < last_progress + spin) {
       // Yield while spinning: when the peer we wait for shares this core (more runnable threads
-      // than cores, other jobs included), it runs now instead of after our time slice.
-      sched_yield();
+      // than cores, other jobs included), it runs now instead of after our time slice. The
+      // first microseconds only pause: an answer is often that close, and a yield costs a
+      // system call.
+      if (now < last_progress + kPauseOnly) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        sched_yield();
+      }
       continue;
     }
     wait(sends, recvs, std::min(last_progress + timeout, probe_at), bell_seen);
@@ -578,22 +603,29 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
   fail(-1, fmt::format("no progress for {} (timeout)", waited));
 }
 
+// The streams live in members so that their vectors keep their memory from call to call: the
+// small-message algorithms are made of these, and allocating showed in their profile.
 void Transport::sendrecv(int to, const void* send_buf, size_t send_bytes, int from, void* recv_buf,
                          size_t recv_bytes, uint32_t step) {
-  std::vector<SendStream> sends;
-  std::vector<RecvStream> recvs;
+  sr_sends_.resize(to >= 0 ? 1 : 0);
+  sr_recvs_.resize(from >= 0 ? 1 : 0);
   if (to >= 0) {
-    sends.emplace_back();
-    sends.back().peer = to;
-    sends.back().regions = {{const_cast<char*>(static_cast<const char*>(send_buf)), send_bytes}};
-    sends.back().ready = 1;
+    SendStream& s = sr_sends_[0];
+    s.peer = to;
+    s.regions.assign(1, Region{const_cast<char*>(static_cast<const char*>(send_buf)), send_bytes});
+    s.ready = 1;
+    s.header_done = s.cur = s.off = 0;
   }
   if (from >= 0) {
-    recvs.emplace_back();
-    recvs.back().peer = from;
-    recvs.back().regions = {{static_cast<char*>(recv_buf), recv_bytes}};
+    RecvStream& r = sr_recvs_[0];
+    r.peer = from;
+    r.regions.assign(1, Region{static_cast<char*>(recv_buf), recv_bytes});
+    r.on_region = nullptr;
+    r.consume = nullptr;
+    r.unit = 1;
+    r.header_done = r.cur = r.off = r.carry_len = 0;
   }
-  run(sends, recvs, step);
+  run(sr_sends_, sr_recvs_, step);
 }
 
 }  // namespace dp::ring

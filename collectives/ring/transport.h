@@ -52,7 +52,8 @@ struct CollectiveInfo {
   Algo algo = Algo::Local;
   int64_t count = 0;
   int32_t root = -1;
-  std::string description;  // "ring allreduce #12 (f32, 1048576 elements, sum)"
+  // "ring allreduce #12 (f32, 1048576 elements, sum)", "ring barrier #3"
+  std::string description() const;
 };
 
 // What every rank must agree on, for the control plane's mismatch check.
@@ -161,6 +162,9 @@ class Transport {
   const double timeout_s_;
   const double spin_us_;
   uint64_t control_events_seen_ = 0;
+  bool bye_seen_ = false;  // a peer has left (said BYE): check_control at every begin()
+  std::vector<SendStream> sr_sends_;  // sendrecv's streams, reused
+  std::vector<RecvStream> sr_recvs_;
   std::vector<bool> kick_closed_;  // [peer]: its kick socket reached EOF
   CollectiveInfo info_;
   Clock::time_point next_probe_;  // no mismatch probe before this
