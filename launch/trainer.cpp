@@ -11,8 +11,8 @@
 #include <numeric>
 
 #include "collectives/bootstrap.h"
+#include "collectives/make_communicator.h"
 #include "collectives/reducer.h"
-#include "collectives/ring/ring_communicator.h"
 #include "launch/datasets.h"
 #include "launch/run_dir.h"
 #include "launch/stop_request.h"
@@ -200,9 +200,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   const auto t_start = Clock::now();
   // Who this process is: the bootstrap sets the identity every log line and error carries.
   std::unique_ptr<Bootstrap> boot = make_bootstrap(cfg.dist.bootstrap, cfg.dist.timeout_s);
-  std::unique_ptr<Communicator> comm;
-  if (boot->size() > 1) comm = make_ring_communicator(*boot, cfg.dist.timeout_s);
-  else comm = std::make_unique<SingleProcessCommunicator>();
+  std::unique_ptr<Communicator> comm = make_communicator(cfg.dist.backend, *boot, cfg.dist.timeout_s);
   const int rank = boot->rank(), world = boot->size();
   log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);  // the console is rank 0's
   auto lg = log::get("train");
