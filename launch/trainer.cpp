@@ -377,7 +377,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       lg->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(t0));
   };
-  Telemetry tel(cfg, rank, rank == 0 ? run.file("tb") : "");
+  Telemetry tel(cfg, rank, rank == 0 ? run.path() : "");
   auto eval_line = [&](const std::string& what, int64_t epoch) {
     tel.end_progress_line();
     tel.scalars(step, {{"eval/loss", result.final_eval.loss},

@@ -36,7 +36,7 @@ std::vector<Field> schema(Config& c) {
        {"trace", "debug", "info", "warn", "error", "off"}},
       {"run", "log_levels", "per-subsystem log levels overriding log_level, e.g. \"ring=debug,ckpt=warn\"",
        &c.run.log_levels},
-      {"run", "tensorboard", "rank 0 writes TensorBoard event files under <run>/tb/", &c.run.tensorboard},
+      {"run", "tensorboard", "rank 0 writes TensorBoard event files (events.out.tfevents.*) into the run directory", &c.run.tensorboard},
       {"run", "progress_every_s", "seconds between plain progress lines when stdout is not a terminal (0 = none)",
        &c.run.progress_every_s, 0, 1e9},
       {"data", "dataset", "data set kind", &c.data.dataset, -kInf, kInf, {"fashion_mnist", "idx", "cifar10", "synthetic"}},

@@ -19,7 +19,7 @@ struct RunConfig {
   int64_t seed = 0;
   std::string log_level = "info";
   std::string log_levels;          // per subsystem: "ring=debug,ckpt=warn" (overrides log_level)
-  bool tensorboard = true;         // rank 0 writes TensorBoard event files under <run>/tb/
+  bool tensorboard = true;         // rank 0 writes events.out.tfevents.* into the run directory
   int64_t progress_every_s = 10;   // plain progress lines when stdout is not a terminal (0 = per log_every)
 };
 

@@ -6,7 +6,7 @@
 // "brain.Event:2", then one Event per add_scalars call, each framed as a TFRecord
 // (runtime/metrics/tb_record.h). Rank 0 writes; the trainer calls, per logging step:
 //
-//   metrics::TbWriter tb(run.file("tb"));                       // once, if run.tensorboard
+//   metrics::TbWriter tb(run.path());                           // once, if run.tensorboard
 //   tb.add_scalars(step, {{"train/loss", loss}, {"train/lr", lr}, {"perf/samples_per_s", sps}});
 //   tb.add_scalar("eval/accuracy", acc, step);
 //

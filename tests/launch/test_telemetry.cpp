@@ -66,7 +66,8 @@ TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
 
   // The event file: every record's CRCs check out (read_event_file throws otherwise).
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(run / "tb")) files.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(run))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u) << "rank 0 alone writes events";
   const auto events = dp::metrics::read_event_file(files[0].string());
   ASSERT_FALSE(events.empty());
