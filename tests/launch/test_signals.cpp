@@ -8,7 +8,9 @@
 //   - SIGTERM to the launcher (forwarded to both workers): both ranks stop after the same step,
 //     its checkpoint is written and `latest` names it, and the launcher exits 128 + SIGTERM.
 // The runs are an MLP [256, 256] on 4096 Fashion-MNIST samples, 2 ranks x 32, 400 steps (about
-// 1-3 s on 2 shared cores), so they are still running when the signal comes after step 20.
+// 1-3 s on 2 shared cores), so they are still running when the signal comes after step 20. A
+// log line every step: the rank logs reach the disk when spdlog's buffer fills (or at a warning),
+// so with one line every 10 steps they would show step 20 only at about step 260.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -19,6 +21,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -88,7 +91,7 @@ class Launch {
                                      "train.lr=0.01",
                                      "train.momentum=0.9",
                                      "train.threads=1",
-                                     "train.log_every=10",
+                                     "train.log_every=1",
                                      "checkpoint.keep=0"};
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
@@ -253,6 +256,8 @@ TEST(Signals, UsrOneToOneRankStopsBothAtTheSameStepAndTheResumedRunEqualsAStraig
     ASSERT_EQ(s0.step, s1.step) << "the ranks stopped after different steps\n"
                                 << read_file(rank_log(b, 0)) << read_file(rank_log(b, 1));
     stop = s1.step;
+    std::printf("both ranks stopped after step %d of %d (SIGUSR1 to rank 1 after step %d)\n", stop, kSteps,
+                kSignalAfter);
     ASSERT_LT(stop, kSteps) << "the run ended before the signal took effect: make it longer\n" << run.output();
     EXPECT_GE(stop, kSignalAfter);
     EXPECT_EQ(s1.why, "User defined signal 1 received");
@@ -300,6 +305,8 @@ TEST(Signals, TermToTheLauncherStopsBothAtTheSameStepWithACheckpointAndExits143)
   ASSERT_EQ(s0.step, s1.step) << "the ranks stopped after different steps\n"
                               << read_file(rank_log(b, 0)) << read_file(rank_log(b, 1));
   const int stop = s0.step;
+  std::printf("both ranks stopped after step %d of %d (SIGTERM to the launcher after step %d)\n", stop, kSteps,
+              kSignalAfter);
   ASSERT_LT(stop, kSteps) << "the run ended before the signal took effect: make it longer\n" << run.output();
   // Both got SIGTERM from the launcher; which one saw it first at the agreement is a race.
   for (const StopLine& s : {s0, s1})
