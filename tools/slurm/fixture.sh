@@ -14,7 +14,13 @@
 # user), run/ (pid files), log/, state/, spool/n1 spool/n2, tmpfs/n1 tmpfs/n2 (TmpFS per node, so
 # the two pmix step daemons do not share /tmp/spmix_appdir_*).
 # Ports: slurmctld $SLURM_FIXTURE_PORT (default 17000), slurmd n1/n2 on the next two (17001/17002).
-# $SLURM_FIXTURE_FIRST_JOB_ID sets FirstJobId (default 1). Each node declares 2 CPUs
+# $SLURM_FIXTURE_FIRST_JOB_ID sets FirstJobId (default 1). $SLURM_FIXTURE_CRED_EXPIRE (seconds,
+# at least 5) sets AuthInfo's cred_expire (default: Slurm's 120): the lifetime of a job step
+# credential, which is also how long a requeued job waits before it may start again (slurmd
+# revokes the old run's credential; `scontrol update StartTime=now` does not help: the job is
+# then killed as "non-startable: Job credential revoked"). A pending job whose begin time passes
+# (such a requeued job) is started only by the main scheduling loop, so that loop runs every
+# second (SchedulerParameters=sched_interval=1; Slurm's default is 60 s). Each node declares 2 CPUs
 # (SlurmdParameters=config_overrides: whatever the machine has), so `srun -N2 -n4` places ranks
 # 0,1 on n1 and 2,3 on n2. Nodes n1/n2 are not resolvable host names: steps that need a master
 # address should set MASTER_ADDR=127.0.0.1 (the Slurm env bootstrap prefers it to
@@ -166,13 +172,14 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$munge_sock
+AuthInfo=socket=$munge_sock${SLURM_FIXTURE_CRED_EXPIRE:+,cred_expire=$SLURM_FIXTURE_CRED_EXPIRE}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=1
 MpiDefault=none
 ReturnToService=2
 MailProg=/bin/true
