@@ -1,0 +1,34 @@
+// defines: DeviceRequest, DeviceChoice, parse_device_request, choose_local_device — which device
+// a process trains on, as a pure function of what was asked (train.device), where the process
+// sits on its node (local rank and size), how many GPUs it sees and the collective backend.
+// No CUDA call here, so the decision is tested without a GPU (tests/runtime/cuda/).
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "runtime/tensor.h"
+
+namespace dp::cuda {
+
+enum class DeviceRequest { Auto, Cpu, Cuda };
+
+// "auto" | "cpu" | "cuda" (train.device); UserError naming the choices otherwise.
+DeviceRequest parse_device_request(std::string_view s);
+
+struct DeviceChoice {
+  Device device;     // cpu, or cuda(local_rank % device_count)
+  std::string note;  // one log line for the caller to print ("" when nothing is worth saying)
+};
+
+// Rules:
+//   cpu                              -> the CPU.
+//   no GPU (device_count == 0)       -> auto: the CPU (note says so); cuda: UserError.
+//   GPUs                             -> GPU local_rank % device_count.
+//   more local ranks than GPUs       -> UserError if the backend needs one GPU per process
+//                                       (nccl: "Duplicate GPU detected"); otherwise (ring) the
+//                                       ranks share GPUs round-robin and the note says so.
+// local_rank in [0, local_size) and device_count >= 0 are the bootstrap's invariants (DpError).
+DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_size, int device_count,
+                                 std::string_view backend);
+
+}  // namespace dp::cuda

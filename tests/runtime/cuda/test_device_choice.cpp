@@ -1,0 +1,90 @@
+// The device choice is a pure function: every rule tested with made-up GPU counts, no GPU needed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/cuda/device_choice.h"
+
+namespace dp::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DeviceChoice, ParsesTheThreeWordsAndNamesThemOtherwise) {
+  EXPECT_EQ(parse_device_request("auto"), DeviceRequest::Auto);
+  EXPECT_EQ(parse_device_request("cpu"), DeviceRequest::Cpu);
+  EXPECT_EQ(parse_device_request("cuda"), DeviceRequest::Cuda);
+  try {
+    parse_device_request("gpu");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.device = \"gpu\" is not a device; use \"auto\", \"cpu\" or \"cuda\""));
+  }
+}
+
+TEST(DeviceChoice, CpuIsTheCpuWhateverTheGpus) {
+  for (int gpus : {0, 1, 8}) {
+    DeviceChoice c = choose_local_device(DeviceRequest::Cpu, 3, 4, gpus, "nccl");
+    EXPECT_EQ(c.device, Device::cpu()) << gpus;
+    EXPECT_EQ(c.note, "");
+  }
+}
+
+TEST(DeviceChoice, NoGpuAutoFallsBackWithOneLineCudaIsAnError) {
+  DeviceChoice c = choose_local_device(DeviceRequest::Auto, 0, 1, 0, "ring");
+  EXPECT_EQ(c.device, Device::cpu());
+  EXPECT_EQ(c.note, "no GPU found; training on the CPU");
+  try {
+    choose_local_device(DeviceRequest::Cuda, 0, 1, 0, "ring");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.device = \"cuda\" but no usable GPU was found"));
+  }
+}
+
+TEST(DeviceChoice, EachLocalRankGetsItsOwnGpu) {
+  for (int r = 0; r < 4; ++r) {
+    for (DeviceRequest want : {DeviceRequest::Auto, DeviceRequest::Cuda}) {
+      DeviceChoice c = choose_local_device(want, r, 4, 4, "nccl");
+      EXPECT_EQ(c.device, Device::cuda(r));
+      EXPECT_EQ(c.note, "");
+    }
+    // More GPUs than ranks: the first local_size ones.
+    EXPECT_EQ(choose_local_device(DeviceRequest::Auto, r, 4, 8, "nccl").device, Device::cuda(r));
+  }
+}
+
+TEST(DeviceChoice, RingSharesGpusRoundRobinAndSaysSo) {
+  const int expected[6] = {0, 1, 0, 1, 0, 1};
+  for (int r = 0; r < 6; ++r) {
+    DeviceChoice c = choose_local_device(DeviceRequest::Auto, r, 6, 2, "ring");
+    EXPECT_EQ(c.device, Device::cuda(expected[r])) << r;
+  }
+  EXPECT_EQ(choose_local_device(DeviceRequest::Cuda, 3, 4, 1, "ring").note,
+            "4 processes on this node share 1 GPU(s); local rank 3 uses GPU 0");
+}
+
+TEST(DeviceChoice, NcclWithMoreRanksThanGpusIsAUserErrorSayingWhatToDo) {
+  try {
+    choose_local_device(DeviceRequest::Auto, 0, 4, 2, "nccl");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("4 processes on this node but only 2 visible GPU(s)"));
+    EXPECT_THAT(e.what(), HasSubstr("--nproc 2"));
+    EXPECT_THAT(e.what(), HasSubstr("CUDA_VISIBLE_DEVICES"));
+    EXPECT_THAT(e.what(), HasSubstr("dist.backend = \"ring\""));
+  }
+  // Every rank decides the same, not only the ones beyond the GPU count.
+  EXPECT_THROW(choose_local_device(DeviceRequest::Cuda, 1, 3, 2, "nccl"), UserError);
+  // With no GPU at all, nccl is the trainer's concern (it needs a GPU either way): auto -> CPU.
+  EXPECT_EQ(choose_local_device(DeviceRequest::Auto, 0, 4, 0, "nccl").device, Device::cpu());
+}
+
+TEST(DeviceChoice, BootstrapInvariantsAreChecked) {
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 2, 2, 1, "ring"), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, -1, 2, 1, "ring"), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 0, 1, "ring"), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 1, -1, "ring"), DpError);
+}
+
+}  // namespace
+}  // namespace dp::cuda
