@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "collectives/ring/algorithms.h"
@@ -277,6 +278,50 @@ TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn3Ranks) { matrix_on(3, 0, tr
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn4Ranks) { matrix_on(4, 0, true); }
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn8Ranks) { matrix_on(8, 0, true); }
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOnTwoNodesOfTwo) { matrix_on(4, 2, false); }
+
+// The blocking forms run on the calling thread only when nothing is queued or running: behind
+// an async collective still in flight they queue, and collectives issued from a second thread
+// meanwhile wait for the inline one. Issue order = sequence order = execution order on every
+// rank, so every result is the sum.
+TEST(RingCollectives, BlockingCallsQueueBehindAsyncOnesAndAcrossThreads) {
+  auto results = ringtest::run_ranks(
+      3,
+      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, RingOptions{});
+        const int n = comm->size();
+        Checker ck{s, r};
+        auto expect_sum = [&](const Tensor& t, float one, const char* what) {
+          const float want = one * n * (n + 1) / 2;  // rank q contributes one * (q + 1)
+          for (int64_t i = 0; i < t.numel(); ++i)
+            if (t.data<float>()[i] != want) {
+              ck.fail(fmt::format("{}: element {} is {}, expected {}", what, i, t.data<float>()[i], want));
+              return;
+            }
+        };
+        for (int round = 0; round < 20; ++round) {
+          Tensor big = Tensor::zeros({1 << 18}), small = Tensor::zeros({7}), other = Tensor::zeros({5});
+          big.fill_(1.0 * (r + 1));
+          small.fill_(2.0 * (r + 1));
+          other.fill_(3.0 * (r + 1));
+          WorkPtr a = comm->allreduce_async(big, ReduceOp::Sum);  // 1 MiB: still in flight
+          WorkPtr c;
+          std::thread t2([&] { c = comm->allreduce_async(other, ReduceOp::Sum); });
+          t2.join();  // issued before the blocking call below, from another thread
+          comm->allreduce(small, ReduceOp::Sum);
+          a->wait();
+          c->wait();
+          if (a->seq() != 3u * round + 1 || c->seq() != 3u * round + 2)
+            ck.fail(fmt::format("round {}: sequence numbers {} and {}", round, a->seq(), c->seq()));
+          expect_sum(big, 1, "async 1 MiB");
+          expect_sum(other, 3, "async from a second thread");
+          expect_sum(small, 2, "blocking behind them");
+          if (ck.failures) break;
+        }
+        return ck.failures == 0 ? 0 : 1;
+      },
+      /*limit_s=*/60);
+  EXPECT_EQ(ringtest::all_exited_with(results, 0), "");
+}
 
 // 64 MiB of f32 summed with the default options (so the ring, 256 KiB pieces), over shared
 // memory or TCP, with inputs that are not periodic (every element its own input_value): the
