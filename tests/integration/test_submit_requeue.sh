@@ -36,7 +36,7 @@ STEPS=1000          # about 3-9 s of training for 2 ranks on this machine's 2 sh
 SIGNAL_AFTER=20     # scancel once both ranks logged this step
 # train.log_every=1: the rank logs are flushed to disk when spdlog's buffer fills (or at a
 # warning), so with a line every step they show step 20 at about step 30, not at step ~260.
-CRED_EXPIRE=8       # seconds: the requeued job starts about this long after the requeue (see above)
+CRED_EXPIRE=10      # seconds: the requeued job starts about this long after the requeue (see above)
 # (`--set` takes every value up to the next flag: it comes last on the command line.)
 common=(--log-level info --set 'model.hidden=[256,256]' data.train_limit=4096 data.eval_limit=256
         train.steps=$STEPS train.batch_size=$B train.optimizer=sgd train.lr=0.01 train.momentum=0.9
