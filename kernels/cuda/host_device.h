@@ -1,0 +1,42 @@
+// defines: DP_HD (a function both nvcc's device pass and any host compiler can build) and
+// fp::{add, sub, mul, div, sqrt, fma}, one IEEE single-precision operation each, rounded to
+// nearest even.
+//
+// Why: nvcc contracts a * b + c into one fused multiply-add by default (--fmad=true), which
+// changes the bits; the CPU twins (kernels/cpu/) fix their order of operations to match
+// PyTorch. The device pass uses the _rn intrinsics, which are never contracted; the host pass
+// uses the plain operators, so the element functions built on these (optim_math.h, philox.h)
+// can be compared with the CPU twins bit for bit by an ordinary host test, without a GPU.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DP_HD __host__ __device__ __forceinline__
+#else
+#define DP_HD inline
+#endif
+
+namespace dp::kernels::cuda::fp {
+
+#if defined(__CUDA_ARCH__)
+DP_HD float add(float a, float b) { return __fadd_rn(a, b); }
+DP_HD float sub(float a, float b) { return __fsub_rn(a, b); }
+DP_HD float mul(float a, float b) { return __fmul_rn(a, b); }
+DP_HD float div(float a, float b) { return __fdiv_rn(a, b); }
+DP_HD float sqrt(float a) { return __fsqrt_rn(a); }
+DP_HD float fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+DP_HD uint32_t mulhi(uint32_t a, uint32_t b) { return __umulhi(a, b); }
+#else
+DP_HD float add(float a, float b) { return a + b; }
+DP_HD float sub(float a, float b) { return a - b; }
+DP_HD float mul(float a, float b) { return a * b; }
+DP_HD float div(float a, float b) { return a / b; }
+DP_HD float sqrt(float a) { return std::sqrt(a); }
+DP_HD float fma(float a, float b, float c) { return std::fma(a, b, c); }
+DP_HD uint32_t mulhi(uint32_t a, uint32_t b) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+}
+#endif
+
+}  // namespace dp::kernels::cuda::fp

@@ -1,0 +1,47 @@
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/optim.h"
+#include "kernels/cuda/optim_math.h"
+
+namespace dp::kernels::cuda {
+namespace {
+
+// The scalars travel by value in the kernel's parameter space (constant bank), one copy for
+// every thread.
+__global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, cpu::SgdScalars s) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    float pi = p[i], bi = 0.0f;
+    if (buf && !s.first_step) bi = buf[i];
+    sgd_update(pi, g[i], bi, s);
+    p[i] = pi;
+    if (buf) buf[i] = bi;
+  }
+}
+
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, cpu::AdamWScalars s) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    adamw_update(pi, g[i], mi, vi, s);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+}  // namespace
+
+cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const cpu::SgdScalars& s, cudaStream_t stream) {
+  if (n < 0 || (s.momentum != 0.0f && !buf)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  sgd_kernel<<<grid_1d(n), kThreads, 0, stream>>>(p, g, s.momentum != 0.0f ? buf : nullptr, n, s);
+  DP_RETURN_LAUNCH();
+}
+
+cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const cpu::AdamWScalars& s,
+                       cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  adamw_kernel<<<grid_1d(n), kThreads, 0, stream>>>(p, g, m, v, n, s);
+  DP_RETURN_LAUNCH();
+}
+
+}  // namespace dp::kernels::cuda
