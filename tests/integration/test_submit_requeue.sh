@@ -17,7 +17,7 @@
 # revoked and the controller kills the job ("non-startable batch job: Job credential revoked").
 # So this test's cluster has cred_expire = $CRED_EXPIRE s (SLURM_FIXTURE_CRED_EXPIRE) and waits.
 # Needs root, the Slurm/munge/PMIx packages and dataset-fashion-mnist (tools/setup.sh installs
-# them); FAILS, not skips, without them. About 30-60 s on 2 shared cores.
+# them); FAILS, not skips, without them. About 20-30 s on 2 shared cores.
 # Usage: bash tests/integration/test_submit_requeue.sh BUILD_DIR (from the repo root, as ctest).
 set -uo pipefail
 
