@@ -1,0 +1,117 @@
+// kernels/cuda/softmax_xent.h against the CPU twin (kernels/cpu/softmax_xent.h, which
+// accumulates in double). The kernel accumulates each row in f32, so the comparison allows
+// f32 rounding of the row's log-sum-exp: its error is a few f32 ulps of |lse| plus the f32 sum
+// of K exponentials, at most ~1e-5 absolute for the |lse| <= ~60 of these inputs, which is
+// also the relative error of each probability exp(z - lse):
+//   dlogits: |gpu - cpu| <= (2e-5 * p_k + 1e-7) / N     (p_k = softmax(z)_k of the CPU twin)
+//   loss:    |gpu - cpu| <= 2e-5 * max(1, |cpu|)        (the mean, and every row)
+// Guard regions around dlogits, row_loss and loss catch out-of-bounds writes.
+#include <gtest/gtest.h>
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cmath>
+
+#include "kernels/cpu/softmax_xent.h"
+#include "kernels/cuda/softmax_xent.h"
+#include "tests/kernels/cuda_test_util.h"
+
+namespace dp::kernels::cuda {
+namespace {
+
+TEST(CudaSoftmaxXent, ArgumentsAreCheckedBeforeAnyLaunch) {
+  EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, -1, 10, 0.0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 0, 0.0, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 10, 1.5, nullptr), cudaErrorInvalidValue);
+}
+
+class CudaSoftmaxXentGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    stream_ = dp::cuda::CudaStream(0);
+    seed_ = test::fresh_seed();
+    gen_.seed(seed_);
+  }
+  dp::cuda::CudaStream stream_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 gen_;
+};
+
+TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  const cudaStream_t s = stream_.get();
+  struct Case { int64_t N, K; float spread; };
+  // K below, at and above a warp; logits spread wide enough to make lse large.
+  for (Case c : {Case{1, 1, 1}, Case{1, 10, 3}, Case{7, 33, 3}, Case{256, 10, 5}, Case{128, 1000, 4},
+                 Case{1000, 100, 20}}) {
+    for (double eps : {0.0, 0.1}) {
+      for (bool with_grad : {true, false}) {
+        SCOPED_TRACE(testing::Message() << "N " << c.N << " K " << c.K << " eps " << eps << " grad " << with_grad);
+        const auto z = test::normal_floats(c.N * c.K, gen_, c.spread);
+        std::vector<int32_t> y(c.N);
+        for (auto& l : y) l = static_cast<int32_t>(gen_() % c.K);
+        std::vector<float> dl(c.N * c.K);
+        const double want = cpu::softmax_xent<float>(z.data(), y.data(), dl.data(), c.N, c.K, eps);
+        std::vector<double> row_want(c.N);
+        for (int64_t n = 0; n < c.N; ++n)
+          row_want[n] = cpu::softmax_xent<float>(z.data() + n * c.K, y.data() + n, nullptr, 1, c.K, eps);
+
+        test::Guarded<float> z_(z, s), dl_(c.N * c.K, s), rows_(c.N, s), loss_(1, s);
+        test::Guarded<int32_t> y_(y, s);
+        CHECK_CUDA(softmax_xent(z_.get(), y_.get(), with_grad ? dl_.get() : nullptr, rows_.get(), loss_.get(), c.N,
+                                c.K, eps, s));
+        const float got = loss_.download()[0];
+        EXPECT_NEAR(got, want, 2e-5 * std::max(1.0, std::fabs(want)));
+        const auto rows = rows_.download();
+        for (int64_t n = 0; n < c.N; ++n)
+          ASSERT_NEAR(rows[n], row_want[n], 2e-5 * std::max(1.0, std::fabs(row_want[n]))) << "row " << n;
+        EXPECT_TRUE(rows_.guards_intact());
+        EXPECT_TRUE(loss_.guards_intact());
+        EXPECT_TRUE(dl_.guards_intact());
+        if (!with_grad) continue;
+        const auto gd = dl_.download();
+        int64_t bad = 0;
+        for (int64_t n = 0; n < c.N; ++n) {
+          const double q_off = eps / c.K;
+          for (int64_t k = 0; k < c.K; ++k) {
+            const int64_t i = n * c.K + k;
+            const double q = (k == y[n] ? 1.0 - eps : 0.0) + q_off;
+            const double p = dl[i] * static_cast<double>(c.N) + q;  // the twin's softmax, recovered
+            const double tol = (2e-5 * std::fabs(p) + 1e-7) / static_cast<double>(c.N);
+            if (std::fabs(gd[i] - dl[i]) <= tol) continue;
+            if (bad++ < 5) ADD_FAILURE() << "dlogits[" << n << "," << k << "]: " << gd[i] << " vs " << dl[i];
+          }
+        }
+        EXPECT_EQ(bad, 0);
+      }
+    }
+  }
+}
+
+TEST_F(CudaSoftmaxXentGpu, AnEmptyBatchHasLossZeroAndABadLabelGivesNaNNotAnOverrun) {
+  const cudaStream_t s = stream_.get();
+  test::Guarded<float> loss_(std::vector<float>{123.0f}, s), rows_(0, s);
+  CHECK_CUDA(softmax_xent(nullptr, nullptr, nullptr, rows_.get(), loss_.get(), 0, 10, 0.0, s));
+  EXPECT_EQ(loss_.download()[0], 0.0f);  // as the CPU twin
+
+  const std::vector<float> z = test::normal_floats(2 * 5, gen_);
+  test::Guarded<float> z_(z, s), dl_(10, s), r_(2, s), l_(1, s);
+  test::Guarded<int32_t> y_(std::vector<int32_t>{1, 5}, s);  // row 1's label is out of range
+  CHECK_CUDA(softmax_xent(z_.get(), y_.get(), dl_.get(), r_.get(), l_.get(), 2, 5, 0.0, s));
+  const auto r = r_.download(), dl = dl_.download();
+  EXPECT_FALSE(std::isnan(r[0]));
+  EXPECT_TRUE(std::isnan(r[1]));
+  EXPECT_TRUE(std::isnan(l_.download()[0]));
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_FALSE(std::isnan(dl[k]));
+    EXPECT_TRUE(std::isnan(dl[5 + k]));
+  }
+  EXPECT_TRUE(dl_.guards_intact());
+  EXPECT_TRUE(r_.guards_intact());
+}
+
+}  // namespace
+}  // namespace dp::kernels::cuda
+#else
+TEST(CudaSoftmaxXent, NeedsACudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif
