@@ -15,7 +15,7 @@ namespace dp::cuda {
 // synchronisation (runtime/cuda/memory_pool.h keeps it from returning memory to the driver).
 // The allocation and the free are ordered on `stream`: work on another stream that touches the
 // buffer must wait for an event recorded on `stream` after construction, and `stream` must wait
-// for that work before the buffer is destroyed.
+// for that work before the buffer is destroyed; `stream` must outlive the buffer.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
