@@ -112,6 +112,9 @@ int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   const std::string script = sbatch_script(job);
   if (dry_run) {
     std::fputs(script.c_str(), stdout);
+    // Slurm opens the job's output files before the script runs: their folder must exist.
+    std::fprintf(stderr, "dptrain submit: dry run, nothing written; to submit this script yourself, first create %s/%s/logs\n",
+                 root.c_str(), cfg.run.name.c_str());
     return 0;
   }
   RunDir run(root, cfg.run.name);

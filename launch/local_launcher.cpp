@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "collectives/tcp_store.h"
+#include "launch/stop_request.h"
 #include "runtime/error.h"
 
 extern char** environ;
@@ -137,6 +138,11 @@ std::string describe(int raw_status) {
 [[noreturn]] void exec_worker(const char* exe, char* const* argv, char* const* envp, int out_w, int err_w,
                               pid_t launcher, const char* fail_msg, size_t fail_len) {
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+  // SIGUSR1 stays blocked through exec until the worker's main() catches it (pending, not fatal).
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  ::sigprocmask(SIG_BLOCK, &usr1, nullptr);
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
@@ -161,6 +167,8 @@ int run_local(int nproc, const std::vector<std::string>& worker_args, const Loca
   CHECK_SYS(::pipe2(sp, O_CLOEXEC | O_NONBLOCK));
   UniqueFd sig_r(sp[0]), sig_w(sp[1]);
   SignalRouting routing(sig_w.get());
+  // A SIGUSR1 that came before the routing (caught since main()) goes to the workers too.
+  if (StopRequest::received() == SIGUSR1) on_signal(SIGUSR1);
   const int port = free_port();
 
   // Environment: ours minus the variables we set, plus them. OMP_NUM_THREADS, unless given,

@@ -1,7 +1,10 @@
 #include "kernels/cpu/blas_core.h"
 #include "launch/cli.h"
+#include "launch/stop_request.h"
 
 int main(int argc, char** argv) {
-  dp::kernels::cpu::ensure_fast_blas(argv);
+  dp::launch::block_usr1();                  // pending, not fatal, across the re-exec below
+  dp::kernels::cpu::ensure_fast_blas(argv);  // may re-execute this program
+  dp::launch::catch_usr1_early();
   return dp::launch::run_cli(argc, argv);
 }

@@ -41,8 +41,26 @@ int stop_signal_of_rank(int rank) {
   }
 }
 
+void block_usr1() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+void catch_usr1_early() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  CHECK_SYS(::sigaction(SIGUSR1, &sa, nullptr));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 StopRequest::StopRequest() {
-  g_received.store(0);
   for (int i = 0; i < 3; ++i) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;

@@ -14,9 +14,20 @@
 
 namespace dp::launch {
 
+// Catches SIGUSR1 for the whole process from now on (main() calls it first thing): Slurm's
+// warning before the time limit, arriving during start-up or before the local launcher has
+// its workers, is kept for later instead of killing the job. SIGTERM and SIGINT keep their
+// default action until the training loop (Ctrl-C during a bootstrap wait just ends it).
+// Idempotent. Unblocks SIGUSR1 after installing the handler: main() blocks it before anything
+// that may re-execute the program (and the local launcher execs its workers with it blocked),
+// so a SIGUSR1 in that window stays pending instead of killing the process.
+void block_usr1();
+void catch_usr1_early();
+
 class StopRequest {
  public:
-  // Installs the handlers; the destructor restores the previous ones.
+  // Installs the handlers (signals caught before, by catch_stop_signals, still count); the
+  // destructor restores the previous ones.
   StopRequest();
   ~StopRequest();
   StopRequest(const StopRequest&) = delete;

@@ -390,8 +390,17 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                         {"samples", result.final_eval.samples}, {"time", seconds_since(t_start)}});
   };
 
+  auto write_final = [&]() {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& nt : model->state()) tensors.emplace_back(nt.name, nt.tensor);
+    write_safetensors(run.file("final.safetensors"), tensors,
+                      {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step)},
+                       {"config", to_toml(cfg)}});
+  };
   if (step >= total) {
     lg->info("the run is already complete at step {}; nothing to train (--reset starts over)", step);
+    // A run stopped after its last checkpoint but before its final weights gets them now.
+    if (cfg.checkpoint.final && writer && !std::filesystem::exists(run.file("final.safetensors"))) write_final();
     result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
     eval_line(fmt::format("at step {}", step), cur_epoch);
     result.steps = step;
@@ -399,13 +408,39 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     return result;
   }
 
-  // A stop signal (SIGUSR1: checkpoint and requeue; SIGTERM/SIGINT: checkpoint and exit) ends
-  // the run after the step every rank agrees on.
-  StopRequest stop_request;
   auto finish_telemetry = [&]() {
     const std::string overlap = tel.finish(*boot, run.file("trace.json"));
     if (!overlap.empty()) lg->info("{}", overlap);
   };
+  // Every rank stops for `sig` after the current step: a checkpoint of it (unless there is one),
+  // SIGUSR1 requeues the Slurm job from rank 0.
+  auto stop_for = [&](int sig) {
+    tel.end_progress_line();
+    const std::string why = StopRequest::received() == sig ? fmt::format("{} received", strsignal(sig))
+                                                           : fmt::format("another rank received {}", strsignal(sig));
+    lg->warn("stopping after step {}: {}{}", step, why, last_saved == step ? "" : "; writing a checkpoint");
+    if (last_saved != step) save();
+    result.stop_signal = sig;
+    if (sig == SIGUSR1 && rank == 0) {
+      std::string message;
+      result.requeued = requeue_slurm_job(message);
+      if (result.requeued) lg->warn("{}; it resumes from {}", message, ckpts.file_for(step));
+      else lg->warn("{}", message);
+    }
+    if (sig != SIGUSR1 || rank != 0)
+      lg->warn("stopped at step {} ({}); run the same command again to resume from {}", step, strsignal(sig),
+               ckpts.file_for(step));
+    finish_telemetry();
+    result.steps = step;
+    result.seconds = seconds_since(t_start);
+  };
+  // From here on SIGUSR1, SIGTERM and SIGINT stop every rank after the same step. A SIGUSR1 of
+  // the start-up (caught since main()) stops the run before its first step.
+  StopRequest stop_request;
+  if (const int sig = stop_request.agree(*comm)) {
+    stop_for(sig);
+    return result;
+  }
   Tensor dlogits;
   auto t_window = Clock::now();
   double win_loss = 0;
@@ -514,6 +549,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                             {"samples_per_s", sps}, {"step_time_s", win_step_s / win_steps},
                             {"comm_total_s", win_comm_s / win_steps}, {"comm_exposed_s", win_exposed_s / win_steps},
                             {"time", seconds_since(t_start)}});
+        lg->flush();  // the rank's log file follows the run window by window
         t_window = Clock::now();
         win_loss = 0, win_samples = win_hits = win_steps = 0;
         win_step_s = win_comm_s = win_exposed_s = 0;
@@ -532,26 +568,11 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
         result.seconds = seconds_since(t_start);
         return result;
       }
-      if (const int sig = stop_request.agree(*comm)) {
-        tel.end_progress_line();
-        const std::string why = StopRequest::received() == sig
-                                    ? fmt::format("{} received", strsignal(sig))
-                                    : fmt::format("another rank received {}", strsignal(sig));
-        lg->warn("stopping after step {}: {}; writing a checkpoint", step, why);
-        if (last_saved != step) save();
-        result.stop_signal = sig;
-        if (sig == SIGUSR1 && rank == 0) {
-          std::string message;
-          result.requeued = requeue_slurm_job(message);
-          if (result.requeued) lg->warn("{}; it resumes from {}", message, ckpts.file_for(step));
-          else lg->warn("{}", message);
-        }
-        if (sig != SIGUSR1 || rank != 0)
-          lg->warn("stopped at step {} ({}); run the same command again to resume from {}", step, strsignal(sig),
-                   ckpts.file_for(step));
-        finish_telemetry();
-        result.steps = step;
-        result.seconds = seconds_since(t_start);
+      // A stop signal (SIGUSR1: checkpoint and requeue; SIGTERM/SIGINT: checkpoint and exit)
+      // ends the run after the step every rank agrees on; after the last step the run just
+      // finishes.
+      if (const int sig = step < total ? stop_request.agree(*comm) : 0) {
+        stop_for(sig);
         return result;
       }
       if (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) {
@@ -569,13 +590,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   if (last_saved != step) save();
   finish_telemetry();
   result.seconds = seconds_since(t_start);
-  if (cfg.checkpoint.final && writer) {
-    std::vector<std::pair<std::string, Tensor>> tensors;
-    for (const auto& nt : model->state()) tensors.emplace_back(nt.name, nt.tensor);
-    write_safetensors(run.file("final.safetensors"), tensors,
-                      {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step)},
-                       {"config", to_toml(cfg)}});
-  }
+  if (cfg.checkpoint.final && writer) write_final();
   lg->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step, hms(result.seconds),
            result.final_eval.top1, result.final_eval.top5, result.final_eval.loss);
   return result;

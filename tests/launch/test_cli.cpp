@@ -172,8 +172,10 @@ TEST_F(SubmitCli, DryRunPrintsTheScriptAndWritesNothing) {
   auto r = run({"submit", "--dry-run", "--nodes", "2", "--gpus-per-node", "2", "--time", "01:00:00", p, "--run-dir",
                 runs(), "--name", "try2", "--set", "train.lr=0.01", "--dump-replicas"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.err, "");
   const std::string run_path = runs() + "/try2";
+  // Slurm opens the output files before the script runs: the note says to create their folder.
+  EXPECT_EQ(r.err, "dptrain submit: dry run, nothing written; to submit this script yourself, first create " +
+                       run_path + "/logs\n");
   for (const std::string& line : std::vector<std::string>{
            "#SBATCH --job-name=try2\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=2\n", "#SBATCH --gres=gpu:2\n",
         "#SBATCH --time=01:00:00\n", "#SBATCH --chdir=" + std::filesystem::current_path().string() + "\n",

@@ -260,6 +260,23 @@ TEST(Resume, KeepLatestFinishedRunAndResumeFalse) {
   fs::remove_all(root);
 }
 
+// A run stopped right after its last step (a signal then, or a preemption) has its last
+// checkpoint but no final weights: resuming the finished run writes them, equal to a straight run's.
+TEST(Resume, StoppedAfterTheLastStepGetsItsFinalWeightsOnResume) {
+  const std::string straight = temp_root("final_straight"), stopped = temp_root("final_stopped");
+  train(make_cfg(straight));
+  TrainOptions stop;
+  stop.stop_after_steps = 20;
+  train(make_cfg(stopped), stop);
+  ASSERT_TRUE(fs::exists(ckpt(stopped, 20)));
+  ASSERT_FALSE(fs::exists(stopped + "/r/final.safetensors"));
+  TrainResult again = train(make_cfg(stopped));
+  EXPECT_EQ(again.resumed_from_step, 20);
+  EXPECT_EQ(tensors_of(stopped + "/r/final.safetensors"), tensors_of(straight + "/r/final.safetensors"));
+  fs::remove_all(straight);
+  fs::remove_all(stopped);
+}
+
 // Runs `argv` with stdout and stderr into `log`; returns the wait status.
 int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
   std::vector<char*> args, envp;
