@@ -71,7 +71,8 @@ class RingCommunicator final : public Communicator {
     double spin_us = opt.spin_us;
     if (spin_us < 0) spin_us = 50;  // yielding: fine with more ranks than cores too (ring_communicator.h)
     transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), std::move(mesh.shm), *control_,
-                                                   opt.timeout_s, spin_us);
+                                                   opt.timeout_s, spin_us,
+                                                   bs.local_size() <= static_cast<int>(std::thread::hardware_concurrency()));
     worker_ = std::thread([this] { loop(); });
     log::get("coll")->debug("ring communicator up: {} ranks, listening on {}, {} peers over shared memory", size_,
                             host, transport_->shm_peers());

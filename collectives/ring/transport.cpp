@@ -151,14 +151,15 @@ bool SendStream::complete() const { return header_done == kHeaderBytes && cur ==
 bool RecvStream::complete() const { return header_done == kHeaderBytes && cur == regions.size(); }
 
 Transport::Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm, ControlPlane& control,
-                     double timeout_s, double spin_us)
+                     double timeout_s, double spin_us, bool pause_before_yield)
     : rank_(rank),
       size_(size),
       data_(std::move(data)),
       shm_(std::move(shm)),
       control_(control),
       timeout_s_(timeout_s),
-      spin_us_(spin_us) {
+      spin_us_(spin_us),
+      pause_before_yield_(pause_before_yield) {
   if (shm_.use.empty()) shm_.use.assign(size_, false);
   kick_closed_.assign(size_, false);
 }
@@ -489,7 +490,7 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
       // than cores, other jobs included), it runs now instead of after our time slice. The
       // first microseconds only pause: an answer is often that close, and a yield costs a
       // system call.
-      if (now < last_progress + kPauseOnly) {
+      if (pause_before_yield_ && now < last_progress + kPauseOnly) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #endif

@@ -102,9 +102,11 @@ struct RecvStream {
 class Transport {
  public:
   // The mesh's data sockets (none at [rank], non-blocking) and shared-memory links. spin_us:
-  // how long to spin before sleeping on the doorbell.
+  // how long to spin before sleeping on the doorbell; pause_before_yield: the spin's first
+  // microseconds only pause (right when every local rank has a core of its own; with two on a
+  // core, pausing only delays the one that would answer).
   Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm, ControlPlane& control, double timeout_s,
-            double spin_us);
+            double spin_us, bool pause_before_yield = true);
   ~Transport();
   // Peers reached through shared memory.
   int shm_peers() const { return shm_.local_peers; }
@@ -161,6 +163,7 @@ class Transport {
   ControlPlane& control_;
   const double timeout_s_;
   const double spin_us_;
+  const bool pause_before_yield_;  // false when ranks of this node share cores: yield at once
   uint64_t control_events_seen_ = 0;
   bool bye_seen_ = false;  // a peer has left (said BYE): check_control at every begin()
   std::vector<SendStream> sr_sends_;  // sendrecv's streams, reused
