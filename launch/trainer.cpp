@@ -452,8 +452,9 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     // consumed prefix (counted over all ranks) gives exactly the samples still to see.
     cur_epoch = epoch;
     cur_samples = epoch == start_epoch ? std::min<int64_t>(start_samples, n_train) : 0;
-    std::vector<int64_t> order = data::sampler_indices_after(n_train, world, rank, cfg.data.shuffle, seed, epoch,
-                                                             cfg.data.drop_last, cur_samples);
+    std::vector<int64_t> order =
+        data::sampler_indices_after(n_train, world, rank, cfg.data.shuffle, seed, epoch, cfg.data.drop_last,
+                                    cur_samples, data::permutation_kind(cfg.data.permutation));
     for (auto& i : order) i = ds.train.indices[i];
     // Samples the loader will hand out (drop_last keeps only whole batches).
     const int64_t epoch_rank_samples =

@@ -33,6 +33,7 @@ struct DataConfig {
   int64_t train_limit = 0;  // 0 = all training samples
   int64_t eval_limit = 0;   // 0 = all evaluation samples
   bool shuffle = true;
+  std::string permutation = "philox";  // philox (ours) | torch (torch.randperm's order, seed + epoch)
   bool drop_last = false;
   int64_t synthetic_train = 10000;
   int64_t synthetic_eval = 1000;

@@ -8,19 +8,27 @@
 //   3. rank r takes order[r], order[r + N], order[r + 2N], ...  (order[r:total:N])
 //
 // Every rank gets total / N indices, so every rank runs the same number of steps.
-// Only the permutation differs from torch (torch.randperm with a generator seeded
-// seed + epoch); sampler_indices_from_permutation takes any permutation, so a test can feed
-// torch's and compare the rest exactly (tests/oracle/test_sampler_torch.py).
+// The permutation is ours (Permutation::Philox, the default) or torch's own
+// (Permutation::Torch: torch.randperm(n) with a CPU generator seeded seed + epoch, as
+// DistributedSampler draws it), so that a PyTorch run and a dptrain run see the same data order.
+// sampler_indices_from_permutation takes any permutation (tests/oracle/test_sampler_torch.py).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dp::data {
 
-// Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P) over [0, n) driven by
+// Philox: Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P) over [0, n) driven by
 // keyed_rng(seed, kStreamShuffle, id = epoch): every (seed, epoch) pair is its own Philox
 // stream, so unlike torch's seed + epoch, (seed 1, epoch 0) and (seed 0, epoch 1) differ.
-std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch);
+// Torch: torch's CPU randperm: an MT19937 seeded with the low 32 bits of seed + epoch, then for
+// i = 0 .. n-2 swap p[i] with p[i + next() % (n - i)] (n below 2^32 / 20, as torch's own path).
+enum class Permutation { Philox, Torch };
+std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch,
+                                         Permutation kind = Permutation::Philox);
+// data.permutation ("philox" | "torch") -> the kind; UserError otherwise.
+Permutation permutation_kind(const std::string& name);
 
 // Steps 2 and 3 above, for a given order (`perm` need not be a permutation: it is used as is).
 std::vector<int64_t> sampler_indices_from_permutation(const std::vector<int64_t>& perm, int world_size, int rank,
@@ -28,7 +36,7 @@ std::vector<int64_t> sampler_indices_from_permutation(const std::vector<int64_t>
 
 // Steps 1 to 3.
 std::vector<int64_t> sampler_indices(int64_t dataset_size, int world_size, int rank, bool shuffle, uint64_t seed,
-                                     uint64_t epoch, bool drop_last);
+                                     uint64_t epoch, bool drop_last, Permutation kind = Permutation::Philox);
 
 // A rank's indices for the rest of an epoch whose first `skip` samples (of the global order,
 // counted over all ranks of the run that consumed them) are done: mid-epoch resume, also at
@@ -37,7 +45,8 @@ std::vector<int64_t> sampler_indices(int64_t dataset_size, int world_size, int r
 // sees exactly what the interrupted one would have; otherwise the rest of the global order is
 // shared out anew (sampler_indices_from_permutation).
 std::vector<int64_t> sampler_indices_after(int64_t dataset_size, int world_size, int rank, bool shuffle,
-                                           uint64_t seed, uint64_t epoch, bool drop_last, int64_t skip);
+                                           uint64_t seed, uint64_t epoch, bool drop_last, int64_t skip,
+                                           Permutation kind = Permutation::Philox);
 
 // How many indices every rank gets: ceil(n / N) or, with drop_last, floor(n / N).
 int64_t sampler_num_samples(int64_t dataset_size, int world_size, bool drop_last);

@@ -1,12 +1,13 @@
 // sampler_dump: prints what dp::data's distributed sampler gives every rank, as JSON, for
 // tests/oracle/test_sampler_torch.py to compare with torch.utils.data.DistributedSampler.
 //
-//   sampler_dump --n N --world W [--rank R] [--drop-last] [--shuffle --seed S --epoch E]
+//   sampler_dump --n N --world W [--rank R] [--drop-last] [--shuffle --seed S --epoch E [--torch]]
 //   sampler_dump --world W [--rank R] [--drop-last] --perm-stdin   < [p0, p1, ...]
 //
 // Output: [[rank 0's indices], [rank 1's], ...] — or only [rank R's indices] with --rank.
 // --perm-stdin reads the epoch's order (a JSON array) from stdin and uses
-// sampler_indices_from_permutation; otherwise sampler_indices (identity order or our shuffle).
+// sampler_indices_from_permutation; otherwise sampler_indices (identity order or our shuffle;
+// --torch: the torch.randperm-compatible permutation).
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -21,7 +22,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "sampler_dump: %s\nusage: sampler_dump --n N --world W [--rank R] [--drop-last] "
-               "[--shuffle --seed S --epoch E] [--perm-stdin]\n",
+               "[--shuffle --seed S --epoch E [--torch]] [--perm-stdin]\n",
                why.c_str());
   std::exit(2);
 }
@@ -30,7 +31,7 @@ namespace {
 int main(int argc, char** argv) {
   int64_t n = -1;
   int world = 0, rank = -1;
-  bool drop_last = false, shuffle = false, perm_stdin = false;
+  bool drop_last = false, shuffle = false, perm_stdin = false, torch_order = false;
   uint64_t seed = 0, epoch = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     else if (a == "--drop-last") drop_last = true;
     else if (a == "--shuffle") shuffle = true;
     else if (a == "--perm-stdin") perm_stdin = true;
+    else if (a == "--torch") torch_order = true;
     else usage("unknown argument " + a);
   }
   if (world < 1) usage("--world must be >= 1");
@@ -61,7 +63,9 @@ int main(int argc, char** argv) {
     }
     auto one = [&](int r) {
       return perm_stdin ? dp::data::sampler_indices_from_permutation(perm, world, r, drop_last)
-                        : dp::data::sampler_indices(n, world, r, shuffle, seed, epoch, drop_last);
+                        : dp::data::sampler_indices(n, world, r, shuffle, seed, epoch, drop_last,
+                                                    torch_order ? dp::data::Permutation::Torch
+                                                                : dp::data::Permutation::Philox);
     };
     nlohmann::json out;
     if (rank >= 0) {

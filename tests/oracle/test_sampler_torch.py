@@ -9,6 +9,9 @@ Over dataset sizes {1, 7, 10, 64, 101} x world sizes {1, 2, 3, 4, 8} x every ran
    DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), for a few (seed, epoch).
 3. our own shuffle (a different RNG by design) is a permutation of [0, n), and rank r's indices
    sit at exactly the positions of that order that torch's unshuffled sampler gives rank r.
+4. data.permutation = "torch": sampler_dump --torch equals DistributedSampler(shuffle=True,
+   seed=seed) after set_epoch(epoch) by itself (torch's own permutation, no feeding), also for
+   a 60000-sample data set (Fashion-MNIST's size).
 
 Run by ctest as: python test_sampler_torch.py --build-dir <build>. Exits non-zero on any mismatch
 and prints a summary line.
@@ -27,7 +30,7 @@ WORLDS = [1, 2, 3, 4, 8]
 SEED_EPOCHS = [(0, 0), (42, 3), (7, 11)]
 
 
-def dump(tool, world, drop_last, n=None, perm=None, shuffle=False, seed=0, epoch=0, rank=None):
+def dump(tool, world, drop_last, n=None, perm=None, shuffle=False, seed=0, epoch=0, rank=None, torch_order=False):
     args = [tool, "--world", str(world)]
     if rank is not None:
         args += ["--rank", str(rank)]
@@ -39,6 +42,8 @@ def dump(tool, world, drop_last, n=None, perm=None, shuffle=False, seed=0, epoch
         args.append("--perm-stdin")
     if shuffle:
         args += ["--shuffle", "--seed", str(seed), "--epoch", str(epoch)]
+    if torch_order:
+        args.append("--torch")
     r = subprocess.run(args, input=json.dumps(perm) if perm is not None else "", capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
@@ -95,6 +100,11 @@ def main():
                         compare(f"{tag} rank={rank} seed={seed} epoch={epoch} torch permutation", got[rank],
                                 want[rank])
 
+                    # data.permutation = "torch": torch's own order, drawn by dptrain.
+                    got = dump(tool, world, drop_last, n=n, shuffle=True, seed=seed, epoch=epoch, torch_order=True)
+                    for rank in range(world):
+                        compare(f"{tag} rank={rank} seed={seed} epoch={epoch} --torch", got[rank], want[rank])
+
                     # Our own permutation: a permutation of [0, n), and rank r's indices sit at
                     # exactly the positions of that order that torch's unshuffled sampler gives
                     # rank r (the same striding, padding and truncation).
@@ -107,6 +117,13 @@ def main():
                     for rank in range(world):
                         compare(f"{tag} rank={rank} seed={seed} epoch={epoch} own shuffle positions",
                                 [where[v] for v in ours[rank]], identity[rank])
+
+    # Fashion-MNIST's size, two ranks, the seeds a run would use.
+    for seed, epoch in [(0, 0), (0, 1), (1234, 5)]:
+        want = torch_ranks(60000, 2, False, shuffle=True, seed=seed, epoch=epoch)
+        got = dump(tool, 2, False, n=60000, shuffle=True, seed=seed, epoch=epoch, torch_order=True)
+        for rank in range(2):
+            compare(f"n=60000 world=2 rank={rank} seed={seed} epoch={epoch} --torch", got[rank], want[rank])
 
     for m in mismatches[:20]:
         print("MISMATCH", m)
