@@ -24,6 +24,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
 #include "runtime/log.h"
+#include "runtime/metrics/step_range.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/schedule.h"
 #include "runtime/optim/sgd.h"
@@ -214,6 +215,13 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     DP_THROW_USER("train.precision = \"{}\" needs the CUDA path; the CPU trains in fp32 (set train.precision = \"fp32\")",
                   cfg.train.precision);
   const Device device = choose_device(cfg.train.device);
+  // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
+  // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
+  metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");
+  if (!metrics::parse_step_range(cfg.profile.steps, "profile.steps").empty() && device.is_cpu())
+    lg->warn("profile.steps = \"{}\" marks an Nsight Systems capture range, which needs training on a GPU; this "
+             "run is on the CPU and ignores it (profile.trace_steps writes trace.json on any device)",
+             cfg.profile.steps);
   if (cfg.dist.backend == "nccl" && device.is_cpu())
     DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
   if (!device.is_cpu())

@@ -109,6 +109,21 @@ TEST_F(Cli, LayerInputMustExist) {
                        "their inputs; 'input' is the model input)\n");
 }
 
+// Step windows are checked before the run directory exists.
+TEST_F(Cli, BadProfileWindowsAreErrorsBeforeAnyRunDirectory) {
+  for (const std::string key : {"steps", "trace_steps"}) {
+    std::string p = write("[run]\ndir = \"" + dir_.string() + "/runs\"\nlog_level = \"warn\"\n[model]\npreset = "
+                          "\"mlp\"\n[profile]\n" + key + " = \"9-3\"\n");
+    auto r = run({p});
+    EXPECT_EQ(r.code, 2) << key;
+    EXPECT_NE(r.err.find("dptrain: error: profile." + key +
+                         " = \"9-3\": expected \"A-B\" with whole steps 1 <= A <= B (e.g. \"100-110\"), or \"\" for off"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "runs")) << key;
+  }
+}
+
 TEST_F(Cli, MissingConfigFile) {
   auto r = run({"/nonexistent.cfg"});
   EXPECT_EQ(r.code, 2);
