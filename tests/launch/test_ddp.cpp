@@ -10,8 +10,11 @@
 #include <fstream>
 
 #include "runtime/safetensors.h"
+#include "tests/launch/run_files.h"
 
 namespace {
+
+using dp::testutil::max_abs_diff;
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
 const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
@@ -40,19 +43,6 @@ std::string run(const std::string& root, int nproc, int batch, const std::string
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;
   return root + "/fmnist_mlp/final.safetensors";
-}
-
-double max_abs_diff(const std::string& a, const std::string& b) {
-  dp::SafetensorsFile fa = dp::SafetensorsFile::open(a), fb = dp::SafetensorsFile::open(b);
-  EXPECT_EQ(fa.names(), fb.names());
-  double worst = 0;
-  for (const auto& name : fa.names()) {
-    dp::Tensor x = fa.get(name), y = fb.get(name);
-    EXPECT_EQ(x.shape(), y.shape()) << name;
-    for (int64_t i = 0; i < x.numel(); ++i)
-      worst = std::max(worst, std::abs(static_cast<double>(x.data<float>()[i]) - y.data<float>()[i]));
-  }
-  return worst;
 }
 
 class Ddp : public testing::TestWithParam<std::tuple<int, std::string>> {};

@@ -26,8 +26,14 @@
 
 #include "runtime/checkpoint.h"
 #include "runtime/safetensors.h"
+#include "tests/launch/run_files.h"
 
 namespace {
+
+using dp::testutil::differing;
+using dp::testutil::max_abs_diff;
+using dp::testutil::read_file;
+using dp::testutil::tensors_of;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -41,13 +47,6 @@ std::string root_for(const std::string& tag) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 struct Outcome {
@@ -77,43 +76,6 @@ Outcome dptrain(const std::string& root, int nproc, int batch, const std::string
 
 std::string ckpt(const std::string& root, int step) {
   return fmt::format("{}/m/checkpoints/step-{:08}.safetensors", root, step);
-}
-
-// name -> raw bytes of every tensor in a safetensors file.
-std::map<std::string, std::string> tensors_of(const std::string& path) {
-  dp::SafetensorsFile f = dp::SafetensorsFile::open(path);
-  std::map<std::string, std::string> out;
-  for (const auto& n : f.names()) {
-    dp::Tensor t = f.get(n);
-    out[n] = std::string(static_cast<const char*>(t.raw()), t.nbytes());
-  }
-  return out;
-}
-
-// Names of tensors whose bytes differ (or that only one side has).
-std::vector<std::string> differing(const std::map<std::string, std::string>& a,
-                                   const std::map<std::string, std::string>& b) {
-  std::vector<std::string> out;
-  for (const auto& [n, v] : a)
-    if (!b.count(n) || b.at(n) != v) out.push_back(n);
-  for (const auto& [n, v] : b)
-    if (!a.count(n)) out.push_back(n);
-  return out;
-}
-
-// Largest |a - b| over the f32 tensors both files have (the names must agree).
-double max_abs_diff(const std::string& a, const std::string& b) {
-  dp::SafetensorsFile fa = dp::SafetensorsFile::open(a), fb = dp::SafetensorsFile::open(b);
-  EXPECT_EQ(fa.names(), fb.names());
-  double worst = 0;
-  for (const auto& name : fa.names()) {
-    dp::Tensor x = fa.get(name), y = fb.get(name);
-    EXPECT_EQ(x.shape(), y.shape()) << name;
-    if (x.dtype() != dp::DType::F32 || x.shape() != y.shape()) continue;
-    for (int64_t i = 0; i < x.numel(); ++i)
-      worst = std::max(worst, std::abs(static_cast<double>(x.data<float>()[i]) - y.data<float>()[i]));
-  }
-  return worst;
 }
 
 dp::CheckpointMeta meta_of(const std::string& path) {

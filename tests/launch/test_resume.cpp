@@ -23,9 +23,14 @@
 #include "runtime/checkpoint.h"
 #include "runtime/config.h"
 #include "runtime/safetensors.h"
+#include "tests/launch/run_files.h"
 
 namespace dp::launch {
 namespace {
+
+using dp::testutil::differing;
+using dp::testutil::read_file;
+using dp::testutil::tensors_of;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -73,37 +78,8 @@ Config make_cfg(const std::string& root, std::vector<std::string> extra = {}) {
   return parse_config(kCfg, "resume.cfg", extra);
 }
 
-// name -> raw bytes of every tensor in a safetensors file.
-std::map<std::string, std::string> tensors_of(const std::string& path) {
-  SafetensorsFile f = SafetensorsFile::open(path);
-  std::map<std::string, std::string> out;
-  for (const auto& n : f.names()) {
-    Tensor t = f.get(n);
-    out[n] = std::string(static_cast<const char*>(t.raw()), t.nbytes());
-  }
-  return out;
-}
-
-// Names of tensors whose bytes differ (or that only one side has).
-std::vector<std::string> differing(const std::map<std::string, std::string>& a,
-                                   const std::map<std::string, std::string>& b) {
-  std::vector<std::string> out;
-  for (const auto& [n, v] : a)
-    if (!b.count(n) || b.at(n) != v) out.push_back(n);
-  for (const auto& [n, v] : b)
-    if (!a.count(n)) out.push_back(n);
-  return out;
-}
-
 std::string ckpt(const std::string& root, int64_t step) {
   return fmt::format("{}/r/checkpoints/step-{:08}.safetensors", root, step);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Flips one byte in the middle of `tensor`'s data.

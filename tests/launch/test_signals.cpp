@@ -34,10 +34,13 @@
 
 #include "runtime/checkpoint.h"
 #include "runtime/safetensors.h"
+#include "tests/launch/run_files.h"
 
 extern char** environ;
 
 namespace {
+
+using dp::testutil::read_file;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -54,13 +57,6 @@ std::string root_for(const std::string& tag) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // `dptrain --nproc 2 fmnist_mlp.cfg ...` into root/m, started in the background; output in

@@ -16,19 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/metrics/tb_writer.h"
+#include "tests/launch/run_files.h"
 
 namespace {
+
+using dp::testutil::read_file;
 
 namespace fs = std::filesystem;
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
 const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
   if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
@@ -41,9 +37,9 @@ TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
                           " --set data.eval_limit=256 --set train.batch_size=16 --set model.hidden=[64,32]"
                           " --set dist.bucket_mb=0.001 --set dist.first_bucket_mb=0.001"
                           " --set profile.trace_steps=3-5 > " + (root / "out.log").string() + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp((root / "out.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_file((root / "out.log").string());
   const fs::path run = root / "fmnist_mlp";
-  const std::string log0 = slurp((run / "logs/rank-0.log").string());
+  const std::string log0 = read_file((run / "logs/rank-0.log").string());
 
   // The bucket count the trainer announced.
   std::smatch m;
@@ -87,7 +83,7 @@ TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
   EXPECT_GT(scalars["perf/comm_ms"][40], 0.0f);
 
   // trace.json: for each rank, steps 3, 4, 5 (three of each phase, one per bucket and step).
-  const auto trace = nlohmann::json::parse(slurp((run / "trace.json").string()));
+  const auto trace = nlohmann::json::parse(read_file((run / "trace.json").string()));
   const auto& evs = trace.contains("traceEvents") ? trace["traceEvents"] : trace;
   std::map<std::pair<int, std::string>, int> count;
   std::set<int> named;
