@@ -36,27 +36,17 @@ common=(--log-level info --set data.train_limit=$N_TRAIN data.eval_limit=1000 tr
         model.sync_bn=true checkpoint.replicas=true)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/integration/slurm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
 
 # --- prerequisites: a clear failure, never a skip
 [ -x "$dptrain" ] || fail "$dptrain not built (cmake --build $build --target dptrain)"
 [ -x "$diffckpt" ] || fail "$diffckpt not built (cmake --build $build --target diffckpt)"
 [ -f "$data/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"
-[ "$(id -u)" -eq 0 ] || fail "needs root to run slurmd and munged"
-missing=()
-for c in srun sinfo /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged munge unmunge; do
-  command -v "$c" >/dev/null 2>&1 || missing+=("$c")
-done
-ls /usr/lib/*/pmix2/lib/libpmix.so >/dev/null 2>&1 || missing+=("pmix2/lib/libpmix.so (libpmix-dev)")
-ls /usr/lib/*/libpmi2.so* >/dev/null 2>&1 || missing+=("libpmi2.so (libpmi2-0)")
-[ ${#missing[@]} -eq 0 ] || fail "Slurm/munge/PMIx packages missing: ${missing[*]}; run tools/setup.sh"
+require_slurm
 
 # --- a clean environment: nothing from an enclosing Slurm job or launcher
-for v in $(compgen -e); do
-  case "$v" in
-    SLURM_*|PMI_*|PMIX_*|OMPI_*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|DPTRAIN_*)
-      unset "$v" ;;
-  esac
-done
+clean_launch_env
 # Two ranks share this machine's cores; spinning OpenMP waits would steal them from each other.
 export OMP_WAIT_POLICY=passive
 

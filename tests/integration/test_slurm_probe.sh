@@ -23,26 +23,15 @@ fixture=$repo/tools/slurm/fixture.sh
 t_start=$SECONDS
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/integration/slurm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
 
 # --- prerequisites: a clear failure, never a skip
 [ -x "$probe" ] || fail "$probe not built (ninja -C $build dptrain_probe)"
-[ "$(id -u)" -eq 0 ] || fail "needs root to run slurmd and munged"
-missing=()
-for c in srun sinfo /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged munge unmunge; do
-  command -v "$c" >/dev/null 2>&1 || missing+=("$c")
-done
-pmix_lib=$(ls /usr/lib/*/pmix2/lib/libpmix.so 2>/dev/null | head -n1)
-[ -n "$pmix_lib" ] || missing+=("pmix2/lib/libpmix.so (libpmix-dev)")
-ls /usr/lib/*/libpmi2.so* >/dev/null 2>&1 || missing+=("libpmi2.so (libpmi2-0)")
-[ ${#missing[@]} -eq 0 ] || fail "Slurm/munge/PMIx packages missing: ${missing[*]}; run tools/setup.sh (it installs slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmix-dev libpmi2-0)"
+require_slurm
 
 # --- a clean environment: nothing from an enclosing Slurm job or launcher
-for v in $(compgen -e); do
-  case "$v" in
-    SLURM_*|PMI_*|PMIX_*|OMPI_*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|DPTRAIN_RING_*)
-      unset "$v" ;;
-  esac
-done
+clean_launch_env
 
 # --- the cluster; stopped on every exit path
 work=$(mktemp -d /tmp/dptrain-slurm-test.XXXXXX)

@@ -43,27 +43,18 @@ common=(--log-level info --set 'model.hidden=[256,256]' data.train_limit=4096 da
         train.threads=1 train.log_every=1 checkpoint.keep=0)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/integration/slurm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
 say() { echo "     $* ($((SECONDS - t_start)) s)"; }
 
 # --- prerequisites: a clear failure, never a skip
 [ -x "$dptrain" ] || fail "$dptrain not built (cmake --build $build --target dptrain)"
 [ -x "$diffckpt" ] || fail "$diffckpt not built (cmake --build $build --target diffckpt)"
 [ -f "$data/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"
-[ "$(id -u)" -eq 0 ] || fail "needs root to run slurmd and munged"
-missing=()
-for c in sbatch srun scancel scontrol squeue sinfo /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged munge unmunge; do
-  command -v "$c" >/dev/null 2>&1 || missing+=("$c")
-done
-ls /usr/lib/*/pmix2/lib/libpmix.so >/dev/null 2>&1 || missing+=("pmix2/lib/libpmix.so (libpmix-dev)")
-[ ${#missing[@]} -eq 0 ] || fail "Slurm/munge/PMIx packages missing: ${missing[*]}; run tools/setup.sh"
+require_slurm sbatch scancel scontrol squeue
 
 # --- a clean environment: nothing from an enclosing Slurm job or launcher
-for v in $(compgen -e); do
-  case "$v" in
-    SLURM_*|PMI_*|PMIX_*|OMPI_*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|MASTER_ADDR|MASTER_PORT|DPTRAIN_*)
-      unset "$v" ;;
-  esac
-done
+clean_launch_env
 export OMP_WAIT_POLICY=passive
 
 work=$(mktemp -d /tmp/dptrain-submit-requeue.XXXXXX)
