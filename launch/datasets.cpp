@@ -50,4 +50,15 @@ Datasets open_datasets(const DataConfig& cfg) {
   return d;
 }
 
+data::Transform transform_of(const DataConfig& d, bool train) {
+  data::Transform t;
+  t.mean.assign(d.mean.begin(), d.mean.end());
+  t.std.assign(d.std.begin(), d.std.end());
+  if (train) {
+    t.crop_padding = static_cast<int>(d.crop_padding);
+    t.hflip = d.hflip;
+  }
+  return t;
+}
+
 }  // namespace dp::launch

@@ -14,6 +14,7 @@
 #include "collectives/make_communicator.h"
 #include "collectives/reducer.h"
 #include "launch/datasets.h"
+#include "launch/evaluate.h"
 #include "launch/run_dir.h"
 #include "launch/stop_request.h"
 #include "launch/telemetry.h"
@@ -45,22 +46,6 @@ std::string hms(double s) {
   if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
-}
-
-// Top-k hits of one batch: logits (N, K) f32 on the CPU, labels (N).
-void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
-  const int64_t n = logits.dim(0), k = logits.dim(1);
-  const float* z = logits.data<float>();
-  const int32_t* y = labels.data<int32_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = z + i * k;
-    const float target = row[y[i]];
-    // Rank of the true class = number of classes scoring strictly higher (ties count for it).
-    int64_t higher = 0;
-    for (int64_t j = 0; j < k; ++j) higher += row[j] > target;
-    top1 += higher < 1;
-    top5 += higher < 5;
-  }
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {
@@ -106,17 +91,6 @@ int64_t fault_kill_after_step() {
   return n;
 }
 
-data::Transform transform_of(const DataConfig& d, bool train) {
-  data::Transform t;
-  t.mean.assign(d.mean.begin(), d.mean.end());
-  t.std.assign(d.std.begin(), d.std.end());
-  if (train) {
-    t.crop_padding = static_cast<int>(d.crop_padding);
-    t.hflip = d.hflip;
-  }
-  return t;
-}
-
 // Every rank must have built the same model: names, dtypes and shapes, compared with rank 0's.
 void check_same_model(Bootstrap& boot, const Graph& model) {
   std::vector<std::string> lines;
@@ -159,42 +133,6 @@ Device choose_device(const std::string& wanted) {
     return Device::cpu();
   }
   return Device::cuda(0);
-}
-
-// Distributed evaluation: rank r evaluates samples r, r+W, ... (no padding, so no sample counts
-// twice); loss sums, hit counts and sample counts are all-reduced, giving exactly the metric of
-// one process over the whole split.
-EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm) {
-  EvalResult r;
-  StepContext ctx{false, static_cast<uint64_t>(cfg.run.seed), step};
-  std::vector<int64_t> shard;
-  for (size_t k = static_cast<size_t>(comm.rank()); k < split.indices.size(); k += static_cast<size_t>(comm.size()))
-    shard.push_back(split.indices[k]);
-  data::Loader loader(*split.dataset, std::move(shard), static_cast<int>(cfg.train.batch_size), /*drop_last=*/false,
-                      transform_of(cfg.data, false), cfg.run.seed, 0);
-  data::Batch b;
-  double loss_sum = 0;
-  int64_t top1 = 0, top5 = 0;
-  while (loader.next(b)) {
-    const Tensor& logits = model.forward(ctx, b.x);
-    const int64_t n = b.x.dim(0);
-    loss_sum += loss.forward_backward(logits, b.y, nullptr) * static_cast<double>(n);
-    count_hits(logits, b.y, top1, top5);
-    r.samples += n;
-  }
-  Tensor sums = Tensor::zeros({4}, DType::F64);
-  double* v = sums.data<double>();
-  v[0] = loss_sum, v[1] = static_cast<double>(top1), v[2] = static_cast<double>(top5), v[3] = static_cast<double>(r.samples);
-  comm.allreduce(sums, ReduceOp::Sum);
-  loss_sum = v[0], top1 = static_cast<int64_t>(v[1]), top5 = static_cast<int64_t>(v[2]);
-  r.samples = static_cast<int64_t>(v[3]);
-  if (r.samples > 0) {
-    r.loss = loss_sum / r.samples;
-    r.top1 = static_cast<double>(top1) / r.samples;
-    r.top5 = static_cast<double>(top5) / r.samples;
-  }
-  return r;
 }
 
 TrainResult train(const Config& cfg, const TrainOptions& options) {

@@ -7,15 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "launch/evaluate.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 
 namespace dp::launch {
-
-struct EvalResult {
-  double loss = 0, top1 = 0, top5 = 0;
-  int64_t samples = 0;
-};
 
 struct TrainResult {
   int64_t steps = 0;               // the global step reached

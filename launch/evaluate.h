@@ -1,0 +1,28 @@
+// defines: EvalResult, count_hits and evaluate, the distributed evaluation: each rank evaluates
+// its shard of the split and the sums are all-reduced, giving exactly one process's metric.
+#pragma once
+#include <cstdint>
+
+#include "collectives/communicator.h"
+#include "launch/datasets.h"
+#include "models/layers/softmax_cross_entropy.h"
+#include "runtime/config.h"
+#include "runtime/graph.h"
+
+namespace dp::launch {
+
+struct EvalResult {
+  double loss = 0, top1 = 0, top5 = 0;
+  int64_t samples = 0;
+};
+
+// Adds one batch's top-1 and top-5 hits: logits (N, K) f32 on the CPU, labels (N) i32. The
+// true class's rank is the number of classes scoring strictly higher (ties count for it).
+void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
+
+// Rank r evaluates samples r, r+W, ... of the split (no padding, so no sample counts twice) in
+// eval mode; loss sums, hit counts and sample counts are all-reduced. Every rank calls it.
+EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
+                    uint64_t step, Communicator& comm);
+
+}  // namespace dp::launch
