@@ -21,6 +21,7 @@
 #include "models/build.h"
 #include "models/layers/softmax_cross_entropy.h"
 #include "runtime/checkpoint_dir.h"
+#include "runtime/cuda/device_choice.h"
 #include "runtime/data/loader.h"
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
@@ -119,20 +120,11 @@ void check_same_model(Bootstrap& boot, const Graph& model) {
 
 }  // namespace
 
-Device choose_device(const std::string& wanted) {
-  int n = cuda_device_count();
-  if (wanted == "cpu") return Device::cpu();
-  if (wanted == "cuda") {
-    if (n == 0)
-      DP_THROW_USER("train.device = \"cuda\" but no usable GPU was found (no driver, no device, or a build without "
-                    "CUDA); use train.device = \"auto\" or \"cpu\"");
-    return Device::cuda(0);
-  }
-  if (n == 0) {
-    log::get("train")->info("no GPU found; training on the CPU");
-    return Device::cpu();
-  }
-  return Device::cuda(0);
+Device choose_device(const std::string& wanted, int local_rank, int local_size, const std::string& backend) {
+  const cuda::DeviceChoice c = cuda::choose_local_device(cuda::parse_device_request(wanted), local_rank, local_size,
+                                                         cuda_device_count(), backend);
+  if (!c.note.empty()) log::get("train")->info("{}", c.note);
+  return c.device;
 }
 
 TrainResult train(const Config& cfg, const TrainOptions& options) {
@@ -152,7 +144,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   if (cfg.train.precision != "fp32")
     DP_THROW_USER("train.precision = \"{}\" needs the CUDA path; the CPU trains in fp32 (set train.precision = \"fp32\")",
                   cfg.train.precision);
-  const Device device = choose_device(cfg.train.device);
+  const Device device = choose_device(cfg.train.device, boot->local_rank(), boot->local_size(), cfg.dist.backend);
   // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
   // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
   metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");

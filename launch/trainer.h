@@ -26,8 +26,10 @@ struct TrainResult {
   bool requeued = false;
 };
 
-// Resolves train.device ("auto" -> cuda if a GPU is usable, else cpu with one log line).
-Device choose_device(const std::string& wanted);
+// Resolves train.device for this process: cuda::choose_local_device (runtime/cuda/device_choice.h)
+// with the GPUs this process sees; its note, if any, becomes one log line.
+Device choose_device(const std::string& wanted, int local_rank = 0, int local_size = 1,
+                     const std::string& backend = "ring");
 
 struct TrainOptions {
   // Start over: ignore and delete the run directory's checkpoints (dptrain --reset). Without

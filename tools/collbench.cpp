@@ -42,10 +42,10 @@
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
 #include "collectives/make_communicator.h"
-#include "collectives/nccl/gpu_assignment.h"
 #include "collectives/ring/ring_communicator.h"
 #include "kernels/cpu/half.h"
 #include "launch/local_launcher.h"
+#include "runtime/cuda/device_choice.h"
 #include "runtime/device_memory.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -354,7 +354,9 @@ int run_worker(Settings s) {
     comm = make_ring_communicator(*bs, s.timeout_s);
   } else {
     comm = make_communicator(s.backend, *bs, s.timeout_s);  // UserError without CUDA or a GPU
-    s.device = Device::cuda(nccl::default_device(bs->local_rank(), cuda_device_count()));
+    s.device = cuda::choose_local_device(cuda::DeviceRequest::Cuda, bs->local_rank(), bs->local_size(),
+                                        cuda_device_count(), s.backend)
+                   .device;
   }
   if (s.root >= comm->size()) DP_THROW_USER("--root {} is not a rank of {}", s.root, comm->size());
   if (comm->rank() == 0) {

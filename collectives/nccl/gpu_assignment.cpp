@@ -68,6 +68,5 @@ std::string gpu_assignment_error(const std::vector<GpuIdentity>& ranks) {
       g.visible == 1 ? "" : "s", g.visible, g.visible == 1 ? "" : "s");
 }
 
-int default_device(int local_rank, int visible) { return visible > 0 ? local_rank % visible : 0; }
 
 }  // namespace dp::nccl

@@ -31,8 +31,4 @@ std::optional<GpuIdentity> parse_gpu_identity(const std::string& blob);
 //     each rank its own GPU with CUDA_VISIBLE_DEVICES"
 std::string gpu_assignment_error(const std::vector<GpuIdentity>& ranks);
 
-// The device a rank uses by default: its local rank, wrapped around the visible devices (so
-// that too many ranks on a node end up sharing one, which gpu_assignment_error then reports).
-int default_device(int local_rank, int visible);
-
 }  // namespace dp::nccl

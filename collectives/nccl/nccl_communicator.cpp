@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "collectives/nccl/gpu_assignment.h"
+#include "runtime/cuda/device_choice.h"
+#include "runtime/cuda/stream.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device_memory.h"
 #include "runtime/log.h"
@@ -26,39 +28,7 @@ using Clock = std::chrono::steady_clock;
 // How often the watcher looks at the oldest collective in flight (event + async error).
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 
-// ---- RAII owners ----
-
-class CudaStream {
- public:
-  explicit CudaStream(int device) {
-    CHECK_CUDA(cudaSetDevice(device));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
-  }
-  ~CudaStream() {
-    if (s_ && cudaStreamDestroy(s_) != cudaSuccess) log::get("coll")->error("nccl: cudaStreamDestroy failed");
-  }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
-class CudaEvent {
- public:
-  CudaEvent() { CHECK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
-  ~CudaEvent() {
-    if (e_ && cudaEventDestroy(e_) != cudaSuccess) log::get("coll")->error("nccl: cudaEventDestroy failed");
-  }
-  CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&&) = delete;
-  CudaEvent(const CudaEvent&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
+// Streams and events: the runtime's owners (runtime/cuda/stream.h).
 
 // Owns an ncclComm_t. The owner ends it with finalize() (clean: every collective done) or
 // abort(); a communicator still held at destruction is aborted (never blocks, never throws).
@@ -155,7 +125,11 @@ class NcclCommunicator final : public Communicator {
       : rank_(bs.rank()), size_(bs.size()), timeout_s_(timeout_s) {
     // 1. Every rank's GPU, checked on every rank before NCCL is called: all fail alike.
     const int visible = cuda_device_count();
-    device_ = device >= 0 ? device : nccl::default_device(bs.local_rank(), visible);
+    // By default the trainer's rule (runtime/cuda/device_choice.h); no GPU at all is reported by
+    // gpu_assignment_error below, on every rank.
+    const Device chosen =
+        cuda::choose_local_device(cuda::DeviceRequest::Auto, bs.local_rank(), bs.local_size(), visible, "nccl").device;
+    device_ = device >= 0 ? device : chosen.is_cuda() ? chosen.index : 0;
     const auto blobs = bs.allgather(nccl::encode_gpu_identity(identify(device_, visible)));
     std::vector<nccl::GpuIdentity> gpus;
     for (size_t r = 0; r < blobs.size(); ++r) {
@@ -174,7 +148,7 @@ class NcclCommunicator final : public Communicator {
     DP_CHECK(got.size() == sizeof id, "nccl setup: the unique id from rank 0 has {} bytes, expected {}", got.size(),
              sizeof id);
     std::memcpy(&id, got.data(), sizeof id);
-    stream_ = std::make_unique<CudaStream>(device_);
+    stream_ = std::make_unique<cuda::CudaStream>(device_);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     CHECK_NCCL(ncclCommInitRankConfig(comm_.out(), size_, id, rank_, &config));
@@ -265,7 +239,7 @@ class NcclCommunicator final : public Communicator {
  private:
   struct Pending {
     WorkPtr work;
-    CudaEvent done;
+    cuda::CudaEvent done;
   };
 
   void check_device(const Tensor& t, const std::string& what) const {
@@ -314,7 +288,7 @@ class NcclCommunicator final : public Communicator {
     }
     try {
       CHECK_CUDA(cudaSetDevice(device_));
-      CudaEvent ready;
+      cuda::CudaEvent ready(/*timing=*/false);
       CHECK_CUDA(cudaEventRecord(ready.get(), cudaStreamPerThread));
       CHECK_CUDA(cudaStreamWaitEvent(stream_->get(), ready.get(), 0));
       const ncclResult_t r = call(comm_.get(), stream_->get());
@@ -327,7 +301,7 @@ class NcclCommunicator final : public Communicator {
         fail_now(work, e);
         return work;
       }
-      Pending p{work, CudaEvent()};
+      Pending p{work, cuda::CudaEvent(/*timing=*/false)};
       CHECK_CUDA(cudaEventRecord(p.done.get(), stream_->get()));
       if (pending_.empty()) head_since_ = Clock::now();
       pending_.push_back(std::move(p));
@@ -425,7 +399,7 @@ class NcclCommunicator final : public Communicator {
   const int size_;
   const double timeout_s_;
   int device_ = 0;
-  std::unique_ptr<CudaStream> stream_;
+  std::unique_ptr<cuda::CudaStream> stream_;
   Tensor barrier_buf_;  // (1) f32 on device_
 
   std::mutex mu_;  // guards everything below and every use of comm_ after setup

@@ -2,7 +2,7 @@
 // per rank. Compiled only in a CUDA build (DPTRAIN_HAVE_CUDA, which also links NCCL); elsewhere
 // use make_communicator (collectives/make_communicator.h), which says why there is none.
 //
-// Setup (collective over the bootstrap): every rank picks its GPU (default_device: local rank
+// Setup (collective over the bootstrap): every rank picks its GPU (cuda::choose_local_device: local rank
 // mod visible GPUs, or `device` when >= 0), allgathers {host, UUID, PCI bus id} and fails on
 // every rank, before any NCCL call, when two ranks would share a GPU (gpu_assignment.h); rank 0
 // then makes the ncclUniqueId and broadcasts it through the bootstrap, and every rank joins with

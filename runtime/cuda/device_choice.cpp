@@ -23,13 +23,14 @@ DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_s
   }
   const int gpu = local_rank % device_count;
   if (local_size <= device_count) return {Device::cuda(gpu), ""};
-  // NCCL refuses two ranks of one communicator on one GPU; the ring backend stages through host
-  // memory and does not care, so sharing is allowed there (slower, but useful for tests).
+  // Fewer visible GPUs than local ranks: either each rank sees its own (Slurm's --gpus-per-task
+  // or a per-rank CUDA_VISIBLE_DEVICES) or ranks really share. Only the physical GPU ids tell,
+  // so the backend that cannot share (nccl) checks them across ranks before it starts
+  // (collectives/nccl/gpu_assignment.h); the ring backend shares GPUs fine.
   if (backend == "nccl")
-    DP_THROW_USER("{} processes on this node but only {} visible GPU(s), and dist.backend = \"nccl\" needs one GPU "
-                  "per process; start at most {} processes per node (--nproc {} or --ntasks-per-node={}), make more "
-                  "GPUs visible (CUDA_VISIBLE_DEVICES), or use dist.backend = \"ring\"",
-                  local_size, device_count, device_count, device_count, device_count);
+    return {Device::cuda(gpu), fmt::format("{} processes on this node, {} visible GPU(s) each; local rank {} uses GPU "
+                                           "{} (the nccl backend checks that no two ranks drive one GPU)",
+                                           local_size, device_count, local_rank, gpu)};
   return {Device::cuda(gpu), fmt::format("{} processes on this node share {} GPU(s); local rank {} uses GPU {}",
                                          local_size, device_count, local_rank, gpu)};
 }

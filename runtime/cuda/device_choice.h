@@ -24,9 +24,11 @@ struct DeviceChoice {
 //   cpu                              -> the CPU.
 //   no GPU (device_count == 0)       -> auto: the CPU (note says so); cuda: UserError.
 //   GPUs                             -> GPU local_rank % device_count.
-//   more local ranks than GPUs       -> UserError if the backend needs one GPU per process
-//                                       (nccl: "Duplicate GPU detected"); otherwise (ring) the
-//                                       ranks share GPUs round-robin and the note says so.
+//   more local ranks than GPUs       -> still local_rank % device_count, with a note: each rank
+//                                       may see GPUs of its own (per-task CUDA_VISIBLE_DEVICES),
+//                                       which only the GPUs' UUIDs tell; the nccl backend compares
+//                                       them across ranks before NCCL starts (two ranks on one GPU
+//                                       is its UserError), the ring backend lets ranks share.
 // local_rank in [0, local_size) and device_count >= 0 are the bootstrap's invariants (DpError).
 DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_size, int device_count,
                                  std::string_view backend);

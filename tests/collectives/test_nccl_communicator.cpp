@@ -77,13 +77,6 @@ TEST(NcclGpuAssignment, ARankWithoutAGpuIsNamed) {
             "hides them all); use dist.backend = \"ring\" without GPUs");
 }
 
-TEST(NcclGpuAssignment, DefaultDeviceIsTheLocalRankWrappedAround) {
-  EXPECT_EQ(nccl::default_device(0, 4), 0);
-  EXPECT_EQ(nccl::default_device(3, 4), 3);
-  EXPECT_EQ(nccl::default_device(5, 4), 1);
-  EXPECT_EQ(nccl::default_device(2, 0), 0);
-}
-
 // ---- make_communicator ----
 
 class OneRank final : public Bootstrap {
