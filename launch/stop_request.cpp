@@ -1,13 +1,9 @@
 #include "launch/stop_request.h"
 
-#include <sys/wait.h>
-
 #include <atomic>
-#include <cstdio>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
+#include "launch/command.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 
@@ -97,21 +93,18 @@ bool requeue_slurm_job(std::string& message) {
       return false;
     }
   const std::string cmd = fmt::format("scontrol requeue {} 2>&1", job);
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    message = fmt::format("could not run '{}': {}", cmd, std::strerror(errno));
+  const CommandResult r = run_command(cmd);
+  if (!r.started) {
+    message = fmt::format("could not run '{}': {}", cmd, r.output);
     return false;
   }
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
+  std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  if (status == 0) {
+  if (r.exit_code == 0) {
     message = fmt::format("job {} requeued (scontrol requeue {})", job, job);
     return true;
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = r.exit_code;
   message = fmt::format("'scontrol requeue {}' failed (exit {}{}{}); the checkpoint is written, resubmit the job to "
                         "continue",
                         job, code, out.empty() ? "" : ": ", out);

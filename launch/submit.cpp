@@ -1,15 +1,12 @@
 #include "launch/submit.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 #include <utility>
 
+#include "launch/command.h"
 #include "runtime/error.h"
 
 namespace dp::launch {
@@ -110,15 +107,11 @@ std::string submit_sbatch(const std::string& script_path) {
                   "the script (written to {})",
                   script_path);
   const std::string cmd = shell_quote(sbatch) + " --parsable " + shell_quote(script_path);
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) DP_THROW_USER("cannot run '{}': {}", cmd, std::strerror(errno));
-  std::string out;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  const int status = ::pclose(p);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    DP_THROW_USER("sbatch failed (exit status {}; its message is above); the script is {}",
-                  status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, script_path);
+  const CommandResult r = run_command(cmd);
+  if (!r.started) DP_THROW_USER("cannot run '{}': {}", cmd, r.output);
+  if (r.exit_code != 0)
+    DP_THROW_USER("sbatch failed (exit status {}; its message is above); the script is {}", r.exit_code, script_path);
+  const std::string& out = r.output;
   // --parsable prints "<job id>" or "<job id>;<cluster>".
   std::string id = out.substr(0, out.find_first_of(";\n"));
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
