@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/half.h"
+#include "kernels/cpu/cast.h"
 
 namespace dp {
 
@@ -30,23 +30,15 @@ std::vector<Bucket> assign_buckets(const std::vector<int64_t>& slot_numel, int64
 namespace {
 
 void to_wire(const Tensor& src, const Tensor& dst) {
-  const float* a = src.data<float>();
-  uint16_t* b = static_cast<uint16_t*>(dst.raw());
-  const int64_t n = src.numel();
-  if (dst.dtype() == DType::BF16)
-    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f32_to_bf16(a[i]);
-  else
-    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f32_to_f16(a[i]);
+  auto* wire = static_cast<uint16_t*>(dst.raw());
+  if (dst.dtype() == DType::BF16) kernels::cpu::f32_to_bf16(wire, src.data<float>(), src.numel());
+  else kernels::cpu::f32_to_f16(wire, src.data<float>(), src.numel());
 }
 
 void from_wire(const Tensor& src, const Tensor& dst) {
-  const uint16_t* a = static_cast<const uint16_t*>(src.raw());
-  float* b = dst.data<float>();
-  const int64_t n = dst.numel();
-  if (src.dtype() == DType::BF16)
-    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::bf16_to_f32(a[i]);
-  else
-    for (int64_t i = 0; i < n; ++i) b[i] = kernels::cpu::f16_to_f32(a[i]);
+  const auto* wire = static_cast<const uint16_t*>(src.raw());
+  if (src.dtype() == DType::BF16) kernels::cpu::bf16_to_f32(dst.data<float>(), wire, dst.numel());
+  else kernels::cpu::f16_to_f32(dst.data<float>(), wire, dst.numel());
 }
 
 double secs(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }

@@ -13,6 +13,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/make_communicator.h"
 #include "collectives/reducer.h"
+#include "kernels/cpu/elementwise.h"
 #include "launch/datasets.h"
 #include "launch/evaluate.h"
 #include "launch/run_dir.h"
@@ -428,8 +429,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
         count_hits(logits, b.y, top1, top5);
         if (nb != step_samples) {
           const float w = static_cast<float>(static_cast<double>(nb) / static_cast<double>(step_samples));
-          float* g = dlogits.data<float>();
-          for (int64_t i = 0; i < dlogits.numel(); ++i) g[i] *= w;
+          kernels::cpu::scale(dlogits.data<float>(), dlogits.data<float>(), w, dlogits.numel());
         }
         n += nb;
         l += lb * static_cast<double>(nb);

@@ -11,6 +11,11 @@ static void add_inplace_impl(T* dst, const T* src, int64_t n) {
 void add_inplace(float* dst, const float* src, int64_t n) { add_inplace_impl(dst, src, n); }
 void add_inplace(double* dst, const double* src, int64_t n) { add_inplace_impl(dst, src, n); }
 
+void scale(float* y, const float* x, float alpha, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
 // `omp simd`: vectorised even at -O2, and as blends rather than branches (a ReLU mask of random
 // signs defeats the branch predictor).
 template <typename T>

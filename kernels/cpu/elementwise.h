@@ -8,6 +8,9 @@ namespace dp::kernels::cpu {
 void add_inplace(float* dst, const float* src, int64_t n);
 void add_inplace(double* dst, const double* src, int64_t n);
 
+// y[i] = alpha * x[i]; y may alias x (kernels/cuda/elementwise.h's scale is its twin)
+void scale(float* y, const float* x, float alpha, int64_t n);
+
 // y[i] = a[i] + b[i]
 template <typename T>
 void add(T* y, const T* a, const T* b, int64_t n);

@@ -19,7 +19,7 @@ namespace dp::kernels::cuda {
 [[nodiscard]] cudaError_t add(float* y, const float* a, const float* b, int64_t n, cudaStream_t stream);
 // dst (n) += src (cpu::add_inplace: gradient accumulation over consumers).
 [[nodiscard]] cudaError_t add_inplace(float* dst, const float* src, int64_t n, cudaStream_t stream);
-// y (n) = alpha * x. y may alias x (gradient clipping, loss-scale changes).
+// y (n) = alpha * x (cpu::scale). y may alias x (gradient clipping, loss-scale changes).
 [[nodiscard]] cudaError_t scale(float* y, const float* x, float alpha, int64_t n, cudaStream_t stream);
 // x (n) = x / divisor, divided (not multiplied by 1/divisor), as cpu::divide for F32: the second
 // half of an average all-reduce.

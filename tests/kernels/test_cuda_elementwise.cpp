@@ -122,7 +122,7 @@ TEST_F(CudaElementwiseGpu, AddAddInplaceScaleAndDivideEqualTheCpu) {
 
     const float alpha = 0.37f;
     std::vector<float> scaled(n);
-    for (int64_t i = 0; i < n; ++i) scaled[i] = alpha * b[i];
+    cpu::scale(scaled.data(), b.data(), alpha, n);
     CHECK_CUDA(scale(y_.get(), b_.get(), alpha, n, s()));
     expect_same_bits(y_.download(), scaled, "scale");
 
