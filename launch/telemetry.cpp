@@ -1,10 +1,6 @@
 #include "launch/telemetry.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string_view>
 
 #include "runtime/error.h"
@@ -79,23 +75,15 @@ void Telemetry::end_progress_line() {
   std::fflush(stdout);
 }
 
-std::string Telemetry::finish(Bootstrap& boot, const std::string& trace_path) {
+std::string Telemetry::finish(Bootstrap& boot, const RunDir& run) {
   end_progress_line();
   if (!window_.empty()) {
     // Every rank takes part, whether or not its run reached the window.
     const std::vector<std::string> fragments = boot.allgather(trace_.fragment());
     if (rank_ == 0) {
-      const std::string tmp = trace_path + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << metrics::merge_trace_fragments(fragments);
-        if (!out.flush())
-          throw DpError(fmt::format("could not write the trace '{}' [{}]: {}", tmp, identity_string(),
-                                    std::strerror(errno)));
-      }
-      std::filesystem::rename(tmp, trace_path);
+      run.write_text("trace.json", metrics::merge_trace_fragments(fragments));
       log::get("train")->info("trace of steps {}-{} written to {} (open it in https://ui.perfetto.dev)",
-                              window_.first, window_.last, trace_path);
+                              window_.first, window_.last, run.file("trace.json"));
     }
   }
   return any_comm_ ? metrics::format_overlap(overlap_) : "";

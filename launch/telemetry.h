@@ -15,6 +15,7 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/reducer.h"
+#include "launch/run_dir.h"
 #include "runtime/config.h"
 #include "runtime/metrics/comm_overlap.h"
 #include "runtime/metrics/progress.h"
@@ -46,8 +47,8 @@ class Telemetry {
   void end_progress_line();
 
   // End of the run (every rank, collectively): gathers the trace fragments to rank 0, which
-  // writes `trace_path`; returns the overlap summary line ("" with one rank).
-  std::string finish(Bootstrap& boot, const std::string& trace_path);
+  // writes <run>/trace.json; returns the overlap summary line ("" with one rank).
+  std::string finish(Bootstrap& boot, const RunDir& run);
 
   const metrics::OverlapSummary& overlap() const { return overlap_; }
 

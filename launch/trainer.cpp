@@ -348,7 +348,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   }
 
   auto finish_telemetry = [&]() {
-    const std::string overlap = tel.finish(*boot, run.file("trace.json"));
+    const std::string overlap = tel.finish(*boot, run);
     if (!overlap.empty()) lg->info("{}", overlap);
   };
   // Every rank stops for `sig` after the current step: a checkpoint of it (unless there is one),
