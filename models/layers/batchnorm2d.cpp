@@ -103,6 +103,7 @@ void BatchNorm2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>&
   std::vector<double> mean, invstd, var;
   double M = 0;
   statistics(ctx, x[0], mean, invstd, &var, &M);
+  if (sync_comm(ctx) != nullptr) sync_stats_ = {x[0].raw(), x[0].shape(), ctx.step, mean, invstd, M};
   if (ctx.training && M <= 1)
     DP_THROW_USER("{}: training needs more than 1 value per channel, got a batch of {} with {}x{} pixels",
                   layer_str(*this), N, H_, W_);
@@ -131,11 +132,10 @@ void BatchNorm2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>
   if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {C_, H_, W_}, "input gradient");
   check_bound(dt);
   check_grads(*this, dt);
-  std::vector<double> mean, invstd;
-  double M = 0;
-  statistics(ctx, x[0], mean, invstd, nullptr, &M);
   Communicator* comm = sync_comm(ctx);
   if (comm == nullptr) {
+    std::vector<double> mean, invstd;
+    statistics(ctx, x[0], mean, invstd, nullptr, nullptr);
     dispatch_float(*this, dt, [&](auto tag) {
       using T = decltype(tag);
       kernels::cpu::batchnorm2d_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(), grads_[1].data<T>(),
@@ -144,8 +144,16 @@ void BatchNorm2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>
     });
     return;
   }
-  // SyncBN: weight and bias gradients from this rank's sums; the input gradient's mean terms
-  // from every rank's (torch's SyncBatchNorm backward).
+  // SyncBN: the forward's global statistics; weight and bias gradients from this rank's sums,
+  // the input gradient's mean terms from every rank's (torch's SyncBatchNorm backward).
+  const SyncStats& st = sync_stats_;
+  DP_CHECK(st.x == x[0].raw() && st.shape == x[0].shape() && st.step == ctx.step,
+           "{}: SyncBN backward of step {} without its training forward (the statistics kept are of step {}, "
+           "input {})",
+           layer_str(*this), ctx.step, st.step, shape_str(st.shape));
+  const std::vector<double>& mean = st.mean;
+  const std::vector<double>& invstd = st.invstd;
+  const double M = st.count;
   Tensor sums = Tensor::zeros({2 * C_}, DType::F64);
   double* s = sums.data<double>();
   dispatch_float(*this, dt, [&](auto tag) {

@@ -25,8 +25,10 @@ class BatchNorm2d : public Layer {
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
   // the running ones (momentum, unbiased variance) exactly as torch does; eval: running stats.
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  // The batch statistics are recomputed from x rather than cached: the layer keeps no state
-  // between forward and backward, so a backward can never see another batch's statistics.
+  // Plain BN recomputes the batch statistics from x rather than caching them: the layer keeps no
+  // state between forward and backward, so a backward can never see another batch's statistics.
+  // SyncBN keeps its forward's global statistics instead (recomputing them would cost two more
+  // collectives per layer and step) and checks that the backward is for that forward's input.
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
 
@@ -39,6 +41,14 @@ class BatchNorm2d : public Layer {
   Communicator* sync_comm(const StepContext& ctx) const;
   double momentum_, eps_;
   bool sync_ = false;
+  // SyncBN: the last training forward's global statistics and the input they belong to.
+  struct SyncStats {
+    const void* x = nullptr;
+    Shape shape;
+    uint64_t step = 0;
+    std::vector<double> mean, invstd;
+    double count = 0;
+  } sync_stats_;
   int64_t C_ = 0, H_ = 0, W_ = 0;
 };
 
