@@ -1,6 +1,7 @@
 // defines: helpers of the CUDA kernel tests (tests/kernels/test_cuda_*.cpp): SKIP_WITHOUT_GPU,
 // Guarded (a device array with guard regions before and after it, filled with a sentinel, to
-// catch out-of-bounds writes), fresh random inputs (seed printed on failure), ulp distance.
+// catch out-of-bounds writes), fresh random inputs (seed printed on failure), ulp distance, and
+// GpuTest, the fixture of the GPU tests.
 #pragma once
 #ifdef DPTRAIN_HAVE_CUDA
 #include <gtest/gtest.h>
@@ -61,6 +62,22 @@ class Guarded {
 
 // A fresh seed per test run (the inputs are new every time); SCOPED_TRACE it to reproduce.
 inline uint64_t fresh_seed() { return (uint64_t{std::random_device{}()} << 32) | std::random_device{}(); }
+
+// The fixture of the GPU kernel tests: skips without a GPU, a stream on device 0, a fresh seed
+// (print seed_ on failure) and its generator.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    stream_ = dp::cuda::CudaStream(0);
+    seed_ = fresh_seed();
+    gen_.seed(seed_);
+  }
+  cudaStream_t s() const { return stream_.get(); }
+  dp::cuda::CudaStream stream_;
+  uint64_t seed_ = 0;
+  std::mt19937_64 gen_;
+};
 
 inline std::vector<float> normal_floats(size_t n, std::mt19937_64& g, float stddev = 1.0f) {
   std::normal_distribution<float> d(0.0f, stddev);

@@ -22,18 +22,7 @@ TEST(CudaCast, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(unscale_f32(nullptr, -2, 0.5f, nullptr, nullptr), cudaErrorInvalidValue);
 }
 
-class CudaCastGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
-    stream_ = dp::cuda::CudaStream(0);
-    seed_ = test::fresh_seed();
-    gen_.seed(seed_);
-  }
-  dp::cuda::CudaStream stream_;
-  uint64_t seed_ = 0;
-  std::mt19937_64 gen_;
-};
+class CudaCastGpu : public test::GpuTest {};
 
 std::vector<uint16_t> all_16bit() {
   std::vector<uint16_t> v(65536);

@@ -46,19 +46,7 @@ TEST(CudaElementwise, GridCoversSmallSizesAndCapsLargeOnes) {
   EXPECT_EQ(grid_1d(9, 4), 3u);
 }
 
-class CudaElementwiseGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
-    stream_ = dp::cuda::CudaStream(0);
-    seed_ = test::fresh_seed();
-    gen_.seed(seed_);
-  }
-  cudaStream_t s() const { return stream_.get(); }
-  dp::cuda::CudaStream stream_;
-  uint64_t seed_ = 0;
-  std::mt19937_64 gen_;
-};
+class CudaElementwiseGpu : public test::GpuTest {};
 
 // Random normals with the edge cases the CPU twin documents: NaN passes ReLU, -0 is not < 0.
 std::vector<float> with_specials(std::vector<float> v) {

@@ -24,18 +24,7 @@ TEST(CudaSoftmaxXent, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 10, 1.5, nullptr), cudaErrorInvalidValue);
 }
 
-class CudaSoftmaxXentGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
-    stream_ = dp::cuda::CudaStream(0);
-    seed_ = test::fresh_seed();
-    gen_.seed(seed_);
-  }
-  dp::cuda::CudaStream stream_;
-  uint64_t seed_ = 0;
-  std::mt19937_64 gen_;
-};
+class CudaSoftmaxXentGpu : public test::GpuTest {};
 
 TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
