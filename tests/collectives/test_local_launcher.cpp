@@ -38,6 +38,27 @@ struct Launch {
   double seconds = 0;
 };
 
+// Waits (at most 40 s, then SIGKILL and a failure naming `who`) for `pid`, started at t0 with
+// its output in the files out and err.
+Launch wait_for(pid_t pid, Clock::time_point t0, const std::string& out, const std::string& err, const char* who) {
+  Launch l;
+  int st = 0;
+  while (::waitpid(pid, &st, WNOHANG) == 0) {
+    if (Clock::now() - t0 > std::chrono::seconds(40)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      ADD_FAILURE() << who << " did not finish within 40 s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  l.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  l.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  l.out = slurp(out);
+  l.err = slurp(err);
+  return l;
+}
+
 class LocalLauncher : public testing::Test {
  protected:
   void SetUp() override {
@@ -71,26 +92,7 @@ class LocalLauncher : public testing::Test {
       ::_exit(code);
     }
     if (during) during(pid);
-    return wait_for(pid, t0, out, err);
-  }
-
-  Launch wait_for(pid_t pid, Clock::time_point t0, const std::string& out, const std::string& err) {
-    Launch l;
-    int st = 0;
-    while (::waitpid(pid, &st, WNOHANG) == 0) {
-      if (Clock::now() - t0 > std::chrono::seconds(40)) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &st, 0);
-        ADD_FAILURE() << "the launcher did not finish within 40 s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    l.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    l.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    l.out = slurp(out);
-    l.err = slurp(err);
-    return l;
+    return wait_for(pid, t0, out, err, "the launcher");
   }
 
   // Waits until the launcher's stdout holds `n` lines containing `what` (at most 10 s).
@@ -243,22 +245,7 @@ Launch run_dptrain(const fs::path& dir, const std::vector<std::string>& args) {
     ::execv(exe.c_str(), argv.data());
     ::_exit(127);
   }
-  Launch l;
-  int st = 0;
-  while (::waitpid(pid, &st, WNOHANG) == 0) {
-    if (Clock::now() - t0 > std::chrono::seconds(40)) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      ADD_FAILURE() << "dptrain did not finish within 40 s";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  l.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  l.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  l.out = slurp(out);
-  l.err = slurp(err);
-  return l;
+  return wait_for(pid, t0, out, err, "dptrain");
 }
 
 TEST_F(LocalLauncher, DptrainNproc3EveryWorkerPrintsWithItsPrefix) {
