@@ -37,14 +37,16 @@ void Telemetry::phase(const char* name, TimePoint begin, TimePoint end) {
   const double b = trace_us(begin), e = trace_us(end);
   const bool data = std::string_view(name) == "data";
   if (!data) current_.compute.push_back({b, e});
-  trace_.complete(name, data ? "data" : "step", data ? metrics::kLaneData : metrics::kLaneCompute, b, e - b);
+  if (trace_.enabled())  // outside the window: no event strings built on the hot path
+    trace_.complete(name, data ? "data" : "step", data ? metrics::kLaneData : metrics::kLaneCompute, b, e - b);
 }
 
 void Telemetry::comm(const ReducerStepTimes& times) {
   for (const auto& s : times.buckets) {
     const double b = trace_us(s.begin), e = trace_us(s.end);
     current_.comm.push_back({b, e});
-    trace_.complete(fmt::format("allreduce bucket {}", s.bucket), "comm", metrics::kLaneComm, b, e - b);
+    if (trace_.enabled())
+      trace_.complete(fmt::format("allreduce bucket {}", s.bucket), "comm", metrics::kLaneComm, b, e - b);
     any_comm_ = true;
   }
 }
