@@ -574,7 +574,9 @@ void Transport::check_lost_shm_peers(const std::vector<SendStream>& sends, const
 void Transport::timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs) {
   const std::string waited = fmt::format("{:g} s", timeout_s_);
   // The rank that has not entered this collective is the one to blame, not the neighbour that
-  // is stuck waiting on it: ask everyone.
+  // is stuck waiting on it: ask everyone. A rank that does not answer at all (stopped, hung)
+  // comes before one still in an earlier collective: that one answers, so it is alive and most
+  // likely waiting on the silent one (a stopped ring neighbour holds its last piece).
   // Half the timeout (at most 2 s) for the answers: a loaded machine answers late, and the total
   // stays under twice the timeout.
   std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 2, 0.05, 2.0), info_.seq);
@@ -583,6 +585,10 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
   for (int p = 0; p < size_; ++p)
     if (p != rank_ && st[p].closed && !st[p].said_bye)
       fail(p, fmt::format("rank {} closed the connection (its process died or exited); no progress for {} (timeout)",
+                          p, waited));
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_ && !st[p].answered && !st[p].closed)
+      fail(p, fmt::format("rank {} does not answer (is its process stopped or hung?); no progress for {} (timeout)",
                           p, waited));
   for (int p = 0; p < size_; ++p) {
     if (p == rank_ || !st[p].answered || st[p].entered >= info_.seq) continue;
@@ -593,10 +599,6 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
                         "(timeout)",
                         p, st[p].completed, waited));
   }
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_ && !st[p].answered && !st[p].closed)
-      fail(p, fmt::format("rank {} does not answer (is its process stopped or hung?); no progress for {} (timeout)",
-                          p, waited));
   for (auto& r : recvs)
     if (!r.complete()) fail(r.peer, fmt::format("no data from rank {} for {} (timeout)", r.peer, waited));
   for (auto& s : sends)
