@@ -17,6 +17,11 @@ void check_cuda(cudaError_t e, const char* what) {
 }
 }  // namespace
 
+// Storage is for long-lived tensors (arenas, activations sized once per batch shape, test
+// data), not per-step scratch: allocation, copies and frees here are device-synchronous, so
+// they are safe against work still in flight on any stream (the layers' compute stream is
+// non-blocking and never synchronises with the legacy default stream). Per-step scratch comes
+// from cuda::ExecContext::workspace and DeviceBuffer, ordered on their streams.
 void* device_alloc(size_t bytes, Device device) {
   check_cuda(cudaSetDevice(device.index), "cudaSetDevice");
   void* p = nullptr;
@@ -27,15 +32,26 @@ void* device_alloc(size_t bytes, Device device) {
 }
 
 void device_free(void* p, Device device) noexcept {
-  cudaError_t e = cudaFreeAsync(p, cudaStreamPerThread);
-  if (e != cudaSuccess) log::get("memory")->error("cudaFreeAsync failed: {}", cudaGetErrorString(e));
+  // cudaFree of a cudaMallocAsync block synchronises the device first, so no kernel still
+  // reading it on another stream is cut short.
+  cudaError_t e = cudaSetDevice(device.index);
+  if (e == cudaSuccess) e = cudaFree(p);
+  if (e != cudaSuccess && e != cudaErrorCudartUnloading)
+    log::get("memory")->error("cudaFree failed [{}]: {}", identity_string(), cudaGetErrorString(e));
 }
 
-void device_copy(void* dst, Device, const void* src, Device, size_t bytes) {
+void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
+  check_cuda(cudaSetDevice(dst_dev.is_cuda() ? dst_dev.index : src_dev.index), "cudaSetDevice");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a copy");
   check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
 }
 
-void device_memset_zero(void* p, Device, size_t bytes) { check_cuda(cudaMemset(p, 0, bytes), "cudaMemset"); }
+void device_memset_zero(void* p, Device device, size_t bytes) {
+  check_cuda(cudaSetDevice(device.index), "cudaSetDevice");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a memset");
+  check_cuda(cudaMemset(p, 0, bytes), "cudaMemset");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a memset");
+}
 
 int cuda_device_count() {
   int n = 0;

@@ -14,6 +14,9 @@
 namespace dp {
 
 class Communicator;
+namespace cuda {
+class ExecContext;
+}
 
 struct StepContext {
   bool training = true;
@@ -22,7 +25,20 @@ struct StepContext {
   // The ranks' communicator, for layers that reduce across ranks (SyncBN); null = this process
   // alone. Such layers issue their collectives in graph order, the same on every rank.
   Communicator* comm = nullptr;
+  // The GPU side (null on the CPU): streams, library handles and workspace. Layers launch on
+  // gpu->compute() only.
+  cuda::ExecContext* gpu = nullptr;
+  // Activations' dtype on the GPU: F32, or BF16/F16 under mixed precision (train.precision).
+  // Parameters of layers with low_precision_params() come in this dtype too; the others (batch
+  // norm) keep F32 parameters and buffers. The CPU always computes in the tensors' own dtype.
+  DType compute = DType::F32;
+  // 4-D activations are stored NHWC (channels last) while their shapes stay [N, C, H, W]: set on
+  // the GPU with BF16/F16 so cuDNN picks tensor-core kernels. Layout-free layers ignore it.
+  bool channels_last = false;
 };
+
+// True when t (an activation of this step) is stored channels last: 4-D under channels_last.
+inline bool is_channels_last(const StepContext& ctx, const Tensor& t) { return ctx.channels_last && t.ndim() == 4; }
 
 // Fills a parameter at initialisation (CPU f32 tensor).
 using InitFn = std::function<void(Tensor& t, Rng& rng)>;
@@ -51,6 +67,11 @@ class Layer {
   virtual Shape setup(const std::vector<Shape>& in) = 0;
   // Parameters and buffers, in registration order (the order of the state dict).
   virtual std::vector<ParamDecl> declare_params() const { return {}; }
+  // True when the layer computes with its trainable parameters in the step's compute dtype
+  // (convolution, linear): under mixed precision the graph binds 16-bit copies of the fp32
+  // master weights and 16-bit gradients, and widens those gradients into the fp32 arena after
+  // the layer's backward. False (the default): parameters and gradients stay F32.
+  virtual bool low_precision_params() const { return false; }
 
   // Called by the graph after allocation: views in declare_params order, split into trainable
   // (params/grads, views into the arenas) and buffers.

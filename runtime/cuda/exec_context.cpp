@@ -1,0 +1,43 @@
+#include "runtime/cuda/exec_context.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include "runtime/cuda/memory_pool.h"
+#include "runtime/cuda_check.h"
+
+namespace dp::cuda {
+
+namespace {
+int comm_priority() {
+  // The gradient all-reduce's copies should not queue behind backward's kernels: the most urgent
+  // priority the device offers (lower numbers are more urgent).
+  int least = 0, greatest = 0;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
+}  // namespace
+
+ExecContext::ExecContext(int device, size_t workspace_limit_bytes)
+    : device_(device), workspace_limit_(workspace_limit_bytes) {
+  CHECK_CUDA(cudaSetDevice(device));
+  configure_memory_pool(device);
+  compute_ = CudaStream(device);
+  data_ = CudaStream(device);
+  comm_ = CudaStream(device, comm_priority());
+  cudnn_ = CudnnHandle(compute_.get());
+  cublas_ = CublasHandle(compute_.get());
+  cublaslt_ = CublasLtHandle::create();
+}
+
+void* ExecContext::workspace(size_t bytes) {
+  DP_CHECK(bytes <= workspace_limit_, "workspace of {} bytes asked for, above the limit of {}", bytes,
+           workspace_limit_);
+  if (bytes == 0) return nullptr;
+  if (workspace_.bytes() < bytes) {
+    workspace_ = DeviceBuffer();  // freed in stream order on compute(), before the new block
+    workspace_ = DeviceBuffer(bytes, compute_.get());
+  }
+  return workspace_.data();
+}
+
+}  // namespace dp::cuda
+#endif  // DPTRAIN_HAVE_CUDA

@@ -1,0 +1,51 @@
+// defines: cuda::ExecContext, what one process needs to run layers on its GPU: the compute,
+// data (host-to-device input) and communication streams, the cuDNN, cuBLAS and cuBLASLt
+// handles bound to the compute stream, and a bounded scratch workspace for library calls.
+//
+// One per process, made by the trainer once the device is chosen; layers reach it through
+// StepContext::gpu. Every layer launches on compute(); nothing uses the legacy default stream.
+// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
+#pragma once
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cstddef>
+
+#include "runtime/cuda/buffers.h"
+#include "runtime/cuda/handles.h"
+#include "runtime/cuda/stream.h"
+
+namespace dp::cuda {
+
+class ExecContext {
+ public:
+  // Makes `device` current, configures its memory pool (runtime/cuda/memory_pool.h) and creates
+  // the streams and handles. workspace_limit: the most scratch memory one cuDNN/cuBLASLt call may
+  // use (algorithms needing more are not chosen).
+  ExecContext(int device, size_t workspace_limit_bytes);
+  ExecContext(const ExecContext&) = delete;
+  ExecContext& operator=(const ExecContext&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t compute() const { return compute_.get(); }
+  cudaStream_t data() const { return data_.get(); }
+  cudaStream_t comm() const { return comm_.get(); }
+  cudnnHandle_t cudnn() const { return cudnn_.get(); }
+  cublasHandle_t cublas() const { return cublas_.get(); }
+  cublasLtHandle_t cublaslt() const { return cublaslt_.get(); }
+
+  size_t workspace_limit() const { return workspace_limit_; }
+  // Scratch memory of at least `bytes` (<= workspace_limit()) for work on the compute stream,
+  // valid until the next call (it grows in stream order; the old block is freed on compute()).
+  void* workspace(size_t bytes);
+
+ private:
+  int device_;
+  size_t workspace_limit_;
+  CudaStream compute_, data_, comm_;
+  CudnnHandle cudnn_;
+  CublasHandle cublas_;
+  CublasLtHandle cublaslt_;
+  DeviceBuffer workspace_;
+};
+
+}  // namespace dp::cuda
+#endif  // DPTRAIN_HAVE_CUDA
