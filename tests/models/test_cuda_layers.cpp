@@ -56,11 +56,11 @@ TEST_P(CudaLayers, MatchCpuTwin) {
 
   // CPU reference in f64 on values representable in the compute dtype.
   TestLayer cpu = make_test_layer(c, DType::F64, seed);
-  for (auto& t : cpu.params) t.copy_from(rounded(t, cpu.layer->low_precision_params() ? p.compute : DType::F32));
+  for (auto& t : cpu.params) t.copy_from(gpu::rounded(t, cpu.layer->low_precision_params() ? p.compute : DType::F32));
   gpu::GpuLayer g(c, cpu, p.compute, dev);
   Rng rng(seed, 1);
   std::vector<Tensor> x = cpu.random_inputs(c.batch, rng);
-  for (auto& t : x) t = rounded(t, p.compute);
+  for (auto& t : x) t = gpu::rounded(t, p.compute);
 
   StepContext ctx = case_ctx(c);
   ctx.gpu = &exec;
@@ -81,7 +81,7 @@ TEST_P(CudaLayers, MatchCpuTwin) {
     else
       EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0) << c.name;
 
-  const Tensor dy = rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
+  const Tensor dy = gpu::rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
   const Tensor dyd = gpu::upload(dy, p.compute, p.channels_last, dev);
   std::vector<Tensor> dxd;
   for (const auto& t : xd) dxd.push_back(gpu::guarded_zeros(t.shape(), p.compute, dev));
