@@ -24,7 +24,8 @@ void validate_model(const ModelConfig& cfg) {
   }
 }
 
-std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed, Device device) {
+std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed, Device device,
+                                   DType compute, cuda::ExecContext* gpu) {
   const std::vector<LayerSpec> specs = cfg.preset.empty() ? cfg.layers : preset_layers(cfg);
   const LayerRegistry& reg = layer_registry();
   auto g = std::make_unique<Graph>();
@@ -36,7 +37,7 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
       throw UserError(fmt::format("{}: {}", spec.pos.str(), e.what()));
     }
   }
-  g->build(input_shape, seed, device);
+  g->build(input_shape, seed, device, compute, gpu);
   if (cfg.sync_bn)
     for (const auto& node : g->nodes())
       if (auto* bn = dynamic_cast<BatchNorm2d*>(node.layer.get())) bn->set_sync(true);

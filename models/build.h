@@ -13,8 +13,10 @@ namespace dp::models {
 // cfg surface before any run directory or data set is touched.
 void validate_model(const ModelConfig& cfg);
 
-// model.sync_bn = true turns every batchnorm2d into SyncBN (BatchNorm2d::set_sync).
+// model.sync_bn = true turns every batchnorm2d into SyncBN (BatchNorm2d::set_sync). On a GPU:
+// `compute` and `gpu` as Graph::build takes them.
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
-                                   Device device = Device::cpu());
+                                   Device device = Device::cpu(), DType compute = DType::F32,
+                                   cuda::ExecContext* gpu = nullptr);
 
 }  // namespace dp::models

@@ -88,6 +88,12 @@ std::vector<Field> schema(Config& c) {
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
+      {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
+       "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
+      {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
+       &c.train.loss_scale_init, 1, 1e30},
+      {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",
+       &c.train.loss_scale_growth_interval, 1, 9.2e18},
       {"dist", "bootstrap", "how ranks find each other: auto, pmix, pmi2, env, slurm, single or file:///shared/dir",
        &c.dist.bootstrap},
       {"dist", "backend", "collectives backend", &c.dist.backend, -kInf, kInf, {"ring", "nccl"}},

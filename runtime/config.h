@@ -74,6 +74,9 @@ struct TrainConfig {
   std::string precision = "fp32";  // fp32 | bf16 | fp16
   int64_t threads = 0;             // CPU threads (0 = all cores)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
+  int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
+  double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
+  int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };
 
 struct CheckpointConfig {

@@ -4,6 +4,16 @@
 
 #include "kernels/cpu/elementwise.h"
 
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/accumulate.h"
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/elementwise.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda_check.h"
+#endif
+
 namespace dp {
 
 int Graph::add(std::unique_ptr<Layer> layer, const std::vector<std::string>& inputs) {
@@ -40,11 +50,18 @@ int Graph::find(const std::string& name) const {
   return -1;
 }
 
-void Graph::build(const Shape& input_shape, uint64_t seed, Device device) {
+void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType compute, cuda::ExecContext* gpu) {
   DP_CHECK(!built_, "graph built twice");
   DP_CHECK(!nodes_.empty(), "empty graph");
+  DP_CHECK(device.is_cpu() ? compute == DType::F32 && gpu == nullptr : gpu != nullptr,
+           "graph on {}: compute {} with{} an execution context", device.str(), dtype_name(compute),
+           gpu ? "" : "out");
+  DP_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16, "compute dtype {}",
+           dtype_name(compute));
   input_shape_ = input_shape;
   device_ = device;
+  compute_ = compute;
+  gpu_ = gpu;
   consumers_count_.assign(nodes_.size(), 0);
   std::vector<std::vector<ParamDecl>> decls(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -90,16 +107,69 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device) {
     }
   }
   grads_ = params_.like(DType::F32, device);
+  const bool mixed = compute_ != DType::F32;
+  if (mixed) {
+    lp_params_ = params_.like(compute_, device);
+    lp_grads_ = params_.like(compute_, device);
+  }
   for (auto& n : nodes_) {
+    n.low_precision = mixed && n.layer->low_precision_params();
+    const Arena& p_arena = n.low_precision ? lp_params_ : params_;
+    const Arena& g_arena = n.low_precision ? lp_grads_ : grads_;
     std::vector<Tensor> ps, gs, bs;
-    for (int s : n.param_slots) ps.push_back(params_.tensor(s)), gs.push_back(grads_.tensor(s));
+    for (int s : n.param_slots) ps.push_back(p_arena.tensor(s)), gs.push_back(g_arena.tensor(s));
     for (int b : n.buffer_ids) bs.push_back(buffers_[b].tensor);
     n.layer->bind(std::move(ps), std::move(gs), std::move(bs));
   }
   acts_.assign(nodes_.size(), Tensor());
   dacts_.assign(nodes_.size(), Tensor());
   built_ = true;
+  refresh_compute_params();
 }
+
+#ifdef DPTRAIN_HAVE_CUDA
+void Graph::refresh_compute_params() {
+  if (compute_ == DType::F32 || !lp_params_.allocated()) return;
+  auto* dst = static_cast<uint16_t*>(lp_params_.flat().raw());
+  const auto* src = static_cast<const float*>(params_.flat().raw());
+  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, params_.numel(), gpu_->compute()));
+  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, params_.numel(), gpu_->compute()));
+}
+
+Tensor Graph::take_spare(const Shape& shape, DType dtype) {
+  for (size_t k = 0; k < spare_.size(); ++k) {
+    if (spare_[k].shape() == shape && spare_[k].dtype() == dtype) {
+      Tensor t = std::move(spare_[k]);
+      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
+      return t;
+    }
+  }
+  return Tensor::zeros(shape, dtype, device_);
+}
+
+// Only whole tensors the graph made itself come back here (never the caller's dy); every use
+// is on the compute stream, so reusing the memory for a later node is ordered after it.
+void Graph::give_spare(Tensor t) {
+  if (t.defined() && t.byte_offset() == 0 && t.storage()->bytes() == t.nbytes()) spare_.push_back(std::move(t));
+}
+
+void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
+  const cudaStream_t s = gpu_->compute();
+  if (dst.dtype() == DType::F32)
+    CHECK_CUDA(kernels::cuda::add_inplace(static_cast<float*>(dst.raw()), static_cast<const float*>(src.raw()),
+                                          dst.numel(), s));
+  else
+    CHECK_CUDA(kernels::cuda::add_inplace_16(static_cast<uint16_t*>(dst.raw()), static_cast<const uint16_t*>(src.raw()),
+                                             dst.numel(), dst.dtype() == DType::BF16, s));
+}
+#else
+void Graph::refresh_compute_params() {}
+Tensor Graph::take_spare(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype, device_); }
+void Graph::give_spare(Tensor) {}
+void Graph::accumulate_device(const Tensor&, const Tensor&) const {
+  throw DpError("GPU gradient accumulation in a build without CUDA");
+}
+#endif
 
 namespace {
 Shape batched(int64_t n, const Shape& s) {
@@ -115,6 +185,11 @@ const Tensor& Graph::forward(const StepContext& ctx, const Tensor& x) {
   if (x.shape() != want)
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
+  if (!device_.is_cpu()) {
+    DP_CHECK(x.device() == device_ && x.dtype() == compute_, "model input {} on a graph built for {} {}",
+             x.describe(), dtype_name(compute_), device_.str());
+    DP_CHECK(ctx.gpu == gpu_ && ctx.compute == compute_, "step context does not match the graph's device setup");
+  }
   input_ = x;
   const int64_t n = x.dim(0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -126,6 +201,17 @@ const Tensor& Graph::forward(const StepContext& ctx, const Tensor& x) {
       acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
     node.layer->forward(ctx, in, acts_[i]);
   }
+#ifdef DPTRAIN_HAVE_CUDA
+  if (compute_ != DType::F32) {  // the loss and the metrics read f32 scores
+    const Tensor& y = acts_.back();
+    if (!out32_.defined() || out32_.shape() != y.shape()) out32_ = Tensor::zeros(y.shape(), DType::F32, device_);
+    const auto* src = static_cast<const uint16_t*>(y.raw());
+    auto* dst = static_cast<float*>(out32_.raw());
+    if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::bf16_to_f32(dst, src, y.numel(), gpu_->compute()));
+    else CHECK_CUDA(kernels::cuda::f16_to_f32(dst, src, y.numel(), gpu_->compute()));
+    return out32_;
+  }
+#endif
   return acts_.back();
 }
 
@@ -133,16 +219,29 @@ void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::functi
   DP_CHECK(input_.defined(), "backward before forward");
   DP_CHECK(dy.shape() == acts_.back().shape(), "output gradient {} does not match output {}", dy.describe(),
            acts_.back().describe());
+  const bool gpu = !device_.is_cpu();
   // dacts_[i]: gradient w.r.t. node i's output, summed over its consumers.
   std::vector<bool> have(nodes_.size(), false);
   dacts_.back() = dy;
+#ifdef DPTRAIN_HAVE_CUDA
+  if (compute_ != DType::F32) {  // the loss gave an f32 gradient; the last layer takes 16-bit
+    if (!dy16_.defined() || dy16_.shape() != dy.shape()) dy16_ = Tensor::zeros(dy.shape(), compute_, device_);
+    auto* dst = static_cast<uint16_t*>(dy16_.raw());
+    const auto* src = static_cast<const float*>(dy.raw());
+    if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, dy.numel(), gpu_->compute()));
+    else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, dy.numel(), gpu_->compute()));
+    dacts_.back() = dy16_;
+  }
+#endif
   have.back() = true;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     auto& node = nodes_[i];
     std::vector<Tensor> in, dx;
     for (int src : node.inputs) {
       in.push_back(src == kInput ? input_ : acts_[src]);
-      dx.push_back(src == kInput ? Tensor() : Tensor::zeros(acts_[src].shape(), acts_[src].dtype(), acts_[src].device()));
+      if (src == kInput) dx.emplace_back();
+      else if (gpu) dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
+      else dx.push_back(Tensor::zeros(acts_[src].shape(), acts_[src].dtype(), acts_[src].device()));
     }
     if (!have[i]) {
       // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
@@ -155,21 +254,44 @@ void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::functi
       if (!have[src]) {
         dacts_[src] = dx[k];
         have[src] = true;
+      } else if (gpu) {
+        accumulate_device(dacts_[src], dx[k]);
+        give_spare(std::move(dx[k]));
+      } else if (dx[k].dtype() == DType::F64) {
+        kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
       } else {
-        DP_CHECK(dx[k].device().is_cpu(), "gradient accumulation across consumers on {} not supported yet",
-                 dx[k].device().str());
-        if (dx[k].dtype() == DType::F64)
-          kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
-        else
-          kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
+        kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
       }
     }
-    dacts_[i] = Tensor();  // free as soon as consumed
+    if (gpu && i + 1 < static_cast<int>(nodes_.size())) give_spare(std::move(dacts_[i]));
+    dacts_[i] = Tensor();  // free (or keep for reuse) as soon as consumed
+#ifdef DPTRAIN_HAVE_CUDA
+    if (node.low_precision) {
+      // The layer accumulated into its 16-bit gradients (zero before it): widen them into the
+      // fp32 master gradients and zero them again for the next micro-batch.
+      for (int slot : node.param_slots) {
+        const Tensor lp = lp_grads_.tensor(slot), g = grads_.tensor(slot);
+        CHECK_CUDA(kernels::cuda::widen_accumulate(static_cast<float*>(g.raw()), static_cast<const uint16_t*>(lp.raw()),
+                                                   g.numel(), compute_ == DType::BF16, gpu_->compute()));
+        CHECK_CUDA(cudaMemsetAsync(lp.raw(), 0, lp.nbytes(), gpu_->compute()));
+      }
+    }
+#endif
     if (!node.param_slots.empty() && on_ready) on_ready(i);
   }
 }
 
-void Graph::zero_grad() { grads_.flat().zero_(); }
+void Graph::zero_grad() {
+#ifdef DPTRAIN_HAVE_CUDA
+  if (!device_.is_cpu()) {
+    CHECK_CUDA(cudaMemsetAsync(grads_.flat().raw(), 0, grads_.flat().nbytes(), gpu_->compute()));
+    if (lp_grads_.allocated())
+      CHECK_CUDA(cudaMemsetAsync(lp_grads_.flat().raw(), 0, lp_grads_.flat().nbytes(), gpu_->compute()));
+    return;
+  }
+#endif
+  grads_.flat().zero_();
+}
 
 std::vector<Graph::NamedTensor> Graph::state() const {
   std::vector<NamedTensor> out;

@@ -15,6 +15,10 @@
 
 namespace dp {
 
+namespace cuda {
+class ExecContext;
+}
+
 class Graph {
  public:
   static constexpr int kInput = -1;
@@ -25,6 +29,7 @@ class Graph {
     Shape out_shape;           // per sample
     std::vector<int> param_slots;   // indices into the parameter arena
     std::vector<int> buffer_ids;    // indices into buffers()
+    bool low_precision = false;     // its parameters are bound as 16-bit compute copies
   };
 
   struct NamedTensor {
@@ -38,14 +43,30 @@ class Graph {
 
   // Infers shapes from the per-sample input shape, allocates the parameter and gradient arenas
   // and buffers on `device`, and initialises parameters from `seed` (deterministic, on the CPU).
-  void build(const Shape& input_shape, uint64_t seed, Device device = Device::cpu());
+  // On a GPU, `gpu` is the process's execution context and `compute` the activations' dtype:
+  // with BF16/F16 (mixed precision) the fp32 arenas stay the master copy (optimizer, reducer,
+  // checkpoints) and layers with low_precision_params() are bound to 16-bit copies of their
+  // weights and to 16-bit gradients, widened into the fp32 arena after their backward.
+  void build(const Shape& input_shape, uint64_t seed, Device device = Device::cpu(), DType compute = DType::F32,
+             cuda::ExecContext* gpu = nullptr);
 
   // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call).
+  // On the GPU x is in the compute dtype (channels last when 4-D under mixed precision) and the
+  // output is always F32 (cast from the compute dtype when that is 16-bit).
   const Tensor& forward(const StepContext& ctx, const Tensor& x);
-  // dy: gradient w.r.t. the last forward's output. Parameter gradients are accumulated into
-  // the gradient arena; on_ready(node index) fires right after a layer with parameters is done.
+  // dy: gradient w.r.t. the last forward's output (F32). Parameter gradients are accumulated into
+  // the gradient arena; on_ready(node index) fires right after a layer with parameters is done
+  // (on the GPU: once its backward and the widening of its gradients are enqueued on the compute
+  // stream, not when they have run).
   void backward(const StepContext& ctx, const Tensor& dy, const std::function<void(int node)>& on_ready = {});
+  // On the GPU: enqueued on the compute stream.
   void zero_grad();
+  // Mixed precision: casts the fp32 master parameters into the layers' 16-bit copies (one launch
+  // on the compute stream). Call after anything changes the master parameters: the optimizer
+  // step, a checkpoint load, the start-up broadcast. No-op in fp32 and on the CPU.
+  void refresh_compute_params();
+  DType compute_dtype() const { return compute_; }
+  cuda::ExecContext* gpu() const { return gpu_; }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Shape& input_shape() const { return input_shape_; }
@@ -71,6 +92,16 @@ class Graph {
   std::vector<Tensor> acts_, dacts_;
   Tensor input_;
   Device device_;
+  DType compute_ = DType::F32;
+  cuda::ExecContext* gpu_ = nullptr;
+  Arena lp_params_, lp_grads_;  // mixed precision: 16-bit compute copies (same layout as params_)
+  Tensor out32_, dy16_;         // mixed precision: the F32 output and the 16-bit output gradient
+  // GPU: input-gradient tensors no longer needed, kept for reuse by shape and dtype (device
+  // allocations synchronise the device, so a step after the first allocates nothing).
+  std::vector<Tensor> spare_;
+  Tensor take_spare(const Shape& shape, DType dtype);
+  void give_spare(Tensor t);
+  void accumulate_device(const Tensor& dst, const Tensor& src) const;
   bool built_ = false;
 };
 

@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#ifdef DPTRAIN_HAVE_CUDA
+#include "kernels/cuda/optim.h"
+#include "runtime/cuda_check.h"
+#endif
 #include "kernels/cpu/optim_adamw.h"
 
 namespace dp::optim {
@@ -34,9 +38,30 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   s.bias_correction2_sqrt = static_cast<float>(std::pow(bias_correction2, 0.5));
   s.neg_step_size = static_cast<float>(-(lr / bias_correction1));
   s.eps = static_cast<float>(options_.eps);
-  kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
-                           exp_avg_sq_.data<float>(), numel_, s);
+  if (device_.is_cuda()) {
+#ifdef DPTRAIN_HAVE_CUDA
+    CHECK_CUDA(kernels::cuda::adamw_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()),
+                                         static_cast<float*>(exp_avg_.raw()), static_cast<float*>(exp_avg_sq_.raw()),
+                                         numel_, s, static_cast<cudaStream_t>(stream_)));
+#endif
+  } else {
+    kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
+                             exp_avg_sq_.data<float>(), numel_, s);
+  }
   ++steps_;
+}
+
+void AdamW::move_state(Device device) {
+  if (exp_avg_.defined()) {
+    Tensor t = Tensor::zeros(exp_avg_.shape(), DType::F32, device);
+    t.copy_from(exp_avg_);
+    exp_avg_ = t;
+  }
+  if (exp_avg_sq_.defined()) {
+    Tensor t = Tensor::zeros(exp_avg_sq_.shape(), DType::F32, device);
+    t.copy_from(exp_avg_sq_);
+    exp_avg_sq_ = t;
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state() const {

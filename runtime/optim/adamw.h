@@ -15,6 +15,9 @@ class AdamW : public Optimizer {
   void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) override;
   const AdamWOptions& options() const { return options_; }
 
+ protected:
+  void move_state(Device device) override;
+
  private:
   AdamWOptions options_;
   Tensor exp_avg_;     // (numel,) f32, first moment m

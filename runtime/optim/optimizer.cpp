@@ -11,6 +11,13 @@ Optimizer::Optimizer(int64_t numel) : numel_(numel) {
   DP_CHECK(numel >= 0, "optimizer over {} parameters", numel);
 }
 
+void Optimizer::place(Device device, void* cuda_stream) {
+  DP_CHECK(device.is_cpu() || cuda_stream != nullptr, "{} optimizer on {} needs a stream", name(), device.str());
+  move_state(device);
+  device_ = device;
+  stream_ = cuda_stream;
+}
+
 void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, double lr) const {
   for (const Tensor* t : {&params, &grads}) {
     const char* what = t == &params ? "parameters" : "gradients";
@@ -18,7 +25,7 @@ void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, doubl
     DP_CHECK(t->dtype() == DType::F32 && t->ndim() == 1 && t->numel() == numel_,
              "{} optimizer over {} parameters was given {} {}: want a flat f32 tensor of that length", name(),
              numel_, what, t->describe());
-    DP_CHECK(t->device().is_cpu(), "{} optimizer: {} are {}, but only the CPU kernel is built", name(), what,
+    DP_CHECK(t->device() == device_, "{} optimizer placed on {} was given {} {}", name(), device_.str(), what,
              t->describe());
   }
   if (!std::isfinite(lr) || lr < 0)

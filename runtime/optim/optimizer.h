@@ -33,6 +33,11 @@ class Optimizer {
   virtual const char* name() const = 0;
   // One update over the flat parameter arena (params, grads: 1-D F32 CPU tensors of numel()).
   virtual void step(const Tensor& params, const Tensor& grads, double lr) = 0;
+  // Moves the state to `device` (before the first step) and makes step() run there: on a GPU
+  // one fused kernel over the flat arena, enqueued on `cuda_stream` (a cudaStream_t) without a
+  // host wait. params and grads given to step() must then live on that device.
+  void place(Device device, void* cuda_stream);
+  Device device() const { return device_; }
   // Number of step() calls so far (or as restored by load_state).
   int64_t steps() const { return steps_; }
   // Number of parameters this optimizer updates.
@@ -54,8 +59,13 @@ class Optimizer {
   void load_slots(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps,
                   const std::vector<std::pair<std::string, Tensor>>& slots);
 
+  // Reallocates the state tensors on `device`, keeping their values.
+  virtual void move_state(Device device) = 0;
+
   int64_t numel_ = 0;
   int64_t steps_ = 0;
+  Device device_;
+  void* stream_ = nullptr;  // cudaStream_t of step() on a GPU
 };
 
 // Both throw UserError for out-of-range options (the same ranges torch accepts).

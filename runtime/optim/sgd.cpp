@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#ifdef DPTRAIN_HAVE_CUDA
+#include "kernels/cuda/optim.h"
+#include "runtime/cuda_check.h"
+#endif
 #include "kernels/cpu/optim_sgd.h"
 
 namespace dp::optim {
@@ -29,9 +33,24 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   s.one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
   s.nesterov = options_.nesterov;
   s.first_step = steps_ == 0;
-  float* buf = momentum_buffer_.defined() ? momentum_buffer_.data<float>() : nullptr;
-  kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s);
+  float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
+  if (device_.is_cuda()) {
+#ifdef DPTRAIN_HAVE_CUDA
+    CHECK_CUDA(kernels::cuda::sgd_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf,
+                                       numel_, s, static_cast<cudaStream_t>(stream_)));
+#endif
+  } else {
+    kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s);
+  }
   ++steps_;
+}
+
+void Sgd::move_state(Device device) {
+  if (momentum_buffer_.defined()) {
+    Tensor t = Tensor::zeros(momentum_buffer_.shape(), DType::F32, device);
+    t.copy_from(momentum_buffer_);
+    momentum_buffer_ = t;
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> Sgd::state() const {

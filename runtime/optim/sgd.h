@@ -15,6 +15,9 @@ class Sgd : public Optimizer {
   void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) override;
   const SgdOptions& options() const { return options_; }
 
+ protected:
+  void move_state(Device device) override;
+
  private:
   SgdOptions options_;
   Tensor momentum_buffer_;  // (numel,) f32; allocated only with momentum
