@@ -159,11 +159,12 @@ __global__ void finalize_kernel(double* invstd, float* running_mean, float* runn
     const double var = sqdev[c] / count;
     invstd[c] = 1.0 / sqrt(var + eps);
     if (update) {
-      const double unbias = count / (count - 1);
-      running_mean[c] =
-          static_cast<float>((1 - momentum) * static_cast<double>(running_mean[c]) + momentum * mean[c]);
-      running_var[c] =
-          static_cast<float>((1 - momentum) * static_cast<double>(running_var[c]) + momentum * var * unbias);
+      // The CPU twin's operations in its order, each rounded (no fused multiply-add): equal bits.
+      const double unbias = count / (count - 1), keep = 1 - momentum;
+      running_mean[c] = static_cast<float>(
+          __dadd_rn(__dmul_rn(keep, static_cast<double>(running_mean[c])), __dmul_rn(momentum, mean[c])));
+      running_var[c] = static_cast<float>(__dadd_rn(__dmul_rn(keep, static_cast<double>(running_var[c])),
+                                                    __dmul_rn(__dmul_rn(momentum, var), unbias)));
     }
   }
 }
