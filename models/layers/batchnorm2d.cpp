@@ -20,6 +20,11 @@ void set(const Tensor& t, int64_t i, double v) {
 }
 }  // namespace
 
+BnGpuPath bn_gpu_path(bool training, bool synced, bool cudnn_refused) {
+  if (!training) return BnGpuPath::RunningStats;
+  return synced || cudnn_refused ? BnGpuPath::OwnBatchStats : BnGpuPath::CudnnBatchStats;
+}
+
 BatchNorm2d::BatchNorm2d(std::string name, double momentum, double eps)
     : Layer(std::move(name)), momentum_(momentum), eps_(eps) {
   DP_CHECK(momentum_ >= 0 && momentum_ <= 1 && eps_ > 0, "{}: invalid arguments", layer_str(*this));

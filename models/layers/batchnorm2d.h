@@ -1,9 +1,21 @@
 // defines: BatchNorm2d, layer type "batchnorm2d" (PyTorch's nn.BatchNorm2d with affine=True and
 // track_running_stats=True; with set_sync(true), nn.SyncBatchNorm), and its registration.
 #pragma once
+#include <memory>
+
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
+
+// Which GPU path a BatchNorm2d step takes (batchnorm2d_cuda.cpp). Pure, tested on the host.
+enum class BnGpuPath {
+  CudnnBatchStats,  // training: cuDNN's forward-training / backward with its saved mean and 1/std
+  OwnBatchStats,    // training: our kernels (SyncBN's two-pass global statistics, or cuDNN refused)
+  RunningStats,     // eval: cuDNN inference forward (our kernel if refused); our backward kernels
+};
+// training: ctx.training; synced: SyncBN reduces this step (sync on, a communicator of > 1 rank);
+// cudnn_refused: cuDNN answered NOT_SUPPORTED for this layer before.
+BnGpuPath bn_gpu_path(bool training, bool synced, bool cudnn_refused);
 
 class BatchNorm2d : public Layer {
  public:
@@ -31,6 +43,19 @@ class BatchNorm2d : public Layer {
   // collectives per layer and step) and checks that the backward is for that forward's input.
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
+#ifdef DPTRAIN_HAVE_CUDA
+  // The same semantics on ctx.gpu->compute(): x, y, dy, dx in ctx.compute (NHWC under
+  // channels_last); weight, bias, their gradients and the running statistics f32,
+  // num_batches_tracked i64 (incremented on the device). Training without SyncBN runs cuDNN's
+  // spatial batch norm and keeps its saved mean and 1/std for the backward (recomputed by cuDNN
+  // when the backward is not for the last forward's input). SyncBN runs the CPU path's two-pass
+  // global statistics with kernels/cuda/batchnorm.h and all-reduces device tensors (the compute
+  // stream is synchronised before each all-reduce: the communicator's contract); its backward
+  // reuses the forward's global statistics, as the CPU path does.
+  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                     std::vector<Tensor>& dx) override;
+#endif
 
  private:
   void check_bound(DType dtype) const;
@@ -50,6 +75,20 @@ class BatchNorm2d : public Layer {
     double count = 0;
   } sync_stats_;
   int64_t C_ = 0, H_ = 0, W_ = 0;
+  // GPU state (batchnorm2d_cuda.cpp): cuDNN descriptors per batch shape, device statistics and
+  // scratch sized once per shape, what the last training forward left for its backward.
+  struct CudaState;
+  struct CudaStateDeleter {
+    void operator()(CudaState* s) const;
+  };
+  std::unique_ptr<CudaState, CudaStateDeleter> cuda_;
+#ifdef DPTRAIN_HAVE_CUDA
+  CudaState& cuda_state(const StepContext& ctx);
+  void check_bound_gpu() const;
+  // Our kernels' batch statistics of x into the state's mean / 1/std (SyncBN: of all ranks'
+  // batches); update_running: also the running statistics. Returns the value count behind them.
+  double own_batch_stats(const StepContext& ctx, const Tensor& x, Communicator* comm, bool update_running);
+#endif
 };
 
 // momentum (float, 0.1, [0, 1]), eps (float, 1e-5, > 0).

@@ -8,6 +8,7 @@ class MaxPool2d : public Pool2dLayer {
  public:
   using Pool2dLayer::Pool2dLayer;
   const char* type() const override { return "maxpool2d"; }
+  PoolKind kind() const override { return PoolKind::Max; }
 
  protected:
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;

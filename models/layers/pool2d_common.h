@@ -2,6 +2,8 @@
 // pooling window against a [C, H, W] input, and Pool2dLayer, the base that holds the window and
 // checks each batch's tensors, so a pooling layer only names its kernels.
 #pragma once
+#include <memory>
+
 #include "kernels/cpu/pool2d.h"
 #include "runtime/layer_registry.h"
 
@@ -15,6 +17,9 @@ std::vector<ArgSpec> pool2d_arg_specs();
 kernels::cpu::Pool2dDims setup_pool2d(const Layer& layer, const std::vector<Shape>& in, int64_t kernel, int64_t stride,
                                       int64_t padding);
 
+// Which pooling a Pool2dLayer computes; the GPU path maps it to a cuDNN mode.
+enum class PoolKind { Max, Average };
+
 class Pool2dLayer : public Layer {
  public:
   // stride 0: same as kernel.
@@ -22,16 +27,33 @@ class Pool2dLayer : public Layer {
       : Layer(std::move(name)), kernel_(kernel), stride_(stride), padding_(padding) {}
   // Input [C, H, W] -> [C, OH, OW].
   Shape setup(const std::vector<Shape>& in) override;
+  virtual PoolKind kind() const = 0;
 
  protected:
   // The window's dimensions for a batch of x (N, C, H, W), after checking the other tensors of
   // the call for dtype and shape: forward y (N, C, OH, OW); backward dy, then dx (N, C, H, W).
   kernels::cpu::Pool2dDims forward_dims(const Tensor& x, const Tensor& y) const;
   kernels::cpu::Pool2dDims backward_dims(const Tensor& x, const Tensor& dy, const Tensor& dx) const;
+#ifdef DPTRAIN_HAVE_CUDA
+  // cuDNN pooling on ctx.gpu->compute() (pool2d_cuda.cpp): x, y, dy, dx in ctx.compute, NHWC
+  // under channels_last. Max: CUDNN_POOLING_MAX_DETERMINISTIC with NaN propagated (as
+  // F.max_pool2d); the backward routes dy to the maxima cuDNN finds again from x and y. Average:
+  // CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (count_include_pad=True; floor mode is cuDNN's
+  // only mode). dx is overwritten.
+  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                     std::vector<Tensor>& dx) override;
+#endif
 
  private:
   int64_t kernel_, stride_, padding_;
   kernels::cpu::Pool2dDims d_{};
+  // GPU state (pool2d_cuda.cpp): the pooling descriptor and tensor descriptors per batch shape.
+  struct CudaState;
+  struct CudaStateDeleter {
+    void operator()(CudaState* s) const;
+  };
+  std::unique_ptr<CudaState, CudaStateDeleter> cuda_;
 };
 
 }  // namespace dp::models
