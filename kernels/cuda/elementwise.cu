@@ -76,9 +76,10 @@ __global__ void divide_kernel(float* x, int64_t n, float divisor) {
 
 // One element per thread over the whole (outer, channels, inner) block; the channel is
 // (i / inner) % channels.
-__global__ void bias_add_kernel(float* y, const float* b, int64_t total, int64_t channels, int64_t inner) {
+template <typename T>
+__global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channels, int64_t inner) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = fp::add(y[i], b[(i / inner) % channels]);
+    y[i] = from_f32<T>(fp::add(to_f32(y[i]), to_f32(b[(i / inner) % channels])));
 }
 
 }  // namespace
@@ -126,7 +127,7 @@ cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, 
   if (outer < 0 || channels < 0 || inner < 0) return cudaErrorInvalidValue;
   const int64_t total = outer * channels * inner;
   if (total == 0) return cudaSuccess;
-  bias_add_kernel<<<grid_1d(total), kThreads, 0, stream>>>(y, b, total, channels, inner);
+  bias_add_kernel<float><<<grid_1d(total), kThreads, 0, stream>>>(y, b, total, channels, inner);
   DP_RETURN_LAUNCH();
 }
 
@@ -183,6 +184,19 @@ cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, c
 
 cudaError_t add_inplace(DType dtype, void* dst, const void* src, int64_t n, cudaStream_t stream) {
   return add(dtype, dst, dst, src, n, stream);
+}
+
+cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t channels, int64_t inner,
+                     cudaStream_t stream) {
+  if (outer < 0 || channels < 0 || inner < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  const int64_t total = outer * channels * inner;
+  if (total == 0) return cudaSuccess;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    bias_add_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(b), total,
+                                                                channels, inner);
+  });
+  DP_RETURN_LAUNCH();
 }
 
 cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int64_t channels, int64_t inner,

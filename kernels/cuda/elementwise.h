@@ -43,6 +43,11 @@ bool elementwise_dtype_supported(DType dtype);
 [[nodiscard]] cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, cudaStream_t stream);
 [[nodiscard]] cudaError_t add_inplace(DType dtype, void* dst, const void* src, int64_t n, cudaStream_t stream);
 
+// y (outer, channels, inner) += b (channels) in dtype (F32: the kernel above; 16-bit: widened,
+// added in f32, rounded once).
+[[nodiscard]] cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t channels, int64_t inner,
+                                   cudaStream_t stream);
+
 // db (channels) += sum over (outer, inner) of dy (outer, channels, inner): a linear layer's bias
 // gradient (inner = 1), an NCHW convolution's (inner = H * W) or an NHWC one's (outer = N H W,
 // inner = 1). One block per channel sums in f32 in a fixed order (deterministic), then adds

@@ -67,9 +67,11 @@ void check_lt_gemm(const LtGemm& g) {
 #include <map>
 #include <mutex>
 
+#include "kernels/cuda/elementwise.h"
 #include "runtime/cuda/exec_context.h"
 #include "runtime/cuda/log_failure.h"
 #include "runtime/cuda_check.h"
+#include "runtime/log.h"
 
 namespace dp::cuda {
 
@@ -132,9 +134,11 @@ class Preference {
   cublasLtMatmulPreference_t p_ = nullptr;
 };
 
+// The heuristic's first algorithm, or none (lt false): then the classic cuBLAS GEMM runs it.
 struct Choice {
-  cublasLtMatmulAlgo_t algo;
-  size_t workspace_bytes;
+  bool lt = false;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace_bytes = 0;
 };
 
 std::mutex& cache_mutex() {
@@ -190,21 +194,47 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d);
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), desc.get(), first.get(), second.get(), cd.get(),
-                                                cd.get(), pref.get(), 1, &result, &found));
-    DP_CHECK(found >= 1 && result.state == CUBLAS_STATUS_SUCCESS,
-             "lt_matmul: cuBLASLt has no algorithm for {} m={} n={} k={} trans_a={} trans_b={} bias={} within a "
-             "workspace of {} bytes",
-             dtype_name(g.dtype), g.m, g.n, g.k, g.trans_a, g.trans_b, g.bias != nullptr, ctx.workspace_limit());
-    choice = {result.algo, result.workspaceSize};
+    // NOT_SUPPORTED: no algorithm for this configuration, as is found == 0.
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), desc.get(), first.get(), second.get(),
+                                                             cd.get(), cd.get(), pref.get(), 1, &result, &found);
+    if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+      fail_cublas(st, "cublasLtMatmulAlgoGetHeuristic(...)", __FILE__, __LINE__);
+    if (st == CUBLAS_STATUS_SUCCESS && found >= 1 && result.state == CUBLAS_STATUS_SUCCESS) {
+      choice = {true, result.algo, result.workspaceSize};
+    } else {
+      choice = {};
+      log::get("cuda")->warn("cuBLASLt has no algorithm for {} m={} n={} k={} trans_a={} trans_b={} bias={} "
+                             "(alignments {}/{}/{}) within {} bytes of workspace; using cublasGemmEx",
+                             dtype_name(g.dtype), g.m, g.n, g.k, g.trans_a, g.trans_b, g.bias != nullptr, key.align_a,
+                             key.align_b, key.align_d, ctx.workspace_limit());
+    }
     std::lock_guard<std::mutex> lock(cache_mutex());
     cache().emplace(key, choice);
   }
 
-  void* workspace = ctx.workspace(choice.workspace_bytes);
-  CHECK_CUBLAS(cublasLtMatmul(ctx.cublaslt(), desc.get(), &g.alpha, g.b, first.get(), g.a, second.get(), &g.beta, c,
-                              cd.get(), g.d, cd.get(), &choice.algo, workspace, choice.workspace_bytes,
-                              ctx.compute()));
+  if (choice.lt) {
+    void* workspace = ctx.workspace(choice.workspace_bytes);
+    CHECK_CUBLAS(cublasLtMatmul(ctx.cublaslt(), desc.get(), &g.alpha, g.b, first.get(), g.a, second.get(), &g.beta, c,
+                                cd.get(), g.d, cd.get(), &choice.algo, workspace, choice.workspace_bytes,
+                                ctx.compute()));
+    return;
+  }
+  // Fallback: the same column-major problem through cublasGemmEx (the handle is bound to the
+  // compute stream; CUBLAS_COMPUTE_32F, no TF32), C copied into D first when they differ, then
+  // the bias as its own kernel.
+  constexpr int64_t kIntMax = 0x7FFFFFFF;
+  DP_CHECK(cm.m <= kIntMax && cm.n <= kIntMax && cm.k <= kIntMax && cm.first.ld <= kIntMax &&
+               cm.second.ld <= kIntMax && cm.c.ld <= kIntMax,
+           "lt_matmul: m={} n={} k={} too large for the cublasGemmEx fallback", g.m, g.n, g.k);
+  if (g.beta != 0.0f && g.c != g.d)
+    CHECK_CUDA(cudaMemcpyAsync(g.d, g.c, static_cast<size_t>(g.m * g.n) * dtype_size(g.dtype),
+                               cudaMemcpyDeviceToDevice, ctx.compute()));
+  CHECK_CUBLAS(cublasGemmEx(ctx.cublas(), cm.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            cm.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(cm.m), static_cast<int>(cm.n),
+                            static_cast<int>(cm.k), &g.alpha, g.b, type, static_cast<int>(cm.first.ld), g.a, type,
+                            static_cast<int>(cm.second.ld), &g.beta, g.d, type, static_cast<int>(cm.c.ld),
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (g.bias) CHECK_CUDA(kernels::cuda::bias_add(g.dtype, g.d, g.bias, g.m, g.n, 1, ctx.compute()));
 }
 
 }  // namespace dp::cuda

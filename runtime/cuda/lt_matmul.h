@@ -87,8 +87,10 @@ class ExecContext;
 
 // Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for lt_key(g)
 // within ctx.workspace_limit() bytes of workspace, asked once per key (a process-wide cache
-// under a mutex), and its workspace comes from ctx.workspace(). Throws (CHECK_CUBLAS, or a
-// DpError when no algorithm fits) on failure.
+// under a mutex), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
+// algorithm (an odd alignment, say), the key remembers that, one warning is logged and the same
+// problem runs through cublasGemmEx (CUBLAS_COMPUTE_32F) on ctx.cublas() with the bias added by
+// kernels/cuda/elementwise.h's bias_add. Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
 void lt_matmul(ExecContext& ctx, const LtGemm& g);
 
 // Number of cached algorithm choices (tests and logs).

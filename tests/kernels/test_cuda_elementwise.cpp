@@ -50,6 +50,9 @@ TEST(CudaElementwise, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(add(DType::U8, nullptr, nullptr, nullptr, 4, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(add(DType::F16, nullptr, nullptr, nullptr, 0, nullptr), cudaSuccess);
   EXPECT_EQ(add_inplace(DType::BF16, nullptr, nullptr, -2, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(bias_add(DType::F64, nullptr, nullptr, 2, 3, 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(bias_add(DType::BF16, nullptr, nullptr, 2, -3, 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(bias_add(DType::F16, nullptr, nullptr, 0, 3, 1, nullptr), cudaSuccess);
   EXPECT_EQ(bias_grad(DType::F32, nullptr, nullptr, -1, 3, 1, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(bias_grad(DType::F64, nullptr, nullptr, 2, 3, 1, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(bias_grad(DType::BF16, nullptr, nullptr, 2, 0, 1, nullptr), cudaSuccess);
@@ -225,6 +228,26 @@ TEST_F(CudaElementwiseGpu, SixteenBitReluAndAddRoundOnce) {
       EXPECT_TRUE(a_.guards_intact());
     }
   }
+}
+
+TEST_F(CudaElementwiseGpu, TypedBiasAddRoundsOnce) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  for (DType dt : {DType::BF16, DType::F16}) {
+    const int64_t outer = 33, channels = 70, inner = 5, n = outer * channels * inner;
+    const auto y0 = to16(test::normal_floats(n, gen_), dt), b = to16(test::normal_floats(channels, gen_), dt);
+    std::vector<uint16_t> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = to16(from16(y0[i], dt) + from16(b[(i / inner) % channels], dt), dt);
+    Guarded<uint16_t> y_(y0, s()), b_(b, s());
+    CHECK_CUDA(bias_add(dt, y_.get(), b_.get(), outer, channels, inner, s()));
+    expect_same_16(y_.download(), want, dt, "bias_add");
+    EXPECT_TRUE(y_.guards_intact());
+  }
+  // F32 through the typed entry equals the f32 one.
+  const auto y0 = test::normal_floats(1000, gen_), b = test::normal_floats(10, gen_);
+  Guarded<float> y1(y0, s()), y2(y0, s()), b_(b, s());
+  CHECK_CUDA(bias_add(y1.get(), b_.get(), 100, 10, 1, s()));
+  CHECK_CUDA(bias_add(DType::F32, y2.get(), b_.get(), 100, 10, 1, s()));
+  expect_same_bits(y2.download(), y1.download(), "typed f32 bias_add");
 }
 
 // db += sums over (outer, inner): against double sums, within the f32 summation's rounding and
