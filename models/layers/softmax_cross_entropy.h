@@ -29,9 +29,10 @@ class SoftmaxCrossEntropy {
   // (the caller's compute stream), copies the mean loss to pinned memory and synchronises
   // `stream` once to return it: one host synchronisation per call (per micro-batch). dlogits is
   // complete when this returns. The row-loss scratch is kept in this object, sized once per N
-  // (allocated and freed in `stream`'s order): use one object per stream at a time. A label
-  // outside [0, K) makes the loss NaN on the device; this call then reads the labels back and
-  // throws the CPU path's DpError naming the label and its index.
+  // (allocated and freed in `stream`'s order, so the object must go before the stream): use one
+  // object per stream at a time. A label outside [0, K) makes the loss NaN on the device; this
+  // call then reads the labels back and throws the CPU path's DpError naming the label and its
+  // index.
   double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
                           cudaStream_t stream) const;
 #endif

@@ -31,9 +31,10 @@ uint32_t pointer_alignment(const void* p) {
   return align;
 }
 
-LtKey lt_key(int device, const LtGemm& g) {
+LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g) {
   LtKey key;
   key.device = device;
+  key.workspace_limit = workspace_limit;
   key.dtype = g.dtype;
   key.m = g.m;
   key.n = g.n;
@@ -173,7 +174,7 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
   const MatrixLayout first(type, cm.first), second(type, cm.second), cd(type, cm.c);
   const void* c = g.beta != 0.0f ? g.c : g.d;  // not read when beta == 0
 
-  const LtKey key = lt_key(ctx.device(), g);
+  const LtKey key = lt_key(ctx.device(), ctx.workspace_limit(), g);
   Choice choice{};
   bool cached = false;
   {

@@ -59,10 +59,11 @@ ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a,
 // address; 256 for null. Algorithms are chosen for the operands' alignment.
 uint32_t pointer_alignment(const void* p);
 
-// What the choice of algorithm depends on: the device, the problem and the operands'
-// alignments. One heuristic query per key per process.
+// What the choice of algorithm depends on: the device, the workspace bound, the problem and the
+// operands' alignments. One heuristic query per key per process.
 struct LtKey {
   int device = 0;
+  uint64_t workspace_limit = 0;
   DType dtype = DType::F32;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
@@ -70,7 +71,7 @@ struct LtKey {
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0;
   auto operator<=>(const LtKey&) const = default;
 };
-LtKey lt_key(int device, const LtGemm& g);
+LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g);
 
 // A DpError unless g is well-formed: dims >= 1, a supported dtype, non-null operands (C only
 // when beta != 0).

@@ -117,15 +117,16 @@ TEST(LtMatmul, KeyHoldsShapeTransposesDtypeEpilogueAndAlignments) {
   g.a = reinterpret_cast<const void*>(uintptr_t{0x10000});
   g.b = reinterpret_cast<const void*>(uintptr_t{0x20000});
   g.d = reinterpret_cast<void*>(uintptr_t{0x30000});
-  const LtKey base = lt_key(0, g);
-  EXPECT_EQ(base, lt_key(0, g));
+  const LtKey base = lt_key(0, 1 << 20, g);
+  EXPECT_EQ(base, lt_key(0, 1 << 20, g));
   EXPECT_FALSE(base.bias);
   EXPECT_EQ(base.align_c, 256u);  // beta 0: C is D
-  EXPECT_NE(base, lt_key(1, g));  // another device
+  EXPECT_NE(base, lt_key(1, 1 << 20, g));  // another device
+  EXPECT_NE(base, lt_key(0, 1 << 21, g));  // another workspace bound
   auto differs = [&](auto change) {
     LtGemm h = g;
     change(h);
-    return lt_key(0, h) != base;
+    return lt_key(0, 1 << 20, h) != base;
   };
   EXPECT_TRUE(differs([](LtGemm& h) { h.m = 5; }));
   EXPECT_TRUE(differs([](LtGemm& h) { h.k = 7; }));
