@@ -1,5 +1,5 @@
-// defines: the CUDA twins of kernels/cpu/dropout.h, f32 (and bf16/f16) inverted dropout with the counter-based
-// mask: element i is kept iff word i % 4 of Philox block i / 4 of (seed, stream) passes
+// defines: the CUDA twins of kernels/cpu/dropout.h, inverted dropout (f32; bf16/f16 through the
+// typed entries) with the counter-based mask: element i is kept iff word i % 4 of Philox block i / 4 of (seed, stream) passes
 // (kernels/cuda/philox.h), so the mask equals the CPU twin's for the same (seed, stream, i) —
 // the layer derives stream from (step, layer name) — and the backward recomputes it.
 //

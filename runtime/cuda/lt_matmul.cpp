@@ -87,7 +87,8 @@ cudaDataType_t cuda_type(DType t) {
   }
 }
 
-// Move-less RAII owners of the three cuBLASLt descriptors, created per call (host-side only).
+// RAII owners (not copyable, not movable) of the three cuBLASLt descriptors, made per call:
+// host-side objects, cheap next to the matmul.
 class MatmulDesc {
  public:
   MatmulDesc() { CHECK_CUBLAS(cublasLtMatmulDescCreate(&d_, CUBLAS_COMPUTE_32F, CUDA_R_32F)); }
