@@ -1,26 +1,67 @@
-#include "kernels/cuda/elementwise.h"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
-__global__ void relu_forward_kernel(float* y, const float* x, int64_t n) {
+// Element I/O: a stored element widened to f32, and an f32 rounded (to nearest even) to it.
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+template <typename T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+
+template <typename T>
+__global__ void relu_forward_kernel(T* y, const T* x, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = x[i];
-    y[i] = v < 0.0f ? 0.0f : v;
+    const T v = x[i];
+    y[i] = to_f32(v) < 0.0f ? from_f32<T>(0.0f) : v;
   }
 }
 
-__global__ void relu_backward_kernel(float* dx, const float* dy, const float* y, int64_t n) {
+template <typename T>
+__global__ void relu_backward_kernel(T* dx, const T* dy, const T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    dx[i] = to_f32(y[i]) > 0.0f ? dy[i] : from_f32<T>(0.0f);
 }
 
-__global__ void add_kernel(float* y, const float* a, const float* b, int64_t n) {
+template <typename T>
+__global__ void add_kernel(T* y, const T* a, const T* b, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = fp::add(a[i], b[i]);
+    y[i] = from_f32<T>(fp::add(to_f32(a[i]), to_f32(b[i])));
+}
+
+// One block per channel (grid-stride over channels): each thread sums its strided share of the
+// (outer, inner) elements in f32, then a fixed shared-memory tree; thread 0 adds to db once.
+template <typename T>
+__global__ void bias_grad_kernel(T* db, const T* dy, int64_t outer, int64_t channels, int64_t inner) {
+  __shared__ float part[kThreads];
+  const int64_t per_channel = outer * inner;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+    float s = 0.0f;
+    for (int64_t j = threadIdx.x; j < per_channel; j += kThreads) {
+      const int64_t o = j / inner, i = j % inner;
+      s = fp::add(s, to_f32(dy[(o * channels + c) * inner + i]));
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = kThreads / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) part[threadIdx.x] = fp::add(part[threadIdx.x], part[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) db[c] = from_f32<T>(fp::add(to_f32(db[c]), part[0]));
+    __syncthreads();  // part is reused by the next channel
+  }
 }
 
 __global__ void scale_kernel(float* y, const float* x, float alpha, int64_t n) {
@@ -35,9 +76,10 @@ __global__ void divide_kernel(float* x, int64_t n, float divisor) {
 
 // One element per thread over the whole (outer, channels, inner) block; the channel is
 // (i / inner) % channels.
-__global__ void bias_add_kernel(float* y, const float* b, int64_t total, int64_t channels, int64_t inner) {
+template <typename T>
+__global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channels, int64_t inner) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = fp::add(y[i], b[(i / inner) % channels]);
+    y[i] = from_f32<T>(fp::add(to_f32(y[i]), to_f32(b[(i / inner) % channels])));
 }
 
 }  // namespace
@@ -45,21 +87,21 @@ __global__ void bias_add_kernel(float* y, const float* b, int64_t total, int64_t
 cudaError_t relu_forward(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  relu_forward_kernel<<<grid_1d(n), kThreads, 0, stream>>>(y, x, n);
+  relu_forward_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(y, x, n);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t relu_backward(float* dx, const float* dy, const float* y, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  relu_backward_kernel<<<grid_1d(n), kThreads, 0, stream>>>(dx, dy, y, n);
+  relu_backward_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(dx, dy, y, n);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t add(float* y, const float* a, const float* b, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  add_kernel<<<grid_1d(n), kThreads, 0, stream>>>(y, a, b, n);
+  add_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(y, a, b, n);
   DP_RETURN_LAUNCH();
 }
 
@@ -85,7 +127,88 @@ cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, 
   if (outer < 0 || channels < 0 || inner < 0) return cudaErrorInvalidValue;
   const int64_t total = outer * channels * inner;
   if (total == 0) return cudaSuccess;
-  bias_add_kernel<<<grid_1d(total), kThreads, 0, stream>>>(y, b, total, channels, inner);
+  bias_add_kernel<float><<<grid_1d(total), kThreads, 0, stream>>>(y, b, total, channels, inner);
+  DP_RETURN_LAUNCH();
+}
+
+namespace {
+
+// Calls f(T{}) with T the device element type of dtype; false for an unsupported dtype.
+template <typename F>
+bool dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::F32: f(float{}); return true;
+    case DType::BF16: f(__nv_bfloat16{}); return true;
+    case DType::F16: f(__half{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool elementwise_dtype_supported(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16;
+}
+
+cudaError_t relu_forward(DType dtype, void* y, const void* x, int64_t n, cudaStream_t stream) {
+  if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    relu_forward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), n);
+  });
+  DP_RETURN_LAUNCH();
+}
+
+cudaError_t relu_backward(DType dtype, void* dx, const void* dy, const void* y, int64_t n, cudaStream_t stream) {
+  if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    relu_backward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
+                                                                 static_cast<const T*>(y), n);
+  });
+  DP_RETURN_LAUNCH();
+}
+
+cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, cudaStream_t stream) {
+  if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    add_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(a),
+                                                       static_cast<const T*>(b), n);
+  });
+  DP_RETURN_LAUNCH();
+}
+
+cudaError_t add_inplace(DType dtype, void* dst, const void* src, int64_t n, cudaStream_t stream) {
+  return add(dtype, dst, dst, src, n, stream);
+}
+
+cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t channels, int64_t inner,
+                     cudaStream_t stream) {
+  if (outer < 0 || channels < 0 || inner < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  const int64_t total = outer * channels * inner;
+  if (total == 0) return cudaSuccess;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    bias_add_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(b), total,
+                                                                channels, inner);
+  });
+  DP_RETURN_LAUNCH();
+}
+
+cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int64_t channels, int64_t inner,
+                      cudaStream_t stream) {
+  if (outer < 0 || channels < 0 || inner < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
+  if (channels == 0) return cudaSuccess;  // outer * inner == 0 still launches: db += 0 (a no-op on values)
+  const unsigned blocks = static_cast<unsigned>(channels < (int64_t{1} << 16) ? channels : (int64_t{1} << 16));
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    bias_grad_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(db), static_cast<const T*>(dy), outer,
+                                                         channels, inner);
+  });
   DP_RETURN_LAUNCH();
 }
 

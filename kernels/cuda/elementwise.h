@@ -1,5 +1,6 @@
 // defines: the CUDA twins of kernels/cpu/elementwise.h (relu, add) plus scale, divide and
-// bias_add, f32, each on an explicit stream.
+// bias_add, f32, each on an explicit stream; typed entry points (f32, bf16, f16) of relu, add
+// and add_inplace for the layers under mixed precision, and bias_grad (a bias's gradient).
 //
 // Every wrapper returns the launch status (kernels/cuda/launch.cuh); check it with CHECK_CUDA.
 // Pointers are device pointers; n == 0 launches nothing. Results equal the CPU twins bit for
@@ -8,6 +9,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "runtime/dtype.h"
 
 namespace dp::kernels::cuda {
 
@@ -28,5 +31,28 @@ namespace dp::kernels::cuda {
 // cpu::linear_forward) or an NCHW convolution's (inner = H * W).
 [[nodiscard]] cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, int64_t inner,
                                    cudaStream_t stream);
+
+// Typed entry points: dtype F32, BF16 or F16 (16-bit values as raw bits); any other dtype is
+// cudaErrorInvalidValue. F32 runs the very kernels above. A 16-bit element is widened to f32,
+// computed as in f32 and rounded to nearest even once (PyTorch's rule for bf16/f16 elementwise
+// ops); relu and its backward are selects and keep the input's bits.
+bool elementwise_dtype_supported(DType dtype);
+[[nodiscard]] cudaError_t relu_forward(DType dtype, void* y, const void* x, int64_t n, cudaStream_t stream);
+[[nodiscard]] cudaError_t relu_backward(DType dtype, void* dx, const void* dy, const void* y, int64_t n,
+                                        cudaStream_t stream);
+[[nodiscard]] cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, cudaStream_t stream);
+[[nodiscard]] cudaError_t add_inplace(DType dtype, void* dst, const void* src, int64_t n, cudaStream_t stream);
+
+// y (outer, channels, inner) += b (channels) in dtype (F32: the kernel above; 16-bit: widened,
+// added in f32, rounded once).
+[[nodiscard]] cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t channels, int64_t inner,
+                                   cudaStream_t stream);
+
+// db (channels) += sum over (outer, inner) of dy (outer, channels, inner): a linear layer's bias
+// gradient (inner = 1), an NCHW convolution's (inner = H * W) or an NHWC one's (outer = N H W,
+// inner = 1). One block per channel sums in f32 in a fixed order (deterministic), then adds
+// to db once, rounded to dtype (F32, BF16, F16).
+[[nodiscard]] cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int64_t channels,
+                                    int64_t inner, cudaStream_t stream);
 
 }  // namespace dp::kernels::cuda

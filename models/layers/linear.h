@@ -12,11 +12,21 @@ class Linear : public Layer {
   Shape setup(const std::vector<Shape>& in) override;
   // "weight" (out, in), "bias" (out): U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default.
   std::vector<ParamDecl> declare_params() const override;
+  // Under mixed precision the weight, bias and their gradients are in the compute dtype.
+  bool low_precision_params() const override { return true; }
 
  protected:
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
+
+#ifdef DPTRAIN_HAVE_CUDA
+  // GPU path (linear_cuda.cpp): one cuBLASLt matmul with the bias epilogue forward; dx = dy W, dW += dy^T x
+  // (cuBLASLt, beta 1) and db += column sums of dy (kernels/cuda/elementwise.h bias_grad).
+  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                     std::vector<Tensor>& dx) override;
+#endif
 
  private:
   void check_params(DType dtype) const;

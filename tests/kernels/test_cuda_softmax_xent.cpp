@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #ifdef DPTRAIN_HAVE_CUDA
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "kernels/cpu/softmax_xent.h"
 #include "kernels/cuda/softmax_xent.h"
+#include "models/layers/softmax_cross_entropy.h"
 #include "tests/kernels/cuda_test_util.h"
 
 namespace dp::kernels::cuda {
@@ -97,6 +100,52 @@ TEST_F(CudaSoftmaxXentGpu, AnEmptyBatchHasLossZeroAndABadLabelGivesNaNNotAnOverr
   }
   EXPECT_TRUE(dl_.guards_intact());
   EXPECT_TRUE(r_.guards_intact());
+}
+
+// models::SoftmaxCrossEntropy's device call (the loss the trainer uses), here beside its kernel.
+TEST(CudaSoftmaxCrossEntropyLoss, DeviceCallRefusesHostTensors) {
+  const Tensor z = Tensor::zeros({2, 3}), y = Tensor::zeros({2}, DType::I32);
+  EXPECT_THROW(models::SoftmaxCrossEntropy().forward_backward(z, y, nullptr, nullptr), DpError);
+}
+
+TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallMatchesItsCpuCall) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  const Device dev = Device::cuda(0);
+  const models::SoftmaxCrossEntropy loss(0.1);
+  for (int64_t N : {int64_t{1}, int64_t{8}, int64_t{300}, int64_t{5}}) {  // shrinking N reuses the scratch
+    const int64_t K = 10;
+    SCOPED_TRACE(testing::Message() << "N " << N);
+    Tensor z = Tensor::zeros({N, K}), y = Tensor::zeros({N}, DType::I32), d = Tensor::zeros({N, K});
+    const auto zv = test::normal_floats(N * K, gen_, 3.0f);
+    for (int64_t i = 0; i < N * K; ++i) z.data<float>()[i] = zv[i];
+    for (int64_t n = 0; n < N; ++n) y.data<int32_t>()[n] = static_cast<int32_t>(gen_() % K);
+    const double want = loss.forward_backward(z, y, &d);
+    Tensor zd = Tensor::zeros({N, K}, DType::F32, dev), yd = Tensor::zeros({N}, DType::I32, dev),
+           dd = Tensor::zeros({N, K}, DType::F32, dev);
+    zd.copy_from(z);
+    yd.copy_from(y);
+    const double got = loss.forward_backward(zd, yd, &dd, s());
+    EXPECT_NEAR(got, want, 2e-5 * std::max(1.0, std::fabs(want)));
+    EXPECT_NEAR(loss.forward_backward(zd, yd, nullptr, s()), got, 0.0);  // deterministic, loss only
+    Tensor back = Tensor::zeros({N, K});
+    back.copy_from(dd);
+    for (int64_t i = 0; i < N * K; ++i)
+      ASSERT_NEAR(back.data<float>()[i], d.data<float>()[i], 2e-5 / static_cast<double>(N)) << "dlogits " << i;
+  }
+}
+
+TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallNamesABadLabel) {
+  const Device dev = Device::cuda(0);
+  Tensor y = Tensor::zeros({3}, DType::I32);
+  y.data<int32_t>()[1] = 7;
+  Tensor zd = Tensor::zeros({3, 5}, DType::F32, dev), yd = Tensor::zeros({3}, DType::I32, dev);
+  yd.copy_from(y);
+  try {
+    models::SoftmaxCrossEntropy().forward_backward(zd, yd, nullptr, s());
+    ADD_FAILURE() << "no error for label 7 of 5 classes";
+  } catch (const DpError& e) {
+    EXPECT_NE(std::string(e.what()).find("label 7 at batch index 1"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

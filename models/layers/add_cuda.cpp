@@ -1,0 +1,44 @@
+// Add's GPU path: kernels/cuda/elementwise.h forward, device copies backward, on the compute
+// stream in ctx.compute; elementwise, so the same whatever the memory layout (both inputs and
+// the output share it).
+#include "models/layers/add.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include "kernels/cuda/elementwise.h"
+#include "models/layers/common.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda_check.h"
+
+namespace dp::models {
+
+namespace {
+void check_gpu_tensor(const Layer& l, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
+  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(l), what);
+  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
+           layer_str(l), what, t.describe(), dtype_name(dtype), shape_str(shape));
+}
+}  // namespace
+
+void Add::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
+  DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
+  const Shape s = with_batch(x[0].dim(0), shape_);
+  check_gpu_tensor(*this, x[0], ctx.compute, s, "input 0");
+  check_gpu_tensor(*this, x[1], ctx.compute, s, "input 1");
+  check_gpu_tensor(*this, y, ctx.compute, s, "output");
+  CHECK_CUDA(kernels::cuda::add(ctx.compute, y.raw(), x[0].raw(), x[1].raw(), y.numel(), ctx.gpu->compute()));
+}
+
+void Add::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+                        std::vector<Tensor>& dx) {
+  DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
+  const Shape s = with_batch(x[0].dim(0), shape_);
+  check_gpu_tensor(*this, dy, ctx.compute, s, "output gradient");
+  for (auto& g : dx) {
+    if (!g.defined()) continue;
+    check_gpu_tensor(*this, g, ctx.compute, s, "input gradient");
+    CHECK_CUDA(cudaMemcpyAsync(g.raw(), dy.raw(), dy.nbytes(), cudaMemcpyDeviceToDevice, ctx.gpu->compute()));
+  }
+}
+
+}  // namespace dp::models
+#endif  // DPTRAIN_HAVE_CUDA
