@@ -68,6 +68,11 @@ void Reducer::prepare() {
   pending_.clear();
   for (const auto& b : buckets_) pending_.push_back(static_cast<int>(b.slots.size()));
   ready_.assign(bucket_of_slot_.size(), 0);
+  // nccl on the GPU path: finalize() did not wait for the last step's buckets; their errors
+  // surface here at the latest (each done by now, or failed by the backend's timeout).
+  if (gpu_ && comm_.device_native())
+    for (auto& w : works_)
+      if (w) w->wait();
   std::fill(works_.begin(), works_.end(), nullptr);
 }
 
@@ -115,8 +120,8 @@ void Reducer::finalize() {
     if (!works_[b]) launch(b);
   // nccl on the GPU path: no host wait; the compute stream waits for nccl's (finish_gpu).
   const bool host_waits = !gpu_ || !comm_.device_native();
-  if (host_waits)
-    for (auto& w : works_) w->wait();
+  for (auto& w : works_)
+    if (host_waits || w->is_completed()) w->wait();  // rethrows a failed bucket's error
   record_times(host_waits ? secs(std::chrono::steady_clock::now() - t0) : 0.0);
   if (gpu_) {
     finish_gpu();

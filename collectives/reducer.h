@@ -21,7 +21,8 @@
 // waits for nccl's stream instead); 16-bit buckets are widened on comm; compute waits for an
 // event recorded on comm. The optimizer step enqueued on compute after finalize() sees the
 // averaged gradients. Step times are measured on the host as on the CPU (with nccl, finalize
-// does not wait: last_step() holds the buckets already complete then, and exposed_s is 0).
+// does not wait: last_step() holds the buckets already complete then, and exposed_s is 0; a
+// bucket that failed later throws from the next prepare(), which waits for the last step's).
 #pragma once
 #include <chrono>
 #include <cstdint>
