@@ -2,6 +2,10 @@
 
 #include <chrono>
 
+#ifdef DPTRAIN_HAVE_CUDA
+#include "runtime/cuda_check.h"
+#endif
+
 namespace dp {
 
 const char* reduce_op_name(ReduceOp op) {
@@ -70,10 +74,25 @@ void check_collective_dtype(const Tensor& t, const std::string& what) {
            "{}: dtype {} is not supported by collectives (use f32, f16, bf16, f64 or i32)", what, dtype_name(d));
 }
 
+WorkPtr Communicator::allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) {
+#ifdef DPTRAIN_HAVE_CUDA
+  DP_CHECK(t.defined() && t.device().is_cuda(), "{} allreduce_stream_async: takes a device tensor, got {}", backend(),
+           t.defined() ? t.describe() : "an undefined tensor");
+  CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return allreduce_async(t, op);
+#else
+  (void)op, (void)stream;
+  throw DpError(fmt::format("{} allreduce_stream_async of {}: this build has no CUDA", backend(),
+                            t.defined() ? t.describe() : "an undefined tensor"));
+#endif
+}
+
 void check_allgather_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what) {
   check_collective_dtype(in, what);
   check_collective_dtype(out, what);
   DP_CHECK(in.dtype() == out.dtype(), "{}: input is {} but output is {}", what, in.describe(), out.describe());
+  DP_CHECK(in.device() == out.device(), "{}: input is {} but output is {} (one device per call)", what, in.describe(),
+           out.describe());
   DP_CHECK(out.numel() == in.numel() * world, "{}: output has {} elements, expected {} ({} ranks x {})", what,
            out.numel(), in.numel() * world, world, in.numel());
 }
@@ -82,6 +101,8 @@ void check_reduce_scatter_shapes(const Tensor& in, const Tensor& out, int world,
   check_collective_dtype(in, what);
   check_collective_dtype(out, what);
   DP_CHECK(in.dtype() == out.dtype(), "{}: input is {} but output is {}", what, in.describe(), out.describe());
+  DP_CHECK(in.device() == out.device(), "{}: input is {} but output is {} (one device per call)", what, in.describe(),
+           out.describe());
   DP_CHECK(in.numel() == out.numel() * world, "{}: input has {} elements, expected {} ({} ranks x {})", what,
            in.numel(), out.numel() * world, world, out.numel());
 }
@@ -109,6 +130,14 @@ WorkPtr SingleProcessCommunicator::allreduce_async(const Tensor& t, ReduceOp op)
   check_collective_dtype(t, "single allreduce");
   auto w = start("allreduce", describe(t, reduce_op_name(op), -1));
   if (!w->is_completed()) w->finish();  // the sum, average, max or min of one value is itself
+  return w;
+}
+
+WorkPtr SingleProcessCommunicator::allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) {
+  (void)stream;  // the result is the input, ordered on `stream` already
+  check_collective_dtype(t, "single allreduce");
+  auto w = start("allreduce", describe(t, reduce_op_name(op), -1));
+  if (!w->is_completed()) w->finish();
   return w;
 }
 

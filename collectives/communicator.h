@@ -12,6 +12,25 @@
 //  - A dead or stalled peer becomes a DpError naming the rank and the collective, on every
 //    surviving rank, within the backend's timeout; never a hang. After an error (or abort())
 //    the communicator is broken: every later collective fails at once with the first error.
+//
+// Device (CUDA) tensors, in every backend:
+//  - Any collective accepts CUDA tensors; all tensors of one call are on the same device (the
+//    ring and single backends: any device; nccl: its rank's GPU). Host and device tensors are
+//    never mixed in one call.
+//  - The caller makes the data ready first: when it calls (the blocking and the `*_async`
+//    forms alike), the work that wrote the tensors, on any stream, has completed (e.g.
+//    cudaStreamSynchronize on the stream that wrote them). allreduce_stream_async is the form
+//    for data that is not ready yet: it reads the tensor as left by the work already submitted
+//    to a given stream, without blocking the caller.
+//  - When wait() returns (or the blocking form returns), the result is in the tensor and
+//    visible to work submitted afterwards on any stream. Until then the tensors belong to the
+//    collective: no stream may read or write them.
+//  - How: the ring stages device tensors through pinned host memory (copy to the host on a
+//    stream of its own, the ring on the host copy, copy back, synchronised before the Work
+//    completes; staging buffers are reused, collectives/device_staging.h). nccl uses the device
+//    pointers on its own stream; its Work completes when that stream has passed the collective.
+//    single: allreduce and broadcast of one rank leave the tensor as it is; allgather and
+//    reduce_scatter copy (synchronously).
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -101,6 +120,27 @@ class Communicator {
     reduce_scatter_async(in, out, op)->wait();
   }
   virtual void barrier() { barrier_async()->wait(); }
+
+  // Stream-ordered all-reduce of a device tensor (what the gradient reducer uses): `stream` is
+  // a cudaStream_t (void* here, so that this header needs no CUDA). The collective reads t as
+  // left by the work submitted to `stream` before this call, and does not block the caller on
+  // it: nccl makes its stream wait for `stream` (an event); the ring issues its copy to the host
+  // on `stream` and its own thread waits for that copy (an event) before reading it; single
+  // does nothing. Once wait() returns, work submitted to `stream` afterwards sees the result;
+  // with ring and nccl every stream does (single: the result is the input, ordered on `stream`
+  // only). For nccl, stream_wait_collectives orders a stream after it without a host wait.
+  // The default (a backend without a stream-ordered path) synchronises `stream`, then
+  // allreduce_async.
+  virtual WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream);
+  // True when device collectives run on the device in stream order (nccl): their results can
+  // be waited for by a stream (stream_wait_collectives) instead of the host. False (ring,
+  // single): wait() the Works; the results are in device memory when they complete.
+  virtual bool device_native() const { return false; }
+  // Work submitted to `stream` (a cudaStream_t) after this call waits, on the device, for every
+  // collective issued so far (nccl: an event recorded on its stream). The default does nothing:
+  // the backends that are not device_native() complete collectives on the host, so wait() on
+  // their Works is the ordering.
+  virtual void stream_wait_collectives(void* stream) { (void)stream; }
 };
 
 // "ring allreduce #12 (f32, 1048576 elements, sum)"; op and root are left out when absent
@@ -109,12 +149,14 @@ std::string collective_description(const char* backend, const char* name, uint64
                                    const char* op_name, int root);
 
 // Checks every backend applies before issuing (a DpError naming the collective otherwise):
-// defined, contiguous CPU-or-device tensors of a supported dtype, matching sizes, root in range.
+// defined, contiguous CPU-or-device tensors of a supported dtype, matching sizes, root in range,
+// in and out on one device.
 void check_collective_dtype(const Tensor& t, const std::string& what);
 void check_allgather_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what);
 void check_reduce_scatter_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what);
 
-// One process: every collective is the identity (allgather and reduce_scatter copy in to out).
+// One process: every collective is the identity (allgather and reduce_scatter copy in to out),
+// on host and device tensors alike.
 class SingleProcessCommunicator final : public Communicator {
  public:
   int rank() const override { return 0; }
@@ -126,6 +168,8 @@ class SingleProcessCommunicator final : public Communicator {
   WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override;
   WorkPtr barrier_async() override;
   void abort(const std::string& reason) override;
+  // Nothing to wait for: the average of one rank's tensor is the tensor, in stream order.
+  WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override;
 
  private:
   WorkPtr start(const char* name, const std::string& detail);

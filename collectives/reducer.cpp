@@ -54,9 +54,12 @@ Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options
   buckets_ = assign_buckets(numel, std::max<int64_t>(1, opt_.first_bucket_bytes / 4),
                             std::max<int64_t>(1, opt_.bucket_bytes / 4));
   bucket_of_slot_.assign(numel.size(), -1);
+  if (opt_.gpu) init_gpu();  // checks the arena is on the GPU's device
+  const Device wire_device = opt_.gpu ? graph.grads().flat().device() : Device::cpu();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     for (int s : buckets_[b].slots) bucket_of_slot_[s] = static_cast<int>(b);
-    if (opt_.wire != DType::F32) wire_.push_back(Tensor::zeros({buckets_[b].end - buckets_[b].begin}, opt_.wire));
+    if (opt_.wire != DType::F32)
+      wire_.push_back(Tensor::zeros({buckets_[b].end - buckets_[b].begin}, opt_.wire, wire_device));
   }
   works_.resize(buckets_.size());
 }
@@ -65,10 +68,19 @@ void Reducer::prepare() {
   pending_.clear();
   for (const auto& b : buckets_) pending_.push_back(static_cast<int>(b.slots.size()));
   ready_.assign(bucket_of_slot_.size(), 0);
+  // nccl on the GPU path: finalize() did not wait for the last step's buckets; their errors
+  // surface here at the latest (each done by now, or failed by the backend's timeout).
+  if (gpu_ && comm_.device_native())
+    for (auto& w : works_)
+      if (w) w->wait();
   std::fill(works_.begin(), works_.end(), nullptr);
 }
 
 void Reducer::launch(size_t b) {
+  if (gpu_) {
+    launch_gpu(b);
+    return;
+  }
   const Bucket& bk = buckets_[b];
   const Tensor grads = graph_.grads().flat().slice_flat(bk.begin, {bk.end - bk.begin});
   if (opt_.wire == DType::F32) {
@@ -101,16 +113,34 @@ void Reducer::finalize() {
   // wait for those in flight are time backward did not hide.
   const auto t0 = std::chrono::steady_clock::now();
   // A bucket with unused parameters is launched here: their gradients are the zeros that
-  // zero_grad left, the same on every rank, so the average is right either way.
+  // zero_grad left, the same on every rank, so the average is right either way. (On the GPU
+  // they are zeroed explicitly, in stream order before their buckets go.)
+  if (gpu_ && !missing.empty()) zero_unused_gpu();
   for (size_t b = 0; b < buckets_.size(); ++b)
     if (!works_[b]) launch(b);
-  for (auto& w : works_) w->wait();
+  // nccl on the GPU path: no host wait; the compute stream waits for nccl's (finish_gpu).
+  const bool host_waits = !gpu_ || !comm_.device_native();
+  for (auto& w : works_)
+    if (host_waits || w->is_completed()) w->wait();  // rethrows a failed bucket's error
+  record_times(host_waits ? secs(std::chrono::steady_clock::now() - t0) : 0.0);
+  if (gpu_) {
+    finish_gpu();
+  } else if (opt_.wire != DType::F32) {
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      from_wire(wire_[b], graph_.grads().flat().slice_flat(buckets_[b].begin, {buckets_[b].end - buckets_[b].begin}));
+  }
+  pending_.clear();
+}
+
+void Reducer::record_times(double exposed_s) {
   times_ = ReducerStepTimes{};
-  times_.exposed_s = secs(std::chrono::steady_clock::now() - t0);
+  times_.exposed_s = exposed_s;
   // Time on the wire: the backend runs the buckets in issue order, each from when it was issued
-  // or the previous one finished, whichever is later.
-  std::vector<size_t> order(buckets_.size());
-  for (size_t b = 0; b < order.size(); ++b) order[b] = b;
+  // or the previous one finished, whichever is later. Only completed buckets count (all of them
+  // once the host waited; with nccl on the GPU, those done by now).
+  std::vector<size_t> order;
+  for (size_t b = 0; b < works_.size(); ++b)
+    if (works_[b]->is_completed()) order.push_back(b);
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return works_[a]->seq() < works_[b]->seq(); });
   std::chrono::steady_clock::time_point prev{};
@@ -120,10 +150,6 @@ void Reducer::finalize() {
     times_.comm_s += secs(end - begin);
     prev = end;
   }
-  if (opt_.wire != DType::F32)
-    for (size_t b = 0; b < buckets_.size(); ++b)
-      from_wire(wire_[b], graph_.grads().flat().slice_flat(buckets_[b].begin, {buckets_[b].end - buckets_[b].begin}));
-  pending_.clear();
 }
 
 }  // namespace dp

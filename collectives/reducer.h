@@ -6,15 +6,37 @@
 // communication starts early), then about bucket elements each. A bucket is all-reduced
 // (average) as soon as every parameter in it has its gradient, while backward goes on; on the
 // CPU the ring backend's communication thread carries it.
+//
+// On the GPU (ReducerOptions::gpu set; the gradient arena on that device), on_ready(node) means
+// "node's backward is enqueued on gpu->compute()", not "it has run". A complete bucket:
+//   1. an event recorded on compute; gpu->comm() waits for it (cudaStreamWaitEvent: the host
+//      thread goes on enqueuing backward);
+//   2. with wire compression, f32 -> bf16/f16 on comm (kernels/cuda/cast.h) into a device copy;
+//   3. Communicator::allreduce_stream_async(bucket, Avg, comm): nccl waits for comm on its own
+//      stream and runs ncclAllReduce (ncclAvg) there; the ring copies the bucket to pinned host
+//      memory on comm, its communication thread waits for that copy (an event), reduces on the
+//      host and copies back (its own stream, synchronised before the Work completes).
+// finalize(): unused parameters (allow_unused) are zeroed on compute (cudaMemsetAsync) before
+// their buckets go; then the host waits for the Works (ring, single) or nothing (nccl: comm
+// waits for nccl's stream instead); 16-bit buckets are widened on comm; compute waits for an
+// event recorded on comm. The optimizer step enqueued on compute after finalize() sees the
+// averaged gradients. Step times are measured on the host as on the CPU (with nccl, finalize
+// does not wait: last_step() holds the buckets already complete then, and exposed_s is 0; a
+// bucket that failed later throws from the next prepare(), which waits for the last step's).
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "collectives/communicator.h"
 #include "runtime/graph.h"
 
 namespace dp {
+
+namespace cuda {
+class ExecContext;  // runtime/cuda/exec_context.h (CUDA builds)
+}
 
 struct Bucket {
   int64_t begin = 0, end = 0;  // element range in the flat gradient arena
@@ -33,6 +55,9 @@ struct ReducerOptions {
   // F32: gradients travel as they are. BF16/F16: each bucket is rounded to 16 bits, averaged in
   // that dtype by the backend (which sums 16-bit floats in f32) and widened back.
   DType wire = DType::F32;
+  // Set: the gradients live on gpu->device() and backward is enqueued on gpu->compute() (the GPU
+  // path above; CUDA builds only). Not owned; outlives the Reducer.
+  cuda::ExecContext* gpu = nullptr;
 };
 
 // Where a step's communication time went: the bucket all-reduces' time on the wire (the
@@ -51,6 +76,9 @@ struct ReducerStepTimes {
 class Reducer {
  public:
   Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
   void prepare();             // before backward
   void on_ready(int node);    // Graph::backward's hook: node's parameter gradients are written
   // After backward: reduce what is left, wait for every bucket. Throws naming the parameters
@@ -60,7 +88,13 @@ class Reducer {
   const ReducerStepTimes& last_step() const { return times_; }
 
  private:
+  struct Gpu;  // the GPU path's events (reducer_gpu.cpp)
   void launch(size_t b);
+  void init_gpu();
+  void launch_gpu(size_t b);
+  void zero_unused_gpu();             // allow_unused: the slots without a gradient, on compute
+  void finish_gpu();                  // finalize's end on the GPU path: widen, order compute after
+  void record_times(double exposed_s);
   Communicator& comm_;
   Graph& graph_;
   ReducerOptions opt_;
@@ -69,7 +103,9 @@ class Reducer {
   std::vector<int> pending_;   // per bucket: slots still without a gradient this step
   std::vector<char> ready_;    // per slot: gradient written this step
   std::vector<WorkPtr> works_;
-  std::vector<Tensor> wire_;   // per bucket: the 16-bit copy that travels (compression only)
+  std::vector<Tensor> wire_;   // per bucket: the 16-bit copy that travels (compression only; on the GPU
+                               // path on the device)
+  std::shared_ptr<Gpu> gpu_;   // set on the GPU path (shared: its deleter is made where Gpu is complete)
   ReducerStepTimes times_;
 };
 

@@ -159,6 +159,7 @@ class NcclCommunicator final : public Communicator {
       throw DpError(e);
     }
     barrier_buf_ = Tensor::zeros({1}, DType::F32, Device::cuda(device_));
+    order_event_ = cuda::CudaEvent(/*timing=*/false);
     watcher_ = std::thread([this] { watch(); });
     log::get("coll")->debug("nccl communicator up: {} ranks, cuda:{} ({})", size_, device_, gpus[rank_].pci_bus_id);
   }
@@ -190,6 +191,28 @@ class NcclCommunicator final : public Communicator {
                    return ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
                                         nccl_op(op), c, s);
                  });
+  }
+
+  // The reducer's form: after the work already on `stream` (an event joins them), no host wait.
+  WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
+    check_collective_dtype(t, "nccl allreduce");
+    check_device(t, "nccl allreduce");
+    return issue("allreduce", t.dtype(), t.numel(), reduce_op_name(op), -1,
+                 [t, op](ncclComm_t c, cudaStream_t s) {
+                   return ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                                        nccl_op(op), c, s);
+                 },
+                 static_cast<cudaStream_t>(stream));
+  }
+
+  bool device_native() const override { return true; }
+
+  // An event recorded on our stream after every collective issued so far; `stream` waits for it.
+  void stream_wait_collectives(void* stream) override {
+    std::lock_guard lock(mu_);
+    CHECK_CUDA(cudaSetDevice(device_));
+    CHECK_CUDA(cudaEventRecord(order_event_.get(), stream_->get()));
+    CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), order_event_.get(), 0));
   }
 
   WorkPtr broadcast_async(const Tensor& t, int root) override {
@@ -270,10 +293,12 @@ class NcclCommunicator final : public Communicator {
                        comm_.get() ? ncclGetLastError(comm_.get()) : "", hint);
   }
 
-  // Issues one collective on stream_, after the calling thread's per-thread default stream.
+  // Issues one collective on stream_, after the work already submitted to `after` (by default
+  // the calling thread's per-thread default stream; the contract has the data ready anyway).
   // name "barrier": described without dtype and count, like the ring's.
   WorkPtr issue(const char* name, DType dtype, int64_t count, const char* op, int root,
-                const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call) {
+                const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call,
+                cudaStream_t after = cudaStreamPerThread) {
     std::unique_lock lock(mu_);
     const uint64_t seq = ++seq_;
     const std::string description = std::string(name) == "barrier"
@@ -289,7 +314,7 @@ class NcclCommunicator final : public Communicator {
     try {
       CHECK_CUDA(cudaSetDevice(device_));
       cuda::CudaEvent ready(/*timing=*/false);
-      CHECK_CUDA(cudaEventRecord(ready.get(), cudaStreamPerThread));
+      CHECK_CUDA(cudaEventRecord(ready.get(), after));
       CHECK_CUDA(cudaStreamWaitEvent(stream_->get(), ready.get(), 0));
       const ncclResult_t r = call(comm_.get(), stream_->get());
       std::string e = r == ncclSuccess ? "" : settle(description, "a peer is dead, stalled or issued another collective");
@@ -401,6 +426,7 @@ class NcclCommunicator final : public Communicator {
   int device_ = 0;
   std::unique_ptr<cuda::CudaStream> stream_;
   Tensor barrier_buf_;  // (1) f32 on device_
+  cuda::CudaEvent order_event_;  // stream_wait_collectives' (recorded and waited for under mu_)
 
   std::mutex mu_;  // guards everything below and every use of comm_ after setup
   std::condition_variable cv_;

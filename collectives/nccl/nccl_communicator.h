@@ -11,6 +11,8 @@
 // Ordering: a collective runs on the communicator's own stream, after the work already issued
 // on the calling thread's per-thread default stream (an event joins them); its Work completes
 // when the stream has passed it (so Work::wait() means "the result is in device memory").
+// allreduce_stream_async orders after the caller's stream instead (no host wait), and
+// stream_wait_collectives(stream) makes a stream wait for every collective issued so far.
 // A watcher thread polls, in issue order, the completion event and ncclCommGetAsyncError; an
 // asynchronous error, or no completion within timeout_s, aborts the communicator
 // (ncclCommAbort) and fails that collective and every later one with an error naming the op and

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "collectives/device_staging.h"
 #include "collectives/ring/algorithms.h"
 #include "collectives/ring/control.h"
 #include "collectives/ring/mesh.h"
@@ -40,11 +41,6 @@ ReduceKind kind_of(ReduceOp op) {
     case ReduceOp::Min: return ReduceKind::Min;
   }
   return ReduceKind::Sum;
-}
-
-void check_host(const Tensor& t, const std::string& what) {
-  DP_CHECK(t.device().is_cpu(), "{}: the ring backend takes host tensors, this one is {} (use the nccl backend "
-           "for device buffers)", what, t.describe());
 }
 
 // A ring collective's Work: described from its CollectiveInfo when first asked.
@@ -98,14 +94,19 @@ class RingCommunicator final : public Communicator {
   int size() const override { return size_; }
   const char* backend() const override { return "ring"; }
 
-  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override { return allreduce_impl(t, op, false); }
+  WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override { return allreduce_impl(t, op, false, nullptr); }
+  WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
+    DP_CHECK(t.defined() && t.device().is_cuda(), "ring allreduce_stream_async: takes a device tensor, got {}",
+             t.defined() ? t.describe() : "an undefined tensor");
+    return allreduce_impl(t, op, false, stream);
+  }
   WorkPtr broadcast_async(const Tensor& t, int root) override { return broadcast_impl(t, root, false); }
   WorkPtr allgather_async(const Tensor& in, const Tensor& out) override { return allgather_impl(in, out, false); }
   WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
     return reduce_scatter_impl(in, out, op, false);
   }
   WorkPtr barrier_async() override { return barrier_impl(false); }
-  void allreduce(const Tensor& t, ReduceOp op) override { allreduce_impl(t, op, true)->wait(); }
+  void allreduce(const Tensor& t, ReduceOp op) override { allreduce_impl(t, op, true, nullptr)->wait(); }
   void broadcast(const Tensor& t, int root) override { broadcast_impl(t, root, true)->wait(); }
   void allgather(const Tensor& in, const Tensor& out) override { allgather_impl(in, out, true)->wait(); }
   void reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
@@ -120,64 +121,91 @@ class RingCommunicator final : public Communicator {
   }
 
  private:
+  // Device tensors go through pinned host memory (collectives/device_staging.h): a lease of
+  // `bytes` for a collective on t's device, or null for host tensors and empty ones. The copy in
+  // is issued here, on the issuing thread (on `stream`, or the staging stream: the caller's data
+  // is ready by the contract), by the callers below; the collective's executor waits for it.
+  DeviceStaging::LeasePtr lease_for(const Tensor& t, size_t bytes) {
+    if (!t.device().is_cuda() || bytes == 0) return nullptr;
+    return staging_.acquire(bytes, t.device().index);
+  }
+
   // here: the caller blocks on the result (a blocking form), so run it on this thread if nothing
-  // is queued or running.
-  WorkPtr allreduce_impl(const Tensor& t, ReduceOp op, bool here) {
+  // is queued or running. stream: the stream-ordered form's stream (null otherwise).
+  WorkPtr allreduce_impl(const Tensor& t, ReduceOp op, bool here, void* stream) {
     check_collective_dtype(t, "ring allreduce");
-    check_host(t, "ring allreduce");
     const size_t bytes = t.nbytes();
     Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local
                 : bytes <= opt_.small_bytes  ? Algo::RecursiveDoubling
                                              : Algo::Ring;
-    return submit(here, Kind::Allreduce, t.dtype(), op, algo, t.numel(), -1, [this, t, op, algo] {
+    DeviceStaging::LeasePtr lease = lease_for(t, bytes);
+    if (lease) lease->copy_in(t, 0, stream);
+    return submit(here, Kind::Allreduce, t.dtype(), op, algo, t.numel(), -1, [this, t, op, algo, lease] {
       const int divisor = op == ReduceOp::Avg ? size_ : 0;
-      char* buf = static_cast<char*>(t.raw());
+      char* buf = lease ? lease->host() : static_cast<char*>(t.raw());
+      if (lease) lease->wait_in();
       if (algo == Algo::RecursiveDoubling)
         ring::recursive_doubling_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor);
       else if (algo == Algo::Ring)
         ring::ring_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor, opt_.piece_bytes);
+      if (lease) lease->copy_out(0, t);
     });
   }
 
   WorkPtr broadcast_impl(const Tensor& t, int root, bool here) {
     check_collective_dtype(t, "ring broadcast");
-    check_host(t, "ring broadcast");
     DP_CHECK(root >= 0 && root < size_, "ring broadcast: root {} is not a rank of a world of {}", root, size_);
     Algo algo = size_ == 1 || t.numel() == 0  ? Algo::Local
                 : t.nbytes() <= opt_.small_bytes ? Algo::BinomialTree
                                                  : Algo::Chain;
-    return submit(here, Kind::Broadcast, t.dtype(), std::nullopt, algo, t.numel(), root, [this, t, root, algo] {
-      if (algo == Algo::BinomialTree) ring::binomial_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root);
+    // A device tensor: only the root's data travels, so only the root copies it in; one rank
+    // has nothing to do.
+    DeviceStaging::LeasePtr lease = algo == Algo::Local ? nullptr : lease_for(t, t.nbytes());
+    if (lease && rank_ == root) lease->copy_in(t, 0, nullptr);
+    return submit(here, Kind::Broadcast, t.dtype(), std::nullopt, algo, t.numel(), root, [this, t, root, algo, lease] {
+      char* buf = lease ? lease->host() : static_cast<char*>(t.raw());
+      if (lease) lease->wait_in();
+      if (algo == Algo::BinomialTree) ring::binomial_broadcast(*transport_, buf, t.nbytes(), root);
       else if (algo == Algo::Chain)
-        ring::chain_broadcast(*transport_, static_cast<char*>(t.raw()), t.nbytes(), root, opt_.piece_bytes);
+        ring::chain_broadcast(*transport_, buf, t.nbytes(), root, opt_.piece_bytes);
+      if (lease && rank_ != root) lease->copy_out(0, t);
     });
   }
 
   WorkPtr allgather_impl(const Tensor& in, const Tensor& out, bool here) {
     check_allgather_shapes(in, out, size_, "ring allgather");
-    check_host(in, "ring allgather");
-    check_host(out, "ring allgather");
     Algo algo = size_ == 1 || in.numel() == 0 ? Algo::Local : Algo::Ring;
-    return submit(here, Kind::Allgather, in.dtype(), std::nullopt, algo, out.numel(), -1, [this, in, out, algo] {
-      if (algo == Algo::Ring)
-        ring::ring_allgather(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
-                             in.numel(), in.dtype(), opt_.piece_bytes);
-      else if (in.numel() > 0)
-        out.reshape(in.shape()).copy_from(in);
+    // Device tensors: one staging buffer holds in (first) and out (after it).
+    DeviceStaging::LeasePtr lease = algo == Algo::Local ? nullptr : lease_for(in, in.nbytes() + out.nbytes());
+    if (lease) lease->copy_in(in, 0, nullptr);
+    return submit(here, Kind::Allgather, in.dtype(), std::nullopt, algo, out.numel(), -1, [this, in, out, algo, lease] {
+      if (algo == Algo::Ring) {
+        if (lease) lease->wait_in();
+        const char* src = lease ? lease->host() : static_cast<const char*>(in.raw());
+        char* dst = lease ? lease->host() + in.nbytes() : static_cast<char*>(out.raw());
+        ring::ring_allgather(*transport_, src, dst, in.numel(), in.dtype(), opt_.piece_bytes);
+        if (lease) lease->copy_out(in.nbytes(), out);
+      } else if (in.numel() > 0) {
+        out.reshape(in.shape()).copy_from(in);  // host or device: one rank's gather is a copy
+      }
     });
   }
 
   WorkPtr reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op, bool here) {
     check_reduce_scatter_shapes(in, out, size_, "ring reduce_scatter");
-    check_host(in, "ring reduce_scatter");
-    check_host(out, "ring reduce_scatter");
     Algo algo = size_ == 1 || out.numel() == 0 ? Algo::Local : Algo::Ring;
-    return submit(here, Kind::ReduceScatter, in.dtype(), op, algo, in.numel(), -1, [this, in, out, op, algo] {
-      if (algo == Algo::Ring)
-        ring::ring_reduce_scatter(*transport_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()),
-                                  out.numel(), in.dtype(), kind_of(op), op == ReduceOp::Avg ? size_ : 0,
-                                  opt_.piece_bytes);
-      else if (out.numel() > 0)
+    // Device tensors: one staging buffer holds in (first) and out (after it).
+    DeviceStaging::LeasePtr lease = algo == Algo::Local ? nullptr : lease_for(in, in.nbytes() + out.nbytes());
+    if (lease) lease->copy_in(in, 0, nullptr);
+    return submit(here, Kind::ReduceScatter, in.dtype(), op, algo, in.numel(), -1, [this, in, out, op, algo, lease] {
+      if (algo == Algo::Ring) {
+        if (lease) lease->wait_in();
+        const char* src = lease ? lease->host() : static_cast<const char*>(in.raw());
+        char* dst = lease ? lease->host() + in.nbytes() : static_cast<char*>(out.raw());
+        ring::ring_reduce_scatter(*transport_, src, dst, out.numel(), in.dtype(), kind_of(op),
+                                  op == ReduceOp::Avg ? size_ : 0, opt_.piece_bytes);
+        if (lease) lease->copy_out(in.nbytes(), out);
+      } else if (out.numel() > 0)
         out.reshape(in.shape()).copy_from(in);  // one rank: the average of one value is itself
     });
   }
@@ -274,6 +302,8 @@ class RingCommunicator final : public Communicator {
   const RingOptions opt_;
   std::unique_ptr<ring::ControlPlane> control_;
   std::unique_ptr<ring::Transport> transport_;
+  // Pinned buffers for device tensors. Declared before the queue: queued tasks hold leases.
+  DeviceStaging staging_;
 
   std::mutex mu_;
   std::condition_variable cv_;

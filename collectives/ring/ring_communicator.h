@@ -1,5 +1,6 @@
 // defines: RingOptions and make_ring_communicator, the project's own collectives backend on host
-// buffers: shared memory between the ranks of a node and TCP between nodes (a full mesh built
+// buffers (device tensors are staged through pinned host memory: collectives/device_staging.h,
+// the contract in collectives/communicator.h): shared memory between the ranks of a node and TCP between nodes (a full mesh built
 // through the bootstrap, collectives/ring/mesh.h), the algorithms of collectives/ring/
 // algorithms.h, one worker thread that runs the collectives in issue order. The blocking forms
 // (allreduce(), ...) run on the calling thread instead when nothing is queued or running: a
