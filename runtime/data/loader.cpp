@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime/data/u8_dataset.h"
+
 namespace dp::data {
 
 BatchFormat raw_format_of(const Dataset& ds) {

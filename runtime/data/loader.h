@@ -23,10 +23,11 @@
 
 #include "runtime/data/dataset.h"
 #include "runtime/data/transform.h"
-#include "runtime/data/u8_dataset.h"
 #include "runtime/tensor.h"
 
 namespace dp::data {
+
+class U8Dataset;
 
 struct Batch {
   Tensor x;                      // f32 (B, C, H, W) on cpu (B, *sample_shape in general); u8 for RawU8
