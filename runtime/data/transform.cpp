@@ -35,6 +35,16 @@ AugmentChoice augment_choice(const Transform& t, uint64_t seed, uint64_t epoch, 
   return a;
 }
 
+void pack_augment_choices(const Transform& t, uint64_t seed, uint64_t epoch, const int64_t* indices, int64_t n,
+                          int32_t* out) {
+  for (int64_t r = 0; r < n; ++r) {
+    const AugmentChoice a = augment_choice(t, seed, epoch, indices[r]);
+    out[r * kPackedChoiceInts + 0] = a.dy;
+    out[r * kPackedChoiceInts + 1] = a.dx;
+    out[r * kPackedChoiceInts + 2] = a.flip ? 1 : 0;
+  }
+}
+
 void apply_transform(const Transform& t, const Shape& shape, uint64_t seed, uint64_t epoch, int64_t index,
                      const float* in, float* out) {
   const int64_t numel = shape_numel(shape);

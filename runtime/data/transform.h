@@ -35,4 +35,11 @@ struct AugmentChoice {
 };
 AugmentChoice augment_choice(const Transform& t, uint64_t seed, uint64_t epoch, int64_t index);
 
+// The choices of n samples `indices`, packed as the device augmentation takes them
+// (kernels/cuda/augment.h): out (n, 3) int32, row r = {dy, dx, flip ? 1 : 0} of
+// augment_choice(t, seed, epoch, indices[r]).
+inline constexpr int kPackedChoiceInts = 3;
+void pack_augment_choices(const Transform& t, uint64_t seed, uint64_t epoch, const int64_t* indices, int64_t n,
+                          int32_t* out);
+
 }  // namespace dp::data
