@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# pack.sh: prepares, on the build machine, what tools/gpu/run_all.sh needs on the lent GPU
+# machine, in the git-ignored folder .gpu-carry/ (the device tool carries it with the tree).
+#
+#   tools/gpu/pack.sh [BUILD_DIR]        (default: build; a CUDA build for sm_90)
+#
+# Build first (here, not on the device: its time is short), e.g.
+#   cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 && ninja -C build dptrain \
+#     test_runtime test_kernels test_models test_collectives
+#
+# .gpu-carry/ then holds
+#   bundle.tar.xz   build/dptrain and build/tests/test_* (stripped copies; those of TESTS that are
+#                   built), build/MANIFEST (commit, paths, sizes), lib/ (the shared libraries ldd
+#                   shows that the GPU machine lacks: spdlog, fmt, OpenBLAS, gfortran, gomp, z, ...;
+#                   stripped) and lib-fallback/ (libstdc++, libgcc_s: used there only if its own
+#                   are too old). Left out, because the GPU machine has them: the CUDA driver,
+#                   the CUDA runtime, cuBLAS(Lt), cuDNN and NCCL (PyTorch's nvidia-* packages),
+#                   and glibc (libc, libm, libdl, libpthread, librt, ld-linux).
+#   fashion-mnist/  the four Fashion-MNIST .gz files (~30 MB, already compressed) for run_all.sh's
+#                   fmnist step; FMNIST_DIR=none leaves them out (the step then says "skipped")
+#   MANIFEST.txt    the same manifest, readable without unpacking
+# and pack.sh prints the sizes, the `carry` list and the command for the device tool.
+# The working tree plus the carried folder must stay under 64 MiB: pack.sh fails above LIMIT_MIB.
+#
+# Environment: CARRY_DIR (default .gpu-carry, inside the repo), TESTS (default "test_runtime
+# test_kernels test_models test_collectives"), EXTRA_BINS (more build/ programs, e.g. "collbench"),
+# FMNIST_DIR (default /usr/share/datasets/fashion-mnist; "none" to leave out), LIMIT_MIB (64),
+# XZ_OPT (default "-6 -T2").
+# Exit status: 0 packed and within the limit, 1 a missing library or over the limit, 2 usage.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO"
+BUILD=${1:-build}
+CARRY_DIR=${CARRY_DIR:-.gpu-carry}
+TESTS=${TESTS:-test_runtime test_kernels test_models test_collectives}
+EXTRA_BINS=${EXTRA_BINS:-}
+FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+LIMIT_MIB=${LIMIT_MIB:-64}
+export XZ_OPT=${XZ_OPT:--6 -T2}
+
+die() { echo "pack: $*" >&2; exit "${2:-2}"; }
+say() { echo "[pack] $*"; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+
+[[ -d $BUILD ]] || die "no build folder '$BUILD' (see the header: build with -DCMAKE_CUDA_ARCHITECTURES=90 first)"
+BUILD=$(cd "$BUILD" && pwd)
+cache=$BUILD/CMakeCache.txt
+[[ -f $cache ]] || die "$BUILD has no CMakeCache.txt: not a CMake build folder"
+[[ -x $BUILD/dptrain ]] || die "$BUILD/dptrain is not built (ninja -C $BUILD dptrain)"
+ldd "$BUILD/dptrain" | grep -q 'libcudart' ||
+  die "$BUILD/dptrain does not link the CUDA runtime: a CPU-only build (configure where /usr/local/cuda is)"
+# The architectures: the cache's value, else the project's default (90, CMakeLists.txt).
+archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$cache")
+archs=${archs:-90}
+[[ ";$archs;" == *";90;"* || ";$archs;" == *";90-real;"* || ";$archs;" == *";90a"* ]] ||
+  die "$BUILD builds for CUDA architectures '$archs', not 90 (H100/H200): -DCMAKE_CUDA_ARCHITECTURES=90"
+nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -n 1)
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:[A-Z]*=//p' "$cache")
+[[ $CARRY_DIR != /* ]] || die "CARRY_DIR must be a folder inside the repo (relative), not '$CARRY_DIR'"
+[[ $CARRY_DIR =~ ^[A-Za-z0-9._-]+$ && $CARRY_DIR != . && $CARRY_DIR != .. ]] || die "CARRY_DIR '$CARRY_DIR': one plain folder name"
+git check-ignore -q "$CARRY_DIR/" || die "$CARRY_DIR is not ignored by git (add /$CARRY_DIR/ to .gitignore): it would travel twice"
+
+# The programs.
+bins=("$BUILD/dptrain")
+for t in $TESTS; do
+  if [[ -x $BUILD/tests/$t ]]; then bins+=("$BUILD/tests/$t"); else say "note: $BUILD/tests/$t is not built: not carried"; fi
+done
+for e in $EXTRA_BINS; do
+  [[ -x $BUILD/$e ]] || die "EXTRA_BINS: $BUILD/$e is not built"
+  bins+=("$BUILD/$e")
+done
+
+stage=$(mktemp -d /tmp/dptrain-pack.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/build/tests" "$stage/lib" "$stage/lib-fallback"
+for b in "${bins[@]}"; do
+  rel=${b#"$BUILD"/}
+  cp "$b" "$stage/build/$rel"
+  strip --strip-unneeded "$stage/build/$rel" 2>/dev/null || say "note: could not strip $rel"
+done
+
+# The libraries: every resolved ldd line, sorted into carried / fallback / left out.
+declare -A carried=() fallback=() left_out=()
+missing=()
+for b in "${bins[@]}"; do
+  while read -r line; do
+    if [[ $line == *"=> not found"* ]]; then missing+=("$(basename "$b"): ${line%% *}"); continue; fi
+    [[ $line == *" => /"* ]] || continue  # vdso, the loader's own line
+    name=${line%% =>*}
+    path=${line#*=> }
+    path=${path%% (*}
+    case $name in
+      libcuda.so* | libcudart.so* | libcublas.so* | libcublasLt.so* | libcudnn*.so* | libnccl.so* | libnvrtc*.so* | \
+        libnvJitLink.so* | libcufft*.so* | libcurand.so* | libcusparse*.so* | libcusolver*.so* | libnvToolsExt.so* | \
+        libnvtx*.so* | libcupti.so*)
+        left_out[$name]="$path (CUDA: from the GPU machine)" ;;
+      libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | libresolv.so.* | libutil.so.* | ld-linux*)
+        left_out[$name]="$path (glibc: the GPU machine's own)" ;;
+      libstdc++.so.* | libgcc_s.so.*)
+        fallback[$name]=$path ;;
+      *)
+        case $path in
+          /usr/local/cuda*) left_out[$name]="$path (CUDA toolkit)" ;;
+          *) carried[$name]=$path ;;
+        esac ;;
+    esac
+  done < <(ldd "$b")
+done
+((${#missing[@]} == 0)) || die "libraries not found by ldd here: ${missing[*]}" 1
+for name in "${!carried[@]}"; do
+  cp -L "${carried[$name]}" "$stage/lib/$name"
+  strip --strip-unneeded "$stage/lib/$name" 2>/dev/null || true
+done
+for name in "${!fallback[@]}"; do
+  cp -L "${fallback[$name]}" "$stage/lib-fallback/$name"
+  strip --strip-unneeded "$stage/lib-fallback/$name" 2>/dev/null || true
+done
+
+# The manifest: what was packed, from where (run_all.sh links source_dir and build_dir, compiled
+# into the tests, to the checkout and the unpacked build there).
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted"
+{
+  echo "packed=$(date -u '+%Y-%m-%dT%H:%M:%SZ') on $(hostname)"
+  echo "commit=$commit"
+  echo "source_dir=$source_dir"
+  echo "build_dir=$BUILD"
+  echo "cuda_architectures=$archs"
+  echo "nvcc=${nvcc:-?} $("${nvcc:-nvcc}" --version 2>/dev/null | tail -n 1)"
+  (cd "$stage" && find build lib lib-fallback -type f -printf 'file=%p %s\n' | sort)
+  for name in $(printf '%s\n' "${!left_out[@]}" | sort); do echo "left_out=$name ${left_out[$name]}"; done
+} >"$stage/build/MANIFEST"
+
+# The carried folder.
+rm -rf "${CARRY_DIR:?}"
+mkdir -p "$CARRY_DIR"
+say "compressing (xz $XZ_OPT) ..."
+tar -C "$stage" -cJf "$CARRY_DIR/bundle.tar.xz" build lib lib-fallback
+cp "$stage/build/MANIFEST" "$CARRY_DIR/MANIFEST.txt"
+if [[ $FMNIST_DIR != none ]]; then
+  mkdir -p "$CARRY_DIR/fashion-mnist"
+  for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    [[ -f $FMNIST_DIR/$f ]] || die "FMNIST_DIR: no $FMNIST_DIR/$f (apt-get install dataset-fashion-mnist, or FMNIST_DIR=none)"
+    cp "$FMNIST_DIR/$f" "$CARRY_DIR/fashion-mnist/"
+  done
+fi
+
+# Sizes.
+echo
+printf '%-34s %12s %12s\n' "packed (stripped)" "bytes" ""
+while read -r f s; do printf '  %-32s %12s %12s\n' "$f" "$s" "$(mib "$s")"; done \
+  < <(cd "$stage" && find build lib lib-fallback -type f -printf '%p %s\n' | sort)
+raw=$(cd "$stage" && find build lib lib-fallback -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+carry=$(du -sb "$CARRY_DIR" | cut -f1)
+tree=$(git ls-files -z -co --exclude-standard | xargs -0 -r stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+bundle=$(stat -c %s "$CARRY_DIR/bundle.tar.xz")
+echo
+say "bundle.tar.xz: $(mib "$bundle") (from $(mib "$raw") uncompressed)"
+[[ -d $CARRY_DIR/fashion-mnist ]] && say "fashion-mnist: $(mib "$(du -sb "$CARRY_DIR/fashion-mnist" | cut -f1)")"
+say "carried folder $CARRY_DIR: $(mib "$carry"); working tree (tracked + untracked, not ignored): $(mib "$tree")"
+total=$((carry + tree))
+say "total that travels: $(mib "$total") of $LIMIT_MIB MiB"
+say "left out (the GPU machine's own): $(printf '%s\n' "${!left_out[@]}" | sort | tr '\n' ' ')"
+if ((total > LIMIT_MIB * 1048576)); then
+  die "over the ${LIMIT_MIB} MiB the device tool carries: leave out the data (FMNIST_DIR=none) or tests (TESTS=...)" 1
+fi
+cat <<EOF
+
+Device tool call (one command; about 9 minutes; results in \$OUT/summary.txt and \$OUT/logs.tar.gz):
+  carry:     [".gpu-carry"]
+  timeout_s: 600
+  command:   bash tools/gpu/run_all.sh --cpu-top1 <CPU top-1 of models/fmnist_cnn.cfg, e.g. 0.9123>
+Split over two calls when one is not enough:
+  command:   bash tools/gpu/run_all.sh --skip bench --cpu-top1 <X>
+  command:   bash tools/gpu/run_all.sh --only bench --budget 570
+EOF
