@@ -24,19 +24,20 @@ cd "$repo" || exit 1
 
 # --- 1. run_all.sh --dry-run ------------------------------------------------------------------
 out=$tmp/never-made
-plan=$(OUT=$out WORK=$tmp/work-never-made bash tools/gpu/run_all.sh --dry-run --cpu-top1 0.912 2>&1)
+plan=$(OUT=$out WORK=$tmp/work-never-made CARRY=$tmp/no-carry bash tools/gpu/run_all.sh --dry-run --cpu-top1 0.912 2>&1)
 rc=$?
 if ((rc != 0)); then fail "run_all.sh --dry-run exit $rc: $plan"; fi
 for want in "run_all plan (dry run" "setup [box" "info [box" "gtest [box 120s]" \
   "--gtest_filter='*Cuda*:*DeviceChoice*:*Nccl*:*LossScaler*'" "compute-sanitizer --tool memcheck" \
-  "fmnist [box 120s]" "train.device=cuda" "vs CPU 0.912 within 0.005" "tools/bench/gpu_vs_torch.sh" \
+  "fmnist [box 120s]" "train.device=cuda" "vs CPU 0.912 (given) within 0.005" "tools/bench/gpu_vs_torch.sh" \
   "resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16"; do
   [[ $plan == *"$want"* ]] || fail "run_all.sh --dry-run does not say '$want'; it printed:
 $plan"
 done
 [[ -e $out || -e $tmp/work-never-made ]] && fail "run_all.sh --dry-run created \$OUT or \$WORK"
-plan=$(bash tools/gpu/run_all.sh --dry-run --only bench 2>&1)
-[[ $plan == *"gtest: not selected"* && $plan == *"bench [box"* ]] || fail "--only bench: $plan"
+plan=$(CARRY=$tmp/no-carry bash tools/gpu/run_all.sh --dry-run --only fmnist,bench 2>&1)
+[[ $plan == *"gtest: not selected"* && $plan == *"bench [box"* && $plan == *"MISSING: run tools/gpu/pack.sh"* &&
+  $plan == *"final top-1 reported alone: no CPU reference"* ]] || fail "--only fmnist,bench without a carry: $plan"
 bash tools/gpu/run_all.sh --dry-run --only nonsense >/dev/null 2>&1
 rc=$?
 ((rc == 2)) || fail "run_all.sh --only nonsense: exit $rc, want 2"

@@ -4,15 +4,17 @@
 #
 #   tools/bench/gpu_vs_torch.sh [BUILD_DIR]      (default: build; needs BUILD_DIR/dptrain, CUDA build)
 #
-# Per case MODEL:BATCH:DTYPE, in this order (so that a slow torch.compile cannot cost the dptrain
-# number when a time box runs out):
+# Per case MODEL:BATCH:DTYPE (steps 1 and 2 for every case first, then step 3 for every case, so
+# that a slow torch.compile cannot cost a dptrain number when the time runs out):
 #   1. PyTorch eager (tools/bench/torch_train_bench.py --modes eager): AMP + channels_last for
 #      bf16/fp16, data resident on the GPU; its images/s sizes the dptrain run.
 #   2. dptrain on synthetic data of the model's shape (data.dataset = "synthetic", no augmentation),
 #      train.steps for about DPTRAIN_SECONDS at torch eager's speed, train.log_every = steps/20;
 #      images/s = median samples_per_s of the metrics.jsonl windows after the first 20% of the
 #      steps (tools/bench/bench_report.py); peak = the run's {"split":"device"} line.
-#      dptrain's number is end to end: its own input pipeline feeds the GPU.
+#      dptrain's number is end to end: its own input pipeline feeds the GPU. With TRACE_STEPS > 0
+#      (default 5) steps in the middle of the run are traced (profile.trace_steps): the run's
+#      trace.json shows where a step's time goes (data wait, forward, backward, optimizer).
 #   3. PyTorch torch.compile (--modes compile; the compile time is in the log, not in images/s).
 # Models: resnet50 (models/resnet50.cfg, 3x224x224, 1000 classes), cifar_resnet18
 # (models/cifar_resnet18.cfg, 3x32x32), fmnist_cnn (models/fmnist_cnn.cfg, 1x28x28); the optimizer
@@ -24,6 +26,7 @@
 #   MODES            torch modes (default "eager compile")
 #   DPTRAIN_SECONDS  target length of a dptrain run (default 15)
 #   TORCH_SECONDS    timed part of a torch mode (default 8)
+#   TRACE_STEPS      dptrain steps traced into <run>/trace.json (default 5; 0: none)
 #   DEADLINE         epoch second by which everything must have ended (default: now + 540); each
 #                    step's time box is cut to it, and a step that no longer fits is skipped
 #   LOGDIR           logs, run directories, results.txt and table.txt (default: a new /tmp folder)
@@ -50,6 +53,7 @@ else
 fi
 DPTRAIN_SECONDS=${DPTRAIN_SECONDS:-15}
 TORCH_SECONDS=${TORCH_SECONDS:-8}
+TRACE_STEPS=${TRACE_STEPS:-5}
 DEADLINE=${DEADLINE:-$(($(date +%s) + 540))}
 PY=${PY:-python3}
 DPTRAIN=$BUILD/dptrain
@@ -131,7 +135,8 @@ dptrain_run() {
   else
     steps=$(awk -v s="$DPTRAIN_SECONDS" -v r="$eager" -v b="$b" 'BEGIN { n = int(s * r / b + 0.5); if (n < 40) n = 40; if (n > 200000) n = 200000; print n }')
   fi
-  local every=$((steps / 20 > 0 ? steps / 20 : 1))
+  local every=$((steps / 20 > 0 ? steps / 20 : 1)) trace=()
+  ((TRACE_STEPS > 0)) && trace=(profile.trace_steps="$((steps / 2 + 1))-$((steps / 2 + TRACE_STEPS))")
   local t name=dptrain-$m-$b-$d log=$LOGDIR/dptrain-$m-$b-$d.log
   t=$(box $((3 * DPTRAIN_SECONDS + 60)) 20)
   if ((t == 0)); then skipped dptrain "$m" "$b" "$d" - no_time_left; return; fi
@@ -146,22 +151,35 @@ dptrain_run() {
     train.log_every="$every" train.eval_every=0 train.warmup_steps=0 run.tensorboard=false \
     run.progress_every_s=0 checkpoint.final=false checkpoint.every_steps=0 data.dataset=synthetic \
     "data.synthetic_shape=[$c,$h,$w]" data.synthetic_classes="$k" data.synthetic_train=$((steps * b)) \
-    data.synthetic_eval="$b" data.crop_padding=0 data.hflip=false data.shuffle=false >"$log" 2>&1 || rc=$?
+    data.synthetic_eval="$b" data.crop_padding=0 data.hflip=false data.shuffle=false "${trace[@]}" >"$log" 2>&1 || rc=$?
   ((rc != 0)) && { echo "dptrain exit status $rc" >&2; tail -n 5 "$log" >&2; }
   "$PY" "$REPORT" dptrain "$LOGDIR/runs/$name" --model "$m" --batch "$b" --dtype "$d" --rc "$rc" >>"$log" 2>&1
   collect "$log" || failed=1
 }
 
-say "cases: $CASES; torch modes: $MODES; device $DEVICE; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
 for case in $CASES; do
   IFS=: read -r m b d <<<"$case"
   if ! model_info "$m" >/dev/null || ! [[ $b =~ ^[1-9][0-9]*$ ]] || ! [[ $d =~ ^(bf16|fp16|fp32)$ ]]; then
     die "case '$case': MODEL:BATCH:DTYPE with MODEL resnet50, cifar_resnet18 or fmnist_cnn and DTYPE bf16, fp16 or fp32"
   fi
-  for mode in $MODES; do [[ $mode == eager ]] && torch_mode "$m" "$b" "$d" eager $((2 * TORCH_SECONDS + 60)); done
-  dptrain_run "$m" "$b" "$d"
-  for mode in $MODES; do [[ $mode == compile ]] && torch_mode "$m" "$b" "$d" compile $((2 * TORCH_SECONDS + 200)); done
 done
+for mode in $MODES; do
+  [[ $mode == eager || $mode == compile ]] || die "MODES: eager and/or compile, not '$mode'"
+done
+say "cases: $CASES; torch modes: $MODES; device $DEVICE; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
+# Every case's eager and dptrain numbers first, then the compiles (slow to build: ~1-2 min each
+# for a ResNet), so that a short budget loses the torch.compile columns, not the comparison.
+for case in $CASES; do
+  IFS=: read -r m b d <<<"$case"
+  [[ " $MODES " == *" eager "* ]] && torch_mode "$m" "$b" "$d" eager $((2 * TORCH_SECONDS + 60))
+  dptrain_run "$m" "$b" "$d"
+done
+if [[ " $MODES " == *" compile "* ]]; then
+  for case in $CASES; do
+    IFS=: read -r m b d <<<"$case"
+    torch_mode "$m" "$b" "$d" compile $((2 * TORCH_SECONDS + 200))
+  done
+fi
 
 echo
 "$PY" "$REPORT" table "$RESULTS" | tee "$LOGDIR/table.txt"

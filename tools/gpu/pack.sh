@@ -19,12 +19,16 @@
 #   fashion-mnist/  the four Fashion-MNIST .gz files (~30 MB, already compressed) for run_all.sh's
 #                   fmnist step; FMNIST_DIR=none leaves them out (the step then says "skipped")
 #   MANIFEST.txt    the same manifest, readable without unpacking
+#   cpu_top1        the final top-1 of a CPU run of models/fmnist_cnn.cfg, when CPU_RUN (default
+#                   runs/fmnist_cnn, what `build/dptrain models/fmnist_cnn.cfg` writes) has one:
+#                   run_all.sh compares the GPU run with it unless --cpu-top1 gives another
 # and pack.sh prints the sizes, the `carry` list and the command for the device tool.
 # The working tree plus the carried folder must stay under 64 MiB: pack.sh fails above LIMIT_MIB.
 #
 # Environment: CARRY_DIR (default .gpu-carry, inside the repo), TESTS (default "test_runtime
 # test_kernels test_models test_collectives"), EXTRA_BINS (more build/ programs, e.g. "collbench"),
-# FMNIST_DIR (default /usr/share/datasets/fashion-mnist; "none" to leave out), LIMIT_MIB (64),
+# FMNIST_DIR (default /usr/share/datasets/fashion-mnist; "none" to leave out), CPU_RUN (default
+# runs/fmnist_cnn; "none" to leave out), LIMIT_MIB (64),
 # XZ_OPT (default "-6 -T2").
 # Exit status: 0 packed and within the limit, 1 a missing library or over the limit, 2 usage.
 set -euo pipefail
@@ -36,6 +40,7 @@ CARRY_DIR=${CARRY_DIR:-.gpu-carry}
 TESTS=${TESTS:-test_runtime test_kernels test_models test_collectives}
 EXTRA_BINS=${EXTRA_BINS:-}
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+CPU_RUN=${CPU_RUN:-runs/fmnist_cnn}
 LIMIT_MIB=${LIMIT_MIB:-64}
 export XZ_OPT=${XZ_OPT:--6 -T2}
 
@@ -128,6 +133,11 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted"
   echo "build_dir=$BUILD"
   echo "cuda_architectures=$archs"
   echo "nvcc=${nvcc:-?} $("${nvcc:-nvcc}" --version 2>/dev/null | tail -n 1)"
+  # The library versions the build was compiled against (the GPU machine's must not be older).
+  inc=$(dirname "$(dirname "${nvcc:-/usr/local/cuda/bin/nvcc}")")/include
+  hdr() { awk -v keys="$2" 'BEGIN { n = split(keys, k, " ") } $1 == "#define" { v[$2] = $3 }
+    END { s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? "." : "") v[k[i]]; print s }' "$inc/$1" 2>/dev/null; }
+  echo "built_against=cudart $(hdr cuda_runtime_api.h CUDART_VERSION) cuBLAS $(hdr cublas_api.h 'CUBLAS_VER_MAJOR CUBLAS_VER_MINOR CUBLAS_VER_PATCH') cuDNN $(hdr cudnn_version.h 'CUDNN_MAJOR CUDNN_MINOR CUDNN_PATCHLEVEL') NCCL $(hdr nccl.h 'NCCL_MAJOR NCCL_MINOR NCCL_PATCH')"
   (cd "$stage" && find build lib lib-fallback -type f -printf 'file=%p %s\n' | sort)
   for name in $(printf '%s\n' "${!left_out[@]}" | sort); do echo "left_out=$name ${left_out[$name]}"; done
 } >"$stage/build/MANIFEST"
@@ -144,6 +154,37 @@ if [[ $FMNIST_DIR != none ]]; then
     [[ -f $FMNIST_DIR/$f ]] || die "FMNIST_DIR: no $FMNIST_DIR/$f (apt-get install dataset-fashion-mnist, or FMNIST_DIR=none)"
     cp "$FMNIST_DIR/$f" "$CARRY_DIR/fashion-mnist/"
   done
+fi
+
+# The CPU reference: the last eval line's top-1 of a finished CPU run of the unmodified cfg.
+cpu_top1=""
+if [[ $CPU_RUN != none && -f $CPU_RUN/metrics.jsonl ]]; then
+  cpu_top1=$(python3 - "$CPU_RUN" <<'PY'
+import json, os, re, sys
+run = sys.argv[1]
+top1 = None
+for line in open(os.path.join(run, "metrics.jsonl")):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("split") == "eval" and "top1" in d:
+        top1 = d["top1"] if d.get("epoch") == 3 else None  # the end of the cfg's 3 epochs
+cfg = open(os.path.join(run, "config.toml")).read() if os.path.exists(os.path.join(run, "config.toml")) else ""
+# Only a CPU run of models/fmnist_cnn.cfg as it is: the cnn preset, 3 epochs, batch 128, fp32.
+want = [r"preset = [\"']cnn[\"']", r"epochs = 3\b", r"batch_size = 128\b", r"precision = [\"']fp32[\"']",
+        r"train_limit = 0\b"]
+if (top1 is not None and all(re.search(w, cfg) for w in want)
+        and not re.search(r"device = [\"']cuda[\"']", cfg)):
+    print(top1)
+PY
+  )
+  if [[ -n $cpu_top1 ]]; then
+    echo "$cpu_top1" >"$CARRY_DIR/cpu_top1"
+    echo "cpu_top1=$cpu_top1 from $(cd "$CPU_RUN" && pwd)/metrics.jsonl" >>"$CARRY_DIR/MANIFEST.txt"
+  else
+    say "note: $CPU_RUN is not a finished CPU run of models/fmnist_cnn.cfg as it is: no CPU reference packed"
+  fi
 fi
 
 # Sizes.
@@ -170,8 +211,8 @@ cat <<EOF
 Device tool call (one command; about 9 minutes; results in \$OUT/summary.txt and \$OUT/logs.tar.gz):
   carry:     [".gpu-carry"]
   timeout_s: 600
-  command:   bash tools/gpu/run_all.sh --cpu-top1 <CPU top-1 of models/fmnist_cnn.cfg, e.g. 0.9123>
+  command:   bash tools/gpu/run_all.sh$([[ -n $cpu_top1 ]] && echo "      (CPU top-1 $cpu_top1 packed)" || echo " --cpu-top1 <CPU top-1 of models/fmnist_cnn.cfg, e.g. 0.9123>")
 Split over two calls when one is not enough:
-  command:   bash tools/gpu/run_all.sh --skip bench --cpu-top1 <X>
+  command:   bash tools/gpu/run_all.sh --skip bench
   command:   bash tools/gpu/run_all.sh --only bench --budget 570
 EOF

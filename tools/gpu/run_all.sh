@@ -13,7 +13,8 @@
 #   gtest      every carried test binary with --gtest_filter=$GTEST_FILTER
 #   sanitizer  compute-sanitizer --tool memcheck over $SANITIZE_BINS with $SANITIZE_FILTER
 #   fmnist     models/fmnist_cnn.cfg on the GPU (carried Fashion-MNIST); final top-1 against the
-#              CPU reference (--cpu-top1 or CPU_TOP1): passes within FMNIST_TOL (0.005)
+#              CPU reference (--cpu-top1, CPU_TOP1, else .gpu-carry/cpu_top1 from pack.sh): passes
+#              within FMNIST_TOL (0.005)
 #   bench      tools/bench/gpu_vs_torch.sh: dptrain vs PyTorch eager and torch.compile
 # Each step has a time box, cut so that the whole ends within --budget seconds (default 560; the
 # device tool allows 600 a command); a step that no longer fits is skipped and says so. A failed
@@ -55,7 +56,6 @@ while (($#)); do
   shift
 done
 [[ $BUDGET =~ ^[0-9]+$ ]] || { echo "run_all: --budget '$BUDGET' is not a number of seconds" >&2; exit 2; }
-[[ -z $CPU_TOP1 || $CPU_TOP1 =~ ^(0|1)?\.?[0-9]+$ ]] || { echo "run_all: --cpu-top1 '$CPU_TOP1' is not a fraction like 0.912" >&2; exit 2; }
 for s in ${ONLY//,/ } ${SKIP//,/ }; do
   [[ " ${ALL_STEPS[*]} " == *" $s "* ]] || { echo "run_all: unknown step '$s' (steps: ${ALL_STEPS[*]})" >&2; exit 2; }
 done
@@ -67,6 +67,9 @@ CARRY=${CARRY:-$REPO/.gpu-carry}
 GTEST_FILTER=${GTEST_FILTER:-*Cuda*:*DeviceChoice*:*Nccl*:*LossScaler*}
 SANITIZE_BINS=${SANITIZE_BINS:-test_kernels}
 SANITIZE_FILTER=${SANITIZE_FILTER:-*Cuda*}
+CPU_TOP1_FROM="given"
+if [[ -z $CPU_TOP1 && -s $CARRY/cpu_top1 ]]; then CPU_TOP1=$(head -c 32 "$CARRY/cpu_top1" | tr -d ' \n'); CPU_TOP1_FROM="packed"; fi
+[[ -z $CPU_TOP1 || $CPU_TOP1 =~ ^(0|1)?\.?[0-9]+$ ]] || { echo "run_all: CPU top-1 '$CPU_TOP1' ($CPU_TOP1_FROM) is not a fraction like 0.912" >&2; exit 2; }
 FMNIST_PRECISION=${FMNIST_PRECISION:-fp32}
 FMNIST_TOL=${FMNIST_TOL:-0.005}
 FMNIST_EPOCHS=${FMNIST_EPOCHS:-}
@@ -103,7 +106,8 @@ if ((DRY)); then
       gtest) echo "  gtest [box ${BOX[gtest]}s]: $BUILD/tests/test_* --gtest_filter='$GTEST_FILTER'" ;;
       sanitizer) echo "  sanitizer [box ${BOX[sanitizer]}s]: compute-sanitizer --tool memcheck --error-exitcode 99 $BUILD/tests/{${SANITIZE_BINS// /,}} --gtest_filter='$SANITIZE_FILTER'" ;;
       fmnist) echo "  fmnist [box ${BOX[fmnist]}s]: $BUILD/dptrain models/fmnist_cnn.cfg --set train.device=$FMNIST_DEVICE train.precision=$FMNIST_PRECISION data.path=$CARRY/fashion-mnist${FMNIST_EPOCHS:+ train.epochs=$FMNIST_EPOCHS}${FMNIST_SETS:+ $FMNIST_SETS}"
-        echo "         final top-1 vs CPU ${CPU_TOP1:-(none given: --cpu-top1; the GPU number is reported alone)} within $FMNIST_TOL" ;;
+        if [[ -n $CPU_TOP1 ]]; then echo "         final top-1 vs CPU $CPU_TOP1 ($CPU_TOP1_FROM) within $FMNIST_TOL"
+        else echo "         final top-1 reported alone: no CPU reference (--cpu-top1, or pack.sh's CPU_RUN)"; fi ;;
       bench) echo "  bench [box: the rest, up to ${BOX[bench]}s]: DEADLINE=<end> LOGDIR=$LOGS/bench tools/bench/gpu_vs_torch.sh $BUILD"
         echo "         cases: ${CASES:-resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16}; torch modes: ${MODES:-eager compile}" ;;
     esac
@@ -240,6 +244,9 @@ step_info() {
   local tv
   tv=$(timeout "$t" python3 -c 'import torch; print(f"torch {torch.__version__} CUDA {torch.version.cuda} cuDNN {torch.backends.cudnn.version()} NCCL {\".\".join(map(str, torch.cuda.nccl.version()))} GPUs {torch.cuda.device_count()}")' 2>>"$log")
   tv=${tv:-torch not importable (see info.log)}
+  local built
+  built=$(sed -n 's/^built_against=//p' "$BUILD/MANIFEST" 2>/dev/null)
+  [[ -n $built ]] && tv+="; dptrain built against $built"
   echo "== torch: $tv" >>"$log"
   if [[ -z $GPU_NAME ]]; then
     record info FAIL $((SECONDS - t0)) "nvidia-smi shows no GPU; $tv"
@@ -356,13 +363,13 @@ EOF
     return 1
   fi
   if [[ -z $CPU_TOP1 ]]; then
-    record fmnist OK $((SECONDS - t0)) "$n; no CPU reference given (--cpu-top1): not compared"
+    record fmnist OK $((SECONDS - t0)) "$n; no CPU reference (--cpu-top1, or pack.sh's CPU_RUN): not compared"
     return 0
   fi
   if awk -v g="$top1" -v c="$CPU_TOP1" -v tol="$FMNIST_TOL" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= tol) }'; then
-    record fmnist OK $((SECONDS - t0)) "$n vs CPU $CPU_TOP1 (within $FMNIST_TOL)"
+    record fmnist OK $((SECONDS - t0)) "$n vs CPU $CPU_TOP1 ($CPU_TOP1_FROM; within $FMNIST_TOL)"
   else
-    record fmnist FAIL $((SECONDS - t0)) "$n vs CPU $CPU_TOP1: differs by more than $FMNIST_TOL"
+    record fmnist FAIL $((SECONDS - t0)) "$n vs CPU $CPU_TOP1 ($CPU_TOP1_FROM): differs by more than $FMNIST_TOL"
     return 1
   fi
 }
