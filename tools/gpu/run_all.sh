@@ -27,7 +27,7 @@
 # SANITIZE_BINS (test_kernels), SANITIZE_FILTER ('*Cuda*'), FMNIST_PRECISION (fp32), FMNIST_TOL
 # (0.005), FMNIST_EPOCHS (the cfg's 3), FMNIST_DEVICE (cuda; cpu to try the step without a GPU),
 # FMNIST_SETS (more key=value overrides, space-separated); for the benchmark CASES, MODES, DPTRAIN_SECONDS,
-# TORCH_SECONDS (see tools/bench/gpu_vs_torch.sh).
+# TORCH_SECONDS, SMOKE (see tools/bench/gpu_vs_torch.sh) and BENCH_PY (its python, default python3).
 # Exit status: 0 when no step failed (skipped steps are listed, not failures), 1 when one failed
 # or ran out of its time box, 2 on a usage error.
 # The step functions are called as "step_$name", which shellcheck cannot see:
@@ -378,7 +378,7 @@ step_bench() {
   local t0=$SECONDS t rc=0
   t=$(step_box bench)
   mkdir -p "$LOGS/bench"
-  DEADLINE=$(($(date +%s) + t)) LOGDIR=$LOGS/bench PY=python3 DPTRAIN_LD_LIBRARY_PATH=$DP_LD \
+  DEADLINE=$(($(date +%s) + t)) LOGDIR=$LOGS/bench PY=${BENCH_PY:-python3} DPTRAIN_LD_LIBRARY_PATH=$DP_LD \
     timeout -k 10 $((t + 20)) bash "$REPO/tools/bench/gpu_vs_torch.sh" "$BUILD" >"$LOGS/bench.log" 2>&1 || rc=$?
   local note="table below; logs in bench/"
   case $rc in
