@@ -9,6 +9,10 @@
 #      if it exists ($DPTRAIN_VENV, default /opt/dptrain-venv); else SKIP.
 #   5. tools/bench/gpu_vs_torch.sh with SMOKE=1 (dptrain and torch on the CPU, fmnist_cnn, a few
 #      steps) when BUILD_DIR/dptrain and the venv exist; else SKIP.
+#   6. A rehearsal of the whole flow when BUILD_DIR is a CUDA build with test_kernels: pack.sh into
+#      a scratch carry folder, then run_all.sh with stand-in nvidia-smi and compute-sanitizer, the
+#      fmnist step on the CPU (a slice, 1 epoch) and the benchmark in SMOKE mode (if the venv
+#      exists): every step OK, exit 0, the summary and the log archive in $OUT; else SKIP.
 # Usage: bash tests/integration/test_gpu_scripts.sh [BUILD_DIR]   (from the repo root, as ctest runs it)
 set -uo pipefail
 
@@ -16,7 +20,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$repo/build}
 venv_py=${DPTRAIN_VENV:-/opt/dptrain-venv}/bin/python
 tmp=$(mktemp -d /tmp/test-gpu-scripts.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+carry=.gpu-carry-test.$$  # inside the repo (pack.sh wants a git-ignored folder there)
+trap 'rm -rf "$tmp" "${repo:?}/$carry"' EXIT
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -141,6 +146,45 @@ if [[ -x $venv_py && -x $build/dptrain ]]; then
   fi
 else
   echo "SKIP: gpu_vs_torch.sh smoke: needs $build/dptrain and $venv_py"
+fi
+
+# --- 6. pack.sh + run_all.sh rehearsal ---------------------------------------------------------
+if [[ -x $build/dptrain && -x $build/tests/test_kernels ]] && ldd "$build/dptrain" 2>/dev/null | grep -q libcudart; then
+  data=/usr/share/datasets/fashion-mnist
+  [[ -f $data/train-images-idx3-ubyte.gz ]] || data=none
+  if ! CARRY_DIR=$carry TESTS=test_kernels XZ_OPT=-0 CPU_RUN=none FMNIST_DIR=$data \
+    bash tools/gpu/pack.sh "$build" >"$tmp/pack.log" 2>&1; then
+    fail "pack.sh:"; tail -n 20 "$tmp/pack.log" >&2
+  else
+    mkdir -p "$tmp/fake"
+    # shellcheck disable=SC2016  # the stand-ins' own code, written as it is
+    printf '%s\n' '#!/bin/bash' 'if [[ "$*" == *query-gpu* ]]; then echo "Stand-in GPU, 0.0, 1 MiB"; else echo stand-in; fi' \
+      >"$tmp/fake/nvidia-smi"
+    # shellcheck disable=SC2016
+    printf '%s\n' '#!/bin/bash' \
+      'while [[ $1 == --* ]]; do case $1 in --version) echo stand-in; exit 0 ;; --tool | --error-exitcode | --print-limit) shift 2 ;; *) shift ;; esac; done' \
+      '"$@"; rc=$?; echo "========= ERROR SUMMARY: 0 errors"; exit $rc' >"$tmp/fake/compute-sanitizer"
+    chmod +x "$tmp/fake/nvidia-smi" "$tmp/fake/compute-sanitizer"
+    bench=(--skip bench)
+    [[ -x $venv_py ]] && bench=()
+    rc=0
+    PATH=$tmp/fake:$PATH OUT=$tmp/out WORK=$tmp/work CARRY=$repo/$carry FMNIST_DEVICE=cpu FMNIST_EPOCHS=1 \
+      FMNIST_SETS="data.train_limit=1000 data.eval_limit=500 train.warmup_steps=2" FMNIST_TOL=1 SMOKE=1 \
+      BENCH_PY=$venv_py bash tools/gpu/run_all.sh --budget 400 --cpu-top1 0.5 "${bench[@]}" >"$tmp/run_all.log" 2>&1 || rc=$?
+    want=(setup info gtest sanitizer fmnist)
+    ((${#bench[@]})) || want+=(bench)
+    bad=0
+    for s in "${want[@]}"; do
+      ok=OK
+      [[ $s == fmnist && $data == none ]] && ok=SKIP
+      grep -Eq "^$s +$ok " "$tmp/out/summary.txt" 2>/dev/null || { bad=1; fail "run_all.sh rehearsal: step $s is not $ok"; }
+    done
+    tar -tzf "$tmp/out/logs.tar.gz" 2>/dev/null | grep -qx 'logs/gtest-test_kernels.log' || { bad=1; fail "run_all.sh rehearsal: no gtest log in \$OUT/logs.tar.gz"; }
+    ((rc == 0)) || { bad=1; fail "run_all.sh rehearsal: exit $rc"; }
+    if ((bad)); then cat "$tmp/run_all.log" >&2; else pass "pack.sh + run_all.sh rehearsal (stand-in GPU tools${bench[*]:+, no bench})"; fi
+  fi
+else
+  echo "SKIP: pack.sh + run_all.sh rehearsal: $build is not a CUDA build with dptrain and tests/test_kernels"
 fi
 
 if ((failures)); then echo "test_gpu_scripts: $failures failure(s)" >&2; exit 1; fi

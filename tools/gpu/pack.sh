@@ -25,7 +25,7 @@
 # and pack.sh prints the sizes, the `carry` list and the command for the device tool.
 # The working tree plus the carried folder must stay under 64 MiB: pack.sh fails above LIMIT_MIB.
 #
-# Environment: CARRY_DIR (default .gpu-carry, inside the repo), TESTS (default "test_runtime
+# Environment: CARRY_DIR (default .gpu-carry; a git-ignored folder name in the repo root), TESTS (default "test_runtime
 # test_kernels test_models test_collectives"), EXTRA_BINS (more build/ programs, e.g. "collbench"),
 # FMNIST_DIR (default /usr/share/datasets/fashion-mnist; "none" to leave out), CPU_RUN (default
 # runs/fmnist_cnn; "none" to leave out), LIMIT_MIB (64),
@@ -64,7 +64,7 @@ nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*
 source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:[A-Z]*=//p' "$cache")
 [[ $CARRY_DIR != /* ]] || die "CARRY_DIR must be a folder inside the repo (relative), not '$CARRY_DIR'"
 [[ $CARRY_DIR =~ ^[A-Za-z0-9._-]+$ && $CARRY_DIR != . && $CARRY_DIR != .. ]] || die "CARRY_DIR '$CARRY_DIR': one plain folder name"
-git check-ignore -q "$CARRY_DIR/" || die "$CARRY_DIR is not ignored by git (add /$CARRY_DIR/ to .gitignore): it would travel twice"
+git check-ignore -q "$CARRY_DIR/" || die "$CARRY_DIR is not ignored by git (.gitignore ignores /.gpu-carry*/): it would travel twice"
 
 # The programs.
 bins=("$BUILD/dptrain")
@@ -209,7 +209,7 @@ fi
 cat <<EOF
 
 Device tool call (one command; about 9 minutes; results in \$OUT/summary.txt and \$OUT/logs.tar.gz):
-  carry:     [".gpu-carry"]
+  carry:     ["$CARRY_DIR"]$([[ $CARRY_DIR != .gpu-carry ]] && echo "   (and CARRY=$CARRY_DIR before bash in the command)")
   timeout_s: 600
   command:   bash tools/gpu/run_all.sh$([[ -n $cpu_top1 ]] && echo "      (CPU top-1 $cpu_top1 packed)" || echo " --cpu-top1 <CPU top-1 of models/fmnist_cnn.cfg, e.g. 0.9123>")
 Split over two calls when one is not enough:
