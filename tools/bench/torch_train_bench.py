@@ -25,7 +25,8 @@ window (time.perf_counter on the CPU); the step count is chosen from the warm-up
 windows take about --seconds; images/s is batch * steps / time of the median window. Inputs:
 --input-sets distinct random batches (normal inputs, uniform labels) rotated step by step.
 Peak memory: torch.cuda.max_memory_allocated() after reset_peak_memory_stats() before the mode's
-model is built (and max_memory_reserved()).
+model is built (and max_memory_reserved()); it includes the resident input batches, whose size
+the RESULT line gives as inputs_bytes (ResNet-50 at batch 256: 4 x 154 MB).
 
 Output: a human line per mode on stderr, and one machine line per mode on stdout, flushed as soon
 as the mode ends (so a later mode that is killed by a time box leaves the earlier ones):
@@ -167,6 +168,7 @@ def run_mode(torch, args, mode, dev):
     res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
     res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
     res["steps"] = f"{args.windows}x{steps_per_window}"
+    res["inputs_bytes"] = str(sum(x.numel() * x.element_size() + y.numel() * y.element_size() for x, y in zip(xs, ys)))
     if cuda:
         res["peak_bytes"] = str(torch.cuda.max_memory_allocated())
         res["reserved_bytes"] = str(torch.cuda.max_memory_reserved())

@@ -195,6 +195,8 @@ while read -r f s; do printf '  %-32s %12s %12s\n' "$f" "$s" "$(mib "$s")"; done
 raw=$(cd "$stage" && find build lib lib-fallback -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 carry=$(du -sb "$CARRY_DIR" | cut -f1)
 tree=$(git ls-files -z -co --exclude-standard | xargs -0 -r stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+# The device tool also sends shared/ when the checkout has one, ignored or not.
+if [[ -d shared ]] && git check-ignore -q shared/; then tree=$((tree + $(du -sb shared | cut -f1))); fi
 bundle=$(stat -c %s "$CARRY_DIR/bundle.tar.xz")
 echo
 say "bundle.tar.xz: $(mib "$bundle") (from $(mib "$raw") uncompressed)"
