@@ -230,8 +230,8 @@ EOF
 step_info() {
   local log=$LOGS/info.log t0=$SECONDS t
   t=$(step_box info)
+  { echo "== nvidia-smi"; timeout 20 nvidia-smi; } 2>&1 | tee -a "$log"
   {
-    echo "== nvidia-smi"; timeout 20 nvidia-smi
     echo "== nvcc"; nvcc --version 2>&1 | tail -n 2
     echo "== compute-sanitizer"; compute-sanitizer --version 2>&1 | tail -n 1
     echo "== uname / os"; uname -a; grep PRETTY_NAME /etc/os-release
