@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The pure parts of tools/bench/gpu_vs_torch.sh: read a dptrain run, print the comparison table.
+
+    bench_report.py dptrain RUN_DIR --model M --batch B --dtype D [--rc RC]
+        Reads RUN_DIR/metrics.jsonl and prints one RESULT line (the format torch_train_bench.py
+        prints) for the dptrain run: img_s = median samples_per_s of the train windows after the
+        first --skip-frac of the steps (warm-up: cuDNN algorithm search, pool growth), step_ms =
+        median step_time_s of the same windows, peak_bytes = the "device" line's
+        peak_device_memory_bytes. --rc is dptrain's exit status: 124/137/143 (time box) with
+        some windows gives status=partial, other non-zero ones status=error.
+    bench_report.py table RESULTS_FILE
+        Prints the table of every RESULT line in the file (other lines are ignored), one row per
+        (model, batch, dtype) in order of first appearance, and the ResNet-50 bf16 target line.
+
+Standard library only (runs with any python3). Exit status 0, 1 when the run has no train
+window (dptrain) or the file has no RESULT line (table), 2 on a usage error.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+TARGET_MODEL, TARGET_DTYPE = "resnet50", "bf16"
+TARGET_NEED, TARGET_AIM, TARGET_AIM_IMG_S = 1.0, 1.2, 3000.0
+TIMEOUT_RCS = (124, 137, 143)
+
+
+def parse_result(line):
+    """'RESULT k=v k=v ...' -> dict, or None."""
+    parts = line.split()
+    if not parts or parts[0] != "RESULT":
+        return None
+    out = {}
+    for p in parts[1:]:
+        k, sep, v = p.partition("=")
+        if sep:
+            out[k] = v
+    return out
+
+
+def clean(v):
+    """A RESULT value: no spaces or '=' (the line is split on both)."""
+    return "_".join(str(v).split()).replace("=", ":") or "-"
+
+
+def num(v):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x else None  # NaN is no number
+
+
+def dptrain_result(args):
+    path = os.path.join(args.run_dir, "metrics.jsonl")
+    train, device = [], None
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if d.get("split") == "train" and num(d.get("samples_per_s")) is not None:
+                    train.append(d)
+                elif d.get("split") == "device":
+                    device = d
+    except OSError as e:
+        train, note = [], f"no_metrics:{e.strerror}"
+    else:
+        note = "-"
+    res = dict(tool="dptrain", model=args.model, batch=args.batch, dtype=args.dtype, mode="-", img_s="-",
+               step_ms="-", peak_bytes="-", reserved_bytes="-", compile_s="-", device="-", status="error", note=note)
+    if device:
+        for src, dst in (("peak_device_memory_bytes", "peak_bytes"), ("reserved_high_bytes", "reserved_bytes")):
+            if num(device.get(src)) is not None:
+                res[dst] = str(int(num(device[src])))
+    if train:
+        last = max(int(d.get("step", 0)) for d in train)
+        skip = args.skip_frac * last
+        used = [d for d in train[1:] if int(d.get("step", 0)) > skip] or train[-1:]
+        res["img_s"] = f"{statistics.median(num(d['samples_per_s']) for d in used):.1f}"
+        st = [num(d.get("step_time_s")) for d in used if num(d.get("step_time_s")) is not None]
+        if st:
+            res["step_ms"] = f"{1e3 * statistics.median(st):.3f}"
+        res["steps"] = str(last)
+        res["windows"] = str(len(used))
+        if args.rc == 0:
+            res["status"] = "ok"
+        elif args.rc in TIMEOUT_RCS:
+            res["status"], res["note"] = "partial", f"time_box_hit_at_step_{last}"
+        else:
+            res["note"] = f"exit_status_{args.rc}"
+        if len(used) < 3 and res["status"] == "ok":
+            res["note"] = f"only_{len(used)}_window(s)_after_warm-up"
+    elif res["note"] == "-":
+        res["note"] = f"no_train_lines_exit_status_{args.rc}"
+    print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()))
+    return 0 if train else 1
+
+
+def cell_img(r):
+    """An img/s cell: the number (a '*' after a partial one), else the status, else n/a."""
+    if r is None:
+        return "n/a"
+    x = num(r.get("img_s"))
+    if x is None:
+        return r.get("status", "n/a")
+    return f"{x:.0f}" + ("*" if r.get("status") == "partial" else "")
+
+
+def cell_ratio(a, b):
+    x, y = num(a.get("img_s")) if a else None, num(b.get("img_s")) if b else None
+    return f"{x / y:.2f}x" if x is not None and y else "n/a"
+
+
+def cell_mib(r):
+    x = num(r.get("peak_bytes")) if r else None
+    return f"{x / 2**20:.0f}" if x is not None else "n/a"
+
+
+def table(args):
+    rows, order = {}, []
+    with open(args.results) as f:
+        for line in f:
+            r = parse_result(line.strip())
+            if not r or "model" not in r:
+                continue
+            key = (r.get("model"), r.get("batch"), r.get("dtype"))
+            if key not in rows:
+                rows[key] = {}
+                order.append(key)
+            slot = "dptrain" if r.get("tool") == "dptrain" else r.get("mode", "-")
+            rows[key][slot] = r  # a later line for the same slot replaces an earlier one
+    if not order:
+        print(f"bench_report: no RESULT lines in {args.results}", file=sys.stderr)
+        return 1
+    head = ["model", "batch", "dtype", "dptrain img/s", "eager img/s", "ratio", "compile img/s", "ratio",
+            "dptrain MiB", "torch MiB"]
+    body = []
+    for key in order:
+        slots = rows[key]
+        d, e, c = slots.get("dptrain"), slots.get("eager"), slots.get("compile")
+        body.append([key[0], key[1], key[2], cell_img(d), cell_img(e), cell_ratio(d, e), cell_img(c),
+                     cell_ratio(d, c), cell_mib(d), cell_mib(e)])
+    width = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
+    for row in [head] + body:
+        cells = [str(v).ljust(width[i]) if i in (0, 2) else str(v).rjust(width[i]) for i, v in enumerate(row)]
+        print("  ".join(cells).rstrip())
+    print("ratio: dptrain img/s / torch img/s, same model, batch and dtype (torch: AMP + channels_last for "
+          "bf16/fp16, data resident on the GPU)")
+    print("MiB: peak allocated (dptrain: the pool's used-high; torch: eager max_memory_allocated); "
+          "*: partial (a time box ended the run)")
+    print(target_line(rows, order))
+    return 0
+
+
+def target_line(rows, order):
+    keys = [k for k in order if k[0] == TARGET_MODEL and k[2] == TARGET_DTYPE]
+    want = (f"need dptrain >= {TARGET_NEED:.1f}x torch eager AMP channels_last, aim >= {TARGET_AIM:.1f}x "
+            f"and >= {TARGET_AIM_IMG_S:.0f} img/s")
+    if not keys:
+        return f"target ({TARGET_MODEL} {TARGET_DTYPE}): not measured in this run ({want})"
+    out = []
+    for key in keys:
+        d, e = rows[key].get("dptrain"), rows[key].get("eager")
+        x, y = num(d.get("img_s")) if d else None, num(e.get("img_s")) if e else None
+        if x is None or not y:
+            out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} batch {key[1]}): n/a, "
+                       f"dptrain {cell_img(d)}, eager {cell_img(e)} ({want})")
+            continue
+        ratio = x / y
+        need = "MET" if ratio >= TARGET_NEED else "NOT MET"
+        aim = "reached" if ratio >= TARGET_AIM and x >= TARGET_AIM_IMG_S else "not reached"
+        out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} batch {key[1]}): dptrain {x:.0f} img/s = {ratio:.2f}x "
+                   f"eager {y:.0f} img/s: {need} ({want}: aim {aim})")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dptrain", help="RESULT line of one dptrain run directory")
+    d.add_argument("run_dir")
+    d.add_argument("--model", required=True)
+    d.add_argument("--batch", required=True)
+    d.add_argument("--dtype", required=True)
+    d.add_argument("--rc", type=int, default=0, help="dptrain's exit status")
+    d.add_argument("--skip-frac", type=float, default=0.2, help="leave out windows ending in this first share")
+    t = sub.add_parser("table", help="the comparison table of a file of RESULT lines")
+    t.add_argument("results")
+    args = p.parse_args()
+    return dptrain_result(args) if args.cmd == "dptrain" else table(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Training-step benchmark in PyTorch on the models dptrain has presets for.
+
+The reference side of tools/bench/gpu_vs_torch.sh: the same model, batch, dtype, memory format
+and optimizer as the dptrain run, on synthetic data that lives on the device (so the numbers are
+the training step alone, no input pipeline), eager and torch.compile.
+
+    python3 tools/bench/torch_train_bench.py --model resnet50 --batch 256 --dtype bf16
+    python3 tools/bench/torch_train_bench.py --model cifar_resnet18 --batch 128 --dtype fp16 --modes compile
+    python3 tools/bench/torch_train_bench.py --smoke            # tiny CPU run: plumbing only
+
+Models (architectures as models/presets.cpp builds them, optimizers as the models/*.cfg set them):
+  resnet50        torchvision.models.resnet50, 3x224x224, 1000 classes; SGD lr 0.1 momentum 0.9 wd 1e-4
+  cifar_resnet18  torchvision resnet18 with a 3x3 stride-1 stem (no bias) and no max-pool, 3x32x32,
+                  10 classes; SGD lr 0.1 momentum 0.9 Nesterov wd 5e-4
+  fmnist_cnn      conv3x3(1->32, no bias) BN ReLU maxpool2 conv3x3(32->64, no bias) BN ReLU maxpool2,
+                  flatten, linear 3136->128, ReLU, linear 128->10; 1x28x28; AdamW lr 0.002 wd 1e-4
+dtypes: bf16 = autocast(bfloat16), fp16 = autocast(float16) + GradScaler, both channels_last;
+fp32 = no autocast, NCHW, PyTorch's default TF32 settings unless --tf32 says otherwise.
+Master weights and optimizer state are fp32 in every case (what AMP does).
+
+Timing: --warmup steps (for compile: the first step compiles; its time is reported as
+compile_s), then --windows windows of equal step count, each timed with CUDA events around the
+window (time.perf_counter on the CPU); the step count is chosen from the warm-up so that all
+windows take about --seconds; images/s is batch * steps / time of the median window. Inputs:
+--input-sets distinct random batches (normal inputs, uniform labels) rotated step by step.
+Peak memory: torch.cuda.max_memory_allocated() after reset_peak_memory_stats() before the mode's
+model is built (and max_memory_reserved()); it includes the resident input batches, whose size
+the RESULT line gives as inputs_bytes (ResNet-50 at batch 256: 4 x 154 MB).
+
+Output: a human line per mode on stderr, and one machine line per mode on stdout, flushed as soon
+as the mode ends (so a later mode that is killed by a time box leaves the earlier ones):
+  RESULT tool=torch model=M batch=B dtype=D mode=eager img_s=X step_ms=T peak_bytes=P
+         reserved_bytes=R compile_s=C device=cuda status=ok|error|oom note=...
+(one line; values never hold spaces). Exit status: 0 when every mode gave status=ok, 1 otherwise,
+2 on a usage error.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+MODELS = {
+    # name: (C, H, W, classes, optimizer kwargs)
+    "resnet50": (3, 224, 224, 1000, dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=False, weight_decay=1e-4)),
+    "cifar_resnet18": (3, 32, 32, 10, dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)),
+    "fmnist_cnn": (1, 28, 28, 10, dict(opt="adamw", lr=0.002, weight_decay=1e-4)),
+}
+DEFAULT_BATCH = {"resnet50": 256, "cifar_resnet18": 128, "fmnist_cnn": 128}
+
+
+def clean(s, limit=160):
+    """A value for a RESULT field: no spaces or '=' (the line is split on both)."""
+    s = " ".join(str(s).split())
+    return "".join(c if c.isalnum() or c in "._-:/,()[]'" else "_" for c in s)[:limit] or "-"
+
+
+def build_model(name, num_classes):
+    import torch.nn as nn
+    import torchvision
+
+    if name == "resnet50":
+        return torchvision.models.resnet50(num_classes=num_classes)
+    if name == "cifar_resnet18":
+        m = torchvision.models.resnet18(num_classes=num_classes)
+        m.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        nn.init.kaiming_normal_(m.conv1.weight, mode="fan_out", nonlinearity="relu")
+        m.maxpool = nn.Identity()
+        return m
+    if name == "fmnist_cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(inplace=True), nn.Linear(128, num_classes))
+    raise ValueError(name)
+
+
+def make_optimizer(torch, params, spec):
+    if spec["opt"] == "sgd":
+        return torch.optim.SGD(params, lr=spec["lr"], momentum=spec["momentum"], nesterov=spec["nesterov"],
+                               weight_decay=spec["weight_decay"])
+    return torch.optim.AdamW(params, lr=spec["lr"], weight_decay=spec["weight_decay"])
+
+
+def run_mode(torch, args, mode, dev):
+    """Builds, warms up and times one mode. Returns a dict of RESULT fields."""
+    c, h, w, classes, spec = MODELS[args.model]
+    if args.image_size:
+        h = w = args.image_size
+    res = dict(tool="torch", model=args.model, batch=args.batch, dtype=args.dtype, mode=mode, img_s="-", step_ms="-",
+               peak_bytes="-", reserved_bytes="-", compile_s="-", device=dev.type, status="error", note="-")
+    cuda = dev.type == "cuda"
+    sixteen = args.dtype in ("bf16", "fp16")
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
+    fmt = torch.channels_last if (sixteen and args.channels_last) else torch.contiguous_format
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+    torch.manual_seed(0)
+    model = build_model(args.model, classes).to(dev).to(memory_format=fmt)
+    model.train()
+    opt = make_optimizer(torch, model.parameters(), spec)
+    scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
+    loss_fn = torch.nn.CrossEntropyLoss()
+    gen = torch.Generator(device=dev).manual_seed(1)
+    xs = [torch.randn(args.batch, c, h, w, device=dev, generator=gen).contiguous(memory_format=fmt)
+          for _ in range(args.input_sets)]
+    ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
+
+    fwd = model
+    if mode == "compile":
+        fwd = torch.compile(model, mode=args.compile_mode if args.compile_mode != "default" else None)
+
+    def step(i):
+        x, y = xs[i % len(xs)], ys[i % len(ys)]
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=sixteen):
+            loss = loss_fn(fwd(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    # Warm-up: the first step builds cuDNN plans (and compiles, for mode=compile).
+    t0 = time.perf_counter()
+    loss = step(0)
+    sync()
+    first_s = time.perf_counter() - t0
+    if mode == "compile":
+        res["compile_s"] = f"{first_s:.1f}"
+    t0 = time.perf_counter()
+    for i in range(1, max(args.warmup, 2)):
+        loss = step(i)
+    sync()
+    per_step = (time.perf_counter() - t0) / max(max(args.warmup, 2) - 1, 1)
+    if not math.isfinite(float(loss.detach())):
+        res["note"] = "loss_not_finite_after_warmup"
+
+    steps_per_window = args.steps if args.steps else max(3, int(args.seconds / args.windows / max(per_step, 1e-6)))
+    times = []
+    i = args.warmup
+    for _ in range(args.windows):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(steps_per_window):
+                loss = step(i)
+                i += 1
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(steps_per_window):
+                loss = step(i)
+                i += 1
+            times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    res["img_s"] = f"{args.batch * steps_per_window / med:.1f}"
+    res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
+    res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
+    res["steps"] = f"{args.windows}x{steps_per_window}"
+    res["inputs_bytes"] = str(sum(x.numel() * x.element_size() + y.numel() * y.element_size() for x, y in zip(xs, ys)))
+    if cuda:
+        res["peak_bytes"] = str(torch.cuda.max_memory_allocated())
+        res["reserved_bytes"] = str(torch.cuda.max_memory_reserved())
+    final = float(loss.detach())
+    if not math.isfinite(final):
+        res["note"] = f"loss_not_finite:{final}"
+    else:
+        res["status"] = "ok"
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=sorted(MODELS), default="fmnist_cnn")
+    p.add_argument("--batch", type=int, default=0, help="per-step batch (default: 256 resnet50, 128 the others)")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
+    p.add_argument("--modes", default="eager,compile", help="comma-separated: eager, compile")
+    p.add_argument("--compile-mode", default="default",
+                   help="torch.compile mode: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs")
+    p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    p.add_argument("--warmup", type=int, default=10, help="warm-up steps (the first one compiles)")
+    p.add_argument("--windows", type=int, default=5, help="timed windows; the median one is reported")
+    p.add_argument("--seconds", type=float, default=8.0, help="about this long for all windows together")
+    p.add_argument("--steps", type=int, default=0, help="steps per window (0: from --seconds)")
+    p.add_argument("--input-sets", type=int, default=4, help="distinct input batches rotated step by step")
+    p.add_argument("--image-size", type=int, default=0, help="override H = W (smoke runs)")
+    p.add_argument("--no-channels-last", dest="channels_last", action="store_false",
+                   help="keep NCHW for bf16/fp16 too")
+    p.add_argument("--tf32", choices=["default", "on", "off"], default="default",
+                   help="fp32 matmul/conv TF32 (default: PyTorch's own: off for matmul, on for cuDNN conv)")
+    p.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
+                   help="do not let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny CPU run of the plumbing: device cpu, batch 2, 16x16 images for the ResNets, 2 warm-up steps, 2 windows of 1 step")
+    args = p.parse_args()
+
+    if args.smoke:
+        args.device = "cpu"
+        args.batch = args.batch or 2
+        args.warmup, args.windows, args.steps, args.input_sets = 2, 2, 1, 2
+        if not args.image_size and args.model != "fmnist_cnn":  # its classifier needs 28x28
+            args.image_size = 16
+    if not args.batch:
+        args.batch = DEFAULT_BATCH[args.model]
+    modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in modes if m not in ("eager", "compile")]
+    if bad or not modes or args.batch < 1 or args.windows < 1:
+        p.error(f"--modes takes eager and/or compile (got {args.modes!r}); --batch and --windows must be >= 1")
+
+    import torch
+
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print(f"RESULT tool=torch model={args.model} batch={args.batch} dtype={args.dtype} mode={clean(args.modes)} "
+              f"img_s=- step_ms=- peak_bytes=- reserved_bytes=- compile_s=- device=cuda status=error "
+              f"note=torch.cuda.is_available()_is_False", flush=True)
+        return 1
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    if args.tf32 != "default":
+        on = args.tf32 == "on"
+        torch.backends.cuda.matmul.allow_tf32 = on
+        torch.backends.cudnn.allow_tf32 = on
+    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    print(f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on {where}; "
+          f"tf32 matmul={torch.backends.cuda.matmul.allow_tf32} conv={torch.backends.cudnn.allow_tf32}; "
+          f"cudnn.benchmark={torch.backends.cudnn.benchmark}", file=sys.stderr, flush=True)
+
+    failed = 0
+    for mode in modes:
+        try:
+            res = run_mode(torch, args, mode, dev)
+        except Exception as e:  # one mode's failure (OOM, a compile error) must not hide the others
+            oom = type(e).__name__ == "OutOfMemoryError"
+            res = dict(tool="torch", model=args.model, batch=args.batch, dtype=args.dtype, mode=mode, img_s="-",
+                       step_ms="-", peak_bytes="-", reserved_bytes="-", compile_s="-", device=dev.type,
+                       status="oom" if oom else "error", note=clean(f"{type(e).__name__}:{e}"))
+            print(f"torch_train_bench: {args.model} {args.dtype} {mode}: {type(e).__name__}: {e}", file=sys.stderr,
+                  flush=True)
+        finally:
+            if mode == "compile":
+                torch._dynamo.reset()
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+        failed += res["status"] != "ok"
+        print(f"{args.model} batch {args.batch} {args.dtype} {mode}: {res['img_s']} img/s, {res['step_ms']} ms/step, "
+              f"peak {res['peak_bytes']} B, compile {res['compile_s']} s, windows {res.get('steps', '-')}, "
+              f"spread {res.get('spread', '-')}: {res['status']}", file=sys.stderr, flush=True)
+        print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
