@@ -3,7 +3,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/data/loader.h"
+#include "launch/batch_feed.h"
+#include "launch/gpu_run.h"
 
 namespace dp::launch {
 
@@ -23,23 +24,32 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
 }
 
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm) {
+                    uint64_t step, Communicator& comm, GpuRun* gpu) {
   EvalResult r;
-  StepContext ctx{false, static_cast<uint64_t>(cfg.run.seed), step};
+  const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
+  const StepContext ctx = gpu ? gpu->context(false, seed, step, nullptr) : StepContext{false, seed, step};
   std::vector<int64_t> shard;
   for (size_t k = static_cast<size_t>(comm.rank()); k < split.indices.size(); k += static_cast<size_t>(comm.size()))
     shard.push_back(split.indices[k]);
-  data::Loader loader(*split.dataset, std::move(shard), static_cast<int>(cfg.train.batch_size), /*drop_last=*/false,
-                      transform_of(cfg.data, false), cfg.run.seed, 0);
-  data::Batch b;
+  const data::Transform transform = transform_of(cfg.data, false);
+  DeviceInputPtr input =
+      gpu ? make_device_input(*gpu, transform, *split.dataset, cfg.train.batch_size, seed) : nullptr;
+  BatchFeed feed(*split.dataset, std::move(shard), cfg.train.batch_size, /*drop_last=*/false, transform, seed, 0,
+                 input.get());
+  BatchFeed::Item b;
+  Tensor host_logits;
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
-  while (loader.next(b)) {
-    const Tensor& logits = model.forward(ctx, b.x);
-    const int64_t n = b.x.dim(0);
-    loss_sum += loss.forward_backward(logits, b.y, nullptr) * static_cast<double>(n);
-    count_hits(logits, b.y, top1, top5);
-    r.samples += n;
+  while (feed.next(b)) {
+    const Tensor* logits = &model.forward(ctx, b.x);
+    if (gpu) {
+      if (!host_logits.defined() || host_logits.shape() != logits->shape()) host_logits = Tensor::zeros(logits->shape());
+      host_logits.copy_from(*logits);
+      logits = &host_logits;
+    }
+    loss_sum += loss.forward_backward(*logits, b.y_host, nullptr) * static_cast<double>(b.n);
+    count_hits(*logits, b.y_host, top1, top5);
+    r.samples += b.n;
   }
   Tensor sums = Tensor::zeros({4}, DType::F64);
   double* v = sums.data<double>();

@@ -11,6 +11,8 @@
 
 namespace dp::launch {
 
+class GpuRun;
+
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;
   int64_t samples = 0;
@@ -22,7 +24,9 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
 
 // Rank r evaluates samples r, r+W, ... of the split (no padding, so no sample counts twice) in
 // eval mode; loss sums, hit counts and sample counts are all-reduced. Every rank calls it.
+// gpu: the run's GPU side when the model is on a GPU (the batches go through a DeviceInput, the
+// logits come back to the host for the loss and the hits), else null.
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm);
+                    uint64_t step, Communicator& comm, GpuRun* gpu = nullptr);
 
 }  // namespace dp::launch

@@ -15,7 +15,9 @@
 #include "collectives/reducer.h"
 #include "kernels/cpu/elementwise.h"
 #include "launch/datasets.h"
+#include "launch/batch_feed.h"
 #include "launch/evaluate.h"
+#include "launch/gpu_run.h"
 #include "launch/run_dir.h"
 #include "launch/stop_request.h"
 #include "launch/telemetry.h"
@@ -23,6 +25,7 @@
 #include "models/layers/softmax_cross_entropy.h"
 #include "runtime/checkpoint_dir.h"
 #include "runtime/cuda/device_choice.h"
+#include "runtime/cuda/nvtx.h"
 #include "runtime/data/loader.h"
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
@@ -142,10 +145,11 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     omp_set_num_threads(static_cast<int>(cfg.train.threads));  // OpenBLAS (OpenMP build) follows
     openblas_set_num_threads(static_cast<int>(cfg.train.threads));
   }
-  if (cfg.train.precision != "fp32")
-    DP_THROW_USER("train.precision = \"{}\" needs the CUDA path; the CPU trains in fp32 (set train.precision = \"fp32\")",
-                  cfg.train.precision);
   const Device device = choose_device(cfg.train.device, boot->local_rank(), boot->local_size(), cfg.dist.backend);
+  if (cfg.train.precision != "fp32" && device.is_cpu())
+    DP_THROW_USER("train.precision = \"{}\" needs a GPU and this process trains on the CPU, which computes in fp32: "
+                  "set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")",
+                  cfg.train.precision);
   // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
   // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
   metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");
@@ -155,15 +159,22 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
              cfg.profile.steps);
   if (cfg.dist.backend == "nccl" && device.is_cpu())
     DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
-  if (!device.is_cpu())
-    DP_THROW_USER("training on {} is not available in this build yet; use train.device = \"cpu\"", device.str());
+  // The GPU side: streams, handles, workspace, precision, loss scaling, profiler window.
+  std::unique_ptr<GpuRun> gpu;
+  if (device.is_cuda()) {
+    gpu = std::make_unique<GpuRun>(cfg.train, device.index);
+    gpu->profile_window(cfg.profile.steps);
+    lg->info("training on {} in {}{}, cuDNN/cuBLASLt workspace up to {} MiB", device.str(), cfg.train.precision,
+             gpu->channels_last() ? " (activations channels last)" : "", cfg.train.workspace_mb);
+  }
 
   Datasets ds = open_datasets(cfg.data);
   lg->info("data: train {} ({} samples), eval {} samples", ds.train.dataset->describe(), ds.train.indices.size(),
            ds.eval.indices.size());
 
   const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
-  auto model = models::build_model(cfg.model, ds.train.dataset->sample_shape(), seed, device);
+  auto model = models::build_model(cfg.model, ds.train.dataset->sample_shape(), seed, device,
+                                   gpu ? gpu->compute() : DType::F32, gpu ? gpu->exec() : nullptr);
   lg->info("model {}: {} parameters\n{}", cfg.model.preset.empty() ? "from [[layer]] list" : cfg.model.preset,
            model->num_parameters(), model->summary());
   if (model->output_shape().size() != 1)
@@ -175,6 +186,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
 
   models::SoftmaxCrossEntropy loss(cfg.train.label_smoothing);
   auto opt = make_optimizer(cfg.train, model->num_parameters());
+  opt->place(device, gpu ? gpu->compute_stream() : nullptr);
   const auto sched = schedule_of(cfg.train);
 
   const int64_t bs = cfg.train.batch_size;
@@ -257,6 +269,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
   }
   if (world > 1) {
     check_same_model(*boot, *model);
+    if (gpu) gpu->synchronize();  // collectives read device tensors that are complete
     // Rank 0's parameters and buffers (fresh or resumed) become everyone's.
     comm->broadcast(model->params().flat(), 0);
     for (const auto& b : model->buffers()) {
@@ -266,6 +279,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                       0);
     }
   }
+  model->refresh_compute_params();  // the 16-bit weights follow the (resumed, broadcast) masters
   std::unique_ptr<Reducer> reducer;
   if (world > 1) {
     ReducerOptions ro;
@@ -274,6 +288,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     ro.overlap = cfg.dist.overlap;
     ro.allow_unused = cfg.dist.allow_unused;
     ro.wire = cfg.dist.compress == "bf16" ? DType::BF16 : cfg.dist.compress == "fp16" ? DType::F16 : DType::F32;
+    ro.gpu = gpu ? gpu->exec() : nullptr;  // device gradients: events and the communication stream
     reducer = std::make_unique<Reducer>(*comm, *model, ro);
     lg->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer->buckets().size(),
              cfg.dist.first_bucket_mb, cfg.dist.bucket_mb, cfg.dist.overlap, dtype_name(ro.wire));
@@ -340,7 +355,7 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     lg->info("the run is already complete at step {}; nothing to train (--reset starts over)", step);
     // A run stopped after its last checkpoint but before its final weights gets them now.
     if (cfg.checkpoint.final && writer && !std::filesystem::exists(run.file("final.safetensors"))) write_final();
-    result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
+    result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm, gpu.get());
     eval_line(fmt::format("at step {}", step), cur_epoch);
     result.steps = step;
     result.seconds = seconds_since(t_start);
@@ -380,7 +395,36 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     stop_for(sig);
     return result;
   }
-  Tensor dlogits;
+  Tensor dlogits, logits_host, dlogits_dev;
+  double last_micro_loss = 0;
+  // The GPU's input pipeline (pinned slots, device slots), made once for the run.
+  DeviceInputPtr train_input =
+      gpu ? make_device_input(*gpu, transform_of(cfg.data, true), *ds.train.dataset, bs, seed)
+          : nullptr;
+  // One micro-batch's loss, its gradient w.r.t. the logits weighted by `w` (its share of the
+  // step; on fp16 also times the loss scale) on the model's device, and its hits. On a GPU the
+  // loss runs there and the logits come to the host for the hits.
+  auto loss_and_grad = [&](const Tensor& logits, const BatchFeed::Item& b, double w, int64_t& top1,
+                           int64_t& top5) -> const Tensor& {
+    double lb = 0;
+    const Tensor* z = &logits;
+    if (gpu) {
+      lb = gpu->loss_and_grad(loss, logits, b.y, dlogits_dev, w);  // waits for the forward
+      if (!logits_host.defined() || logits_host.shape() != logits.shape()) logits_host = Tensor::zeros(logits.shape());
+      logits_host.copy_from(logits);
+      z = &logits_host;
+    } else {
+      if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
+      lb = loss.forward_backward(logits, b.y, &dlogits);
+      if (w != 1.0) kernels::cpu::scale(dlogits.data<float>(), dlogits.data<float>(), static_cast<float>(w), dlogits.numel());
+    }
+    if (!std::isfinite(lb))
+      throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step,
+                                identity_string()));
+    count_hits(*z, b.y_host, top1, top5);
+    last_micro_loss = lb;
+    return gpu ? dlogits_dev : dlogits;
+  };
   auto t_window = Clock::now();
   double win_loss = 0;
   int64_t win_samples = 0, win_hits = 0, win_steps = 0;
@@ -398,14 +442,17 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
     // Samples the loader will hand out (drop_last keeps only whole batches).
     const int64_t epoch_rank_samples =
         cfg.data.drop_last ? static_cast<int64_t>(order.size()) / bs * bs : static_cast<int64_t>(order.size());
-    data::Loader loader(*ds.train.dataset, std::move(order), static_cast<int>(bs), cfg.data.drop_last,
-                        transform_of(cfg.data, true), seed, epoch);
-    data::Batch b;
+    BatchFeed feed(*ds.train.dataset, std::move(order), bs, cfg.data.drop_last, transform_of(cfg.data, true), seed,
+                   static_cast<uint64_t>(epoch), train_input.get());
+    BatchFeed::Item b;
     int64_t taken = 0;  // samples of this epoch's share taken from the loader
     while (step < total && taken < epoch_rank_samples) {
       const auto t_step = Clock::now();
+      if (gpu) gpu->before_step(step + 1);
+      cuda::NvtxRange nvtx_step("step", gpu != nullptr);
       tel.begin_step(step + 1);
-      StepContext ctx{true, seed, static_cast<uint64_t>(step), comm.get()};
+      const StepContext ctx = gpu ? gpu->context(true, seed, static_cast<uint64_t>(step), comm.get())
+                                  : StepContext{true, seed, static_cast<uint64_t>(step), comm.get()};
       model->zero_grad();
       // The step's micro-batches: each one's loss gradient is weighted by its share of the
       // step's samples, so the accumulated gradient is that of the mean over all of them.
@@ -414,36 +461,38 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       double l = 0;
       while (n < step_samples) {
         const auto t_data = Clock::now();
-        if (!loader.next(b))
+        bool got = false;
+        {
+          cuda::NvtxRange r("data", gpu != nullptr);
+          got = feed.next(b);
+        }
+        if (!got)
           throw DpError(fmt::format("the data loader ended after {} of {} samples at step {} [{}]", taken + n,
                                     epoch_rank_samples, step, identity_string()));
         const auto t_fwd = Clock::now();
         tel.phase("data", t_data, t_fwd);
-        const int64_t nb = b.x.dim(0);
-        const Tensor& logits = model->forward(ctx, b.x);
-        if (!dlogits.defined() || dlogits.shape() != logits.shape()) dlogits = Tensor::zeros(logits.shape());
-        const double lb = loss.forward_backward(logits, b.y, &dlogits);
-        if (!std::isfinite(lb))
-          throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step,
-                                    identity_string()));
-        count_hits(logits, b.y, top1, top5);
-        if (nb != step_samples) {
-          const float w = static_cast<float>(static_cast<double>(nb) / static_cast<double>(step_samples));
-          kernels::cpu::scale(dlogits.data<float>(), dlogits.data<float>(), w, dlogits.numel());
+        const int64_t nb = b.n;
+        const Tensor* dl = nullptr;
+        {
+          cuda::NvtxRange r("forward", gpu != nullptr);
+          const Tensor& logits = model->forward(ctx, b.x);
+          dl = &loss_and_grad(logits, b, static_cast<double>(nb) / static_cast<double>(step_samples), top1, top5);
         }
+        const double lb = last_micro_loss;
         n += nb;
         l += lb * static_cast<double>(nb);
         const auto t_bwd = Clock::now();
         tel.phase("forward", t_fwd, t_bwd);
+        cuda::NvtxRange nvtx_bwd("backward", gpu != nullptr);
         if (reducer && n == step_samples) {  // only the last micro-batch reduces
           reducer->prepare();
-          model->backward(ctx, dlogits, [&](int node) { reducer->on_ready(node); });
+          model->backward(ctx, *dl, [&](int node) { reducer->on_ready(node); });
           const auto t_wait = Clock::now();
           tel.phase("backward", t_bwd, t_wait);
           reducer->finalize();  // gradients are now the average over all ranks
           tel.comm(reducer->last_step());
         } else {
-          model->backward(ctx, dlogits);
+          model->backward(ctx, *dl);
           tel.phase("backward", t_bwd, Clock::now());
         }
       }
@@ -451,10 +500,16 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       taken += n;
       const double lr = optim::lr_at(sched, step, total);
       const auto t_opt = Clock::now();
-      opt->step(model->params().flat(), model->grads().flat(), lr);
+      {
+        cuda::NvtxRange r("optimizer", gpu != nullptr);
+        // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
+        if (!gpu || gpu->unscale_and_update(*model)) opt->step(model->params().flat(), model->grads().flat(), lr);
+        model->refresh_compute_params();
+      }
       tel.phase("optimizer", t_opt, Clock::now());
       tel.end_step();
       ++step;
+      if (gpu) gpu->after_step(step);
       evaluated_last = false;
       cur_samples += n * world_size;
       win_loss += l * n, win_samples += n, win_hits += top1, ++win_steps;
@@ -481,13 +536,15 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
                            {"perf/step_ms", 1e3 * win_step_s / win_steps},
                            {"perf/comm_ms", 1e3 * win_comm_s / win_steps},
                            {"perf/comm_exposed_ms", 1e3 * win_exposed_s / win_steps}});
+        if (gpu && gpu->scaling()) tel.scalars(step, {{"train/loss_scale", gpu->loss_scale()}});
         lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", epoch + 1, epochs,
                  step, total, win_loss / win_samples, static_cast<double>(win_hits) / win_samples, lr, sps, hms(eta));
         if (rank == 0) run.append_metrics({{"split", "train"}, {"step", step}, {"epoch", epoch + 1}, {"loss", win_loss / win_samples},
                             {"accuracy", static_cast<double>(win_hits) / win_samples}, {"lr", lr},
                             {"samples_per_s", sps}, {"step_time_s", win_step_s / win_steps},
                             {"comm_total_s", win_comm_s / win_steps}, {"comm_exposed_s", win_exposed_s / win_steps},
-                            {"time", seconds_since(t_start)}});
+                            {"loss_scale", gpu ? gpu->loss_scale() : 1.0},
+                            {"skipped_steps", gpu ? gpu->skipped_steps() : 0}, {"time", seconds_since(t_start)}});
         lg->flush();  // the rank's log file follows the run window by window
         t_window = Clock::now();
         win_loss = 0, win_samples = win_hits = win_steps = 0;
@@ -515,19 +572,29 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
         return result;
       }
       if (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0) {
-        result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
+        result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm, gpu.get());
         evaluated_last = true;
         eval_line(fmt::format("at step {}", step), epoch);
       }
     }
     if (cfg.train.eval_every == 0 || (step == total && !evaluated_last)) {
-      result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm);
+      result.final_eval = evaluate(*model, loss, ds.eval, cfg, step, *comm, gpu.get());
       eval_line(fmt::format("after epoch {} (step {})", epoch + 1, step), epoch);
     }
   }
   result.steps = step;
   if (last_saved != step) save();
   finish_telemetry();
+  if (gpu) {
+    gpu->synchronize();
+    const uint64_t peak = gpu->peak_bytes(), reserved = gpu->reserved_peak_bytes();
+    lg->info("peak device memory {:.1f} MiB in use ({:.1f} MiB reserved by the pool){}", peak / 1048576.0,
+             reserved / 1048576.0,
+             gpu->skipped_steps() ? fmt::format("; {} fp16 step(s) skipped for inf/NaN", gpu->skipped_steps()) : "");
+    if (rank == 0)
+      run.append_metrics({{"split", "device"}, {"peak_device_memory_bytes", peak}, {"reserved_high_bytes", reserved},
+                          {"skipped_steps", gpu->skipped_steps()}, {"loss_scale", gpu->loss_scale()}});
+  }
   result.seconds = seconds_since(t_start);
   if (cfg.checkpoint.final && writer) write_final();
   lg->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step, hms(result.seconds),

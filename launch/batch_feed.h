@@ -1,0 +1,54 @@
+// defines: BatchFeed, where the trainer and the evaluation take their batches from: on the CPU
+// the loader's batches as they are (transformed on the host); on a GPU the loader hands out raw
+// samples and DeviceInput copies them host->device on the data stream and augments them on the
+// device, one batch ahead, so the next batch's copy overlaps this batch's compute.
+#pragma once
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "runtime/data/loader.h"
+#include "runtime/data/transform.h"
+
+namespace dp::launch {
+
+class DeviceInput;
+class GpuRun;
+
+// The run's DeviceInput for `transform` on gpu's device: batches of up to max_batch samples of
+// ds, raw from the loader (bytes for a byte data set), in gpu's compute dtype and layout.
+struct DeviceInputDeleter {
+  void operator()(DeviceInput* p) const;
+};
+using DeviceInputPtr = std::unique_ptr<DeviceInput, DeviceInputDeleter>;
+DeviceInputPtr make_device_input(GpuRun& gpu, const data::Transform& transform, const data::Dataset& ds,
+                                 int64_t max_batch, uint64_t seed);
+
+class BatchFeed {
+ public:
+  // input: null on the CPU; on a GPU the run's DeviceInput for `transform` (the loader then hands out raw batches and
+  // applies no transform: the device does).
+  BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
+            const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input);
+  ~BatchFeed();
+
+  struct Item {
+    Tensor x;       // model input: f32 on the CPU; compute dtype (and layout) on the GPU
+    Tensor y;       // i32 labels, on the model's device
+    Tensor y_host;  // the same labels on the CPU (metrics)
+    int64_t n = 0;
+  };
+  // The next batch, or false at the end of the order.
+  bool next(Item& out);
+
+ private:
+  bool pull();  // loads the next host batch and, on a GPU, submits it
+  data::Loader loader_;
+  DeviceInput* input_;
+  uint64_t epoch_;
+  data::Batch host_;
+  bool ended_ = false;
+  std::deque<Tensor> pending_labels_;  // host labels of the batches submitted to the device
+};
+
+}  // namespace dp::launch

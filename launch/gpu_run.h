@@ -1,0 +1,71 @@
+// defines: GpuRun, what training on a GPU adds to the trainer's loop: the execution context
+// (streams, library handles, workspace), the compute dtype and layout of train.precision, fp16
+// dynamic loss scaling with its inf/NaN check, host copies of device results, the profiler
+// capture range of profile.steps, and the end-of-run memory report.
+//
+// Declared in every build; in a build without CUDA the constructor throws (the device choice
+// never picks a GPU there), so the trainer needs no #ifdef.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/layers/softmax_cross_entropy.h"
+#include "runtime/config.h"
+#include "runtime/graph.h"
+
+namespace dp::launch {
+
+// train.precision -> the activations' dtype on the GPU. Pure.
+DType compute_dtype_of(const std::string& precision);
+
+class GpuRun {
+ public:
+  // Device `device` (this process's GPU), train.precision, train.workspace_mb, and fp16's loss
+  // scaling options.
+  GpuRun(const TrainConfig& t, int device);
+  ~GpuRun();
+  GpuRun(const GpuRun&) = delete;
+  GpuRun& operator=(const GpuRun&) = delete;
+
+  cuda::ExecContext* exec() const;
+  void* compute_stream() const;  // cudaStream_t
+  DType compute() const { return compute_; }
+  bool channels_last() const { return compute_ != DType::F32; }
+  // ctx with this run's GPU fields (gpu, compute, channels_last) filled in.
+  StepContext context(bool training, uint64_t seed, uint64_t step, Communicator* comm) const;
+
+  // fp16 only: the loss is multiplied by loss_scale() (1 otherwise) through its gradient.
+  bool scaling() const { return compute_ == DType::F16; }
+  float loss_scale() const;
+  // One micro-batch's loss on the device: logits (N, K) f32 and labels (N) i32 on this GPU;
+  // dlogits (made or resized here, on the GPU) gets the loss gradient times `weight` times the
+  // loss scale. Returns the mean loss (the host waits for it).
+  double loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
+                       Tensor& dlogits, double weight) const;
+
+  // After the gradients are reduced: with fp16, unscales the fp32 gradient arena in place,
+  // looks for inf/NaN (the host waits for the compute stream) and updates the scale; returns
+  // false when the optimizer step must be skipped. Without fp16: true, no wait.
+  bool unscale_and_update(Graph& model);
+  int64_t skipped_steps() const { return skipped_; }
+
+  // Host waits until everything enqueued on the compute stream has run.
+  void synchronize() const;
+  // Peak and current device memory of the stream-ordered pool, in bytes.
+  uint64_t peak_bytes() const;
+  uint64_t reserved_peak_bytes() const;
+
+  // profile.steps: cudaProfilerStart/Stop around those steps (steps count from 1).
+  void profile_window(const std::string& steps);
+  void before_step(int64_t step);
+  void after_step(int64_t step);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  DType compute_ = DType::F32;
+  int64_t skipped_ = 0;
+};
+
+}  // namespace dp::launch

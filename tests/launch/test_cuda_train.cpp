@@ -1,0 +1,98 @@
+// Training on the GPU against training on the CPU: the same cfg, seed and data give nearly the
+// same weights in fp32 (the arithmetic differs only in summation order), Fashion-MNIST reaches
+// the CPU run's accuracy in fp32, bf16 and fp16, and fp16 reports its loss scale and peak
+// device memory in metrics.jsonl. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/trainer.h"
+#include "runtime/config.h"
+#include "runtime/device_memory.h"
+#include "runtime/safetensors.h"
+
+namespace dp::launch {
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist";
+
+std::string temp_root(const std::string& tag) {
+  auto p = std::filesystem::temp_directory_path() / ("dptrain_cuda_train_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+// max |a - b| / max |b| over every tensor of two weights files (same names).
+double weights_error(const std::string& a_path, const std::string& b_path) {
+  SafetensorsFile a = SafetensorsFile::open(a_path), b = SafetensorsFile::open(b_path);
+  double num = 0, den = 0;
+  for (const auto& name : b.names()) {
+    Tensor x = a.get(name), y = b.get(name);
+    if (y.dtype() != DType::F32) continue;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      num = std::max(num, std::abs(double{x.data<float>()[i]} - y.data<float>()[i]));
+      den = std::max(den, std::abs(double{y.data<float>()[i]}));
+    }
+  }
+  return num / den;
+}
+
+TEST(CudaTrain, Fp32GpuWeightsMatchTheCpuRun) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  auto run = [](const std::string& root, const std::string& device) {
+    Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
+                             {"run.dir=\"" + root + "\"", "data.dataset=\"synthetic\"", "data.synthetic_shape=[1, 28, 28]",
+                              "data.synthetic_train=640", "data.synthetic_eval=64", "train.steps=10",
+                              "train.batch_size=64", "train.warmup_steps=0", "model.dropout=0.25",
+                              "train.device=\"" + device + "\"", "run.log_level=\"warn\""});
+    train(cfg);
+    return root + "/fmnist_cnn/final.safetensors";
+  };
+  const std::string c = temp_root("cpu"), g = temp_root("gpu");
+  const double err = weights_error(run(g, "cuda"), run(c, "cpu"));
+  std::filesystem::remove_all(c);
+  std::filesystem::remove_all(g);
+  EXPECT_LT(err, 1e-4) << "GPU fp32 weights after 10 steps against the CPU's";
+}
+
+bool have_data() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
+
+double short_run_accuracy(const std::string& device, const std::string& precision, nlohmann::json* device_line) {
+  const std::string root = temp_root(device + precision);
+  Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
+                           {"run.dir=\"" + root + "\"", "train.epochs=1", "data.train_limit=30000",
+                            "train.warmup_steps=20", "train.device=\"" + device + "\"",
+                            "train.precision=\"" + precision + "\"", "run.log_level=\"warn\""});
+  TrainResult r = train(cfg);
+  if (device_line) {
+    std::ifstream in(root + "/fmnist_cnn/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j.value("split", "") == "device") *device_line = j;
+    }
+  }
+  std::filesystem::remove_all(root);
+  return r.final_eval.top1;
+}
+
+TEST(CudaTrain, FashionMnistOnTheGpuReachesTheCpuAccuracyInEveryPrecision) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const double cpu = short_run_accuracy("cpu", "fp32", nullptr);
+  for (const char* p : {"fp32", "bf16", "fp16"}) {
+    nlohmann::json dev;
+    const double gpu = short_run_accuracy("cuda", p, &dev);
+    EXPECT_NEAR(gpu, cpu, 0.01) << p << ": GPU top-1 against the CPU run's";
+    ASSERT_TRUE(dev.contains("peak_device_memory_bytes")) << p;
+    EXPECT_GT(dev["peak_device_memory_bytes"].get<double>(), 1e6) << p;
+    if (std::string(p) == "fp16") EXPECT_GE(dev["loss_scale"].get<double>(), 1.0);
+    else EXPECT_EQ(dev["loss_scale"].get<double>(), 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace dp::launch
