@@ -36,13 +36,6 @@ namespace dp::models {
 namespace {
 namespace kc = kernels::cuda;
 
-// A tensor of a GPU step: defined, of `dtype` and `shape`, on a CUDA device.
-void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
-  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(layer), what);
-  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
-           layer_str(layer), what, t.describe(), dtype_name(dtype), shape_str(shape));
-}
-
 // A cuDNN status other than success and NOT_SUPPORTED (which the caller handles) is fatal.
 void check_cudnn(cudnnStatus_t s, const char* call, int line) {
   if (s != CUDNN_STATUS_SUCCESS) fail_cudnn(s, call, __FILE__, line);

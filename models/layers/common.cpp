@@ -28,6 +28,12 @@ void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t bat
   check_tensor(layer, t, dtype, with_batch(batch, per_sample), what);
 }
 
+void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
+  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(layer), what);
+  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
+           layer_str(layer), what, t.describe(), dtype_name(dtype), shape_str(shape));
+}
+
 void check_grads(const Layer& layer, DType dtype) {
   for (size_t i = 0; i < layer.grads().size(); ++i)
     check_tensor(layer, layer.grads()[i], dtype, layer.params()[i].shape(), "parameter gradient");

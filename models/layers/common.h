@@ -23,6 +23,8 @@ void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, 
 void check_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
 void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t batch, const Shape& per_sample,
                    const char* what);
+// The GPU twin of check_tensor: `t` is defined, a `dtype` tensor of `shape` on a CUDA device.
+void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
 // Every bound gradient is `dtype` with its parameter's shape.
 void check_grads(const Layer& layer, DType dtype);
 

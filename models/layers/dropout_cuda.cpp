@@ -13,12 +13,6 @@
 namespace dp::models {
 
 namespace {
-void check_gpu_tensor(const Layer& l, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
-  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(l), what);
-  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
-           layer_str(l), what, t.describe(), dtype_name(dtype), shape_str(shape));
-}
-
 // out = mask(in) for the step's (seed, stream), in in's layout.
 void apply(const StepContext& ctx, const Tensor& out, const Tensor& in, double p, uint64_t stream_id, bool forward) {
   cudaStream_t s = ctx.gpu->compute();

@@ -12,14 +12,6 @@
 
 namespace dp::models {
 
-namespace {
-void check_gpu_tensor(const Layer& l, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
-  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(l), what);
-  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
-           layer_str(l), what, t.describe(), dtype_name(dtype), shape_str(shape));
-}
-}  // namespace
-
 void Flatten::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
   const int64_t N = x[0].dim(0);

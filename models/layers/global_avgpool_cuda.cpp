@@ -10,15 +10,6 @@
 
 namespace dp::models {
 
-namespace {
-// A tensor of a GPU step: defined, of `dtype` and `shape`, on a CUDA device.
-void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
-  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(layer), what);
-  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
-           layer_str(layer), what, t.describe(), dtype_name(dtype), shape_str(shape));
-}
-}  // namespace
-
 void GlobalAvgPool::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(ctx.gpu != nullptr, "{}: GPU tensors without a GPU context (StepContext::gpu)", layer_str(*this));
   const int64_t N = x[0].dim(0);

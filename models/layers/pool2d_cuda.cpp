@@ -14,20 +14,6 @@
 
 namespace dp::models {
 
-namespace {
-// A tensor of a GPU step: defined, of `dtype` and `shape`, on a CUDA device.
-void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
-  DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(layer), what);
-  DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",
-           layer_str(layer), what, t.describe(), dtype_name(dtype), shape_str(shape));
-}
-
-int as_int(int64_t v) {
-  DP_CHECK(v >= 0 && v <= std::numeric_limits<int>::max(), "pooling size {} is out of cuDNN's int range", v);
-  return static_cast<int>(v);
-}
-}  // namespace
-
 struct Pool2dLayer::CudaState {
   struct Key {
     int64_t n;
@@ -43,12 +29,8 @@ struct Pool2dLayer::CudaState {
   std::map<Key, Descs> descs;
 
   explicit CudaState(PoolKind kind, const kernels::cpu::Pool2dDims& d) {
-    // Set here rather than through PoolDesc::set, which fixes CUDNN_NOT_PROPAGATE_NAN: the CPU
-    // twin (and F.max_pool2d) lets a NaN in a window win.
-    const cudnnPoolingMode_t mode =
-        kind == PoolKind::Max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    const int k = as_int(d.K), st = as_int(d.stride), p = as_int(d.pad);
-    CHECK_CUDNN(cudnnSetPooling2dDescriptor(pool.get(), mode, CUDNN_PROPAGATE_NAN, k, k, p, p, st, st));
+    pool.set(kind == PoolKind::Max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+             d.K, d.stride, d.pad);
   }
 
   const Descs& descs_for(const kernels::cpu::Pool2dDims& d, DType dtype, bool nhwc, const Layer& layer) {

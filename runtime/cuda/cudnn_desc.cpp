@@ -65,7 +65,7 @@ void ConvDesc::set(int64_t pad, int64_t stride, int64_t groups, DType compute, b
 
 void PoolDesc::set(cudnnPoolingMode_t mode, int64_t kernel, int64_t stride, int64_t pad) {
   const int k = as_int(kernel, "kernel"), st = as_int(stride, "stride"), p = as_int(pad, "pad");
-  CHECK_CUDNN(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_NOT_PROPAGATE_NAN, k, k, p, p, st, st));
+  CHECK_CUDNN(cudnnSetPooling2dDescriptor(d_, mode, CUDNN_PROPAGATE_NAN, k, k, p, p, st, st));
 }
 
 }  // namespace dp::cuda

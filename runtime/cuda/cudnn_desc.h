@@ -74,7 +74,8 @@ class PoolDesc {
   PoolDesc& operator=(PoolDesc&& o) noexcept;
   PoolDesc(const PoolDesc&) = delete;
   PoolDesc& operator=(const PoolDesc&) = delete;
-  // Square window; mode: CUDNN_POOLING_MAX_DETERMINISTIC or an average mode.
+  // Square window; mode: CUDNN_POOLING_MAX_DETERMINISTIC or an average mode. NaNs propagate
+  // (a NaN in a window wins, as in F.max_pool2d and the CPU twin).
   void set(cudnnPoolingMode_t mode, int64_t kernel, int64_t stride, int64_t pad);
   cudnnPoolingDescriptor_t get() const { return d_; }
 
