@@ -6,7 +6,7 @@
 #
 # Build first (here, not on the device: its time is short), e.g.
 #   cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 && ninja -C build dptrain \
-#     test_runtime test_kernels test_models test_collectives
+#     test_runtime test_kernels test_models test_collectives test_launch diffckpt
 #
 # .gpu-carry/ then holds
 #   bundle.tar.xz   build/dptrain and build/tests/test_* (stripped copies; those of TESTS that are
@@ -26,7 +26,7 @@
 # The working tree plus the carried folder must stay under 64 MiB: pack.sh fails above LIMIT_MIB.
 #
 # Environment: CARRY_DIR (default .gpu-carry; a git-ignored folder name in the repo root), TESTS (default "test_runtime
-# test_kernels test_models test_collectives"), EXTRA_BINS (more build/ programs, e.g. "collbench"),
+# test_kernels test_models test_collectives test_launch"), EXTRA_BINS (more build/ programs; default "diffckpt"),
 # FMNIST_DIR (default /usr/share/datasets/fashion-mnist; "none" to leave out), CPU_RUN (default
 # runs/fmnist_cnn; "none" to leave out), LIMIT_MIB (64),
 # XZ_OPT (default "-6 -T2").
@@ -37,8 +37,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO"
 BUILD=${1:-build}
 CARRY_DIR=${CARRY_DIR:-.gpu-carry}
-TESTS=${TESTS:-test_runtime test_kernels test_models test_collectives}
-EXTRA_BINS=${EXTRA_BINS:-}
+TESTS=${TESTS:-test_runtime test_kernels test_models test_collectives test_launch}
+EXTRA_BINS=${EXTRA_BINS:-diffckpt}
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 CPU_RUN=${CPU_RUN:-runs/fmnist_cnn}
 LIMIT_MIB=${LIMIT_MIB:-64}
