@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/batchnorm.h"
+#include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -13,19 +14,6 @@ constexpr int kSumThreads = 256;             // NCHW sums: one block of 256 per 
 constexpr int kTileC = 32, kTileRows = 8;    // NHWC sums: 32 channels x 8 rows per block
 constexpr int64_t kMaxSumBlocks = 1024;      // stage-1 blocks: enough for 132 SMs, few partials
 constexpr int64_t kMinChunk = 4096;          // values per block at least (unless M is smaller)
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 
 // Channel of element i of a (N, C, HW) batch in its memory layout.
 __device__ __forceinline__ int64_t channel_of(int64_t i, int64_t C, int64_t HW, bool nhwc) {

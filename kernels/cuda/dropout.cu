@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layout.h"
@@ -9,13 +10,9 @@
 namespace dp::kernels::cuda {
 namespace {
 
-// Element I/O: f32 as it is; a 16-bit element widened to f32 and an f32 rounded to nearest even.
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
+// Element I/O (convert.cuh): a 16-bit element widened to f32, an f32 rounded to nearest even.
+template <typename T>
+__device__ __forceinline__ void store(T* p, float v) { *p = from_f32<T>(v); }
 
 // Where logical element i lies in memory: i itself (any contiguous layout read in its own
 // order), or its NHWC offset.

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -9,18 +10,6 @@ namespace dp::kernels::cuda {
 namespace {
 
 // Element I/O: a stored element widened to f32, and an f32 rounded (to nearest even) to it.
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-
 template <typename T>
 __global__ void relu_forward_kernel(T* y, const T* x, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {

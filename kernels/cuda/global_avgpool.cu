@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/global_avgpool.h"
+#include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -10,19 +11,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 
 // NCHW: one warp per plane (NC planes of HW contiguous values); lane l sums l, l + 32, ...,
 // then a butterfly whose order depends on nothing but the lane.
