@@ -92,7 +92,10 @@ bool requeue_slurm_job(std::string& message) {
       message = fmt::format("SLURM_JOB_ID = '{}' is not a job number: not requeued", job);
       return false;
     }
-  const std::string cmd = fmt::format("scontrol requeue {} 2>&1", job);
+  // `scancel --signal=USR1` reaches every process of the job, and this rank may get it after
+  // another rank already did (the ranks agree on the stop through the all-reduce): scontrol,
+  // our child, must not die of that late USR1, so it runs with USR1 ignored (kept across exec).
+  const std::string cmd = fmt::format("trap '' USR1; exec scontrol requeue {} 2>&1", job);
   const CommandResult r = run_command(cmd);
   if (!r.started) {
     message = fmt::format("could not run '{}': {}", cmd, r.output);
