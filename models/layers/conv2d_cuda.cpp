@@ -108,7 +108,10 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
                           .n = batch, .c = C_, .h = H_, .w = W_,
                           .k = a_.out_channels, .r = a_.kernel, .s = a_.kernel,
                           .pad = a_.padding, .stride = a_.stride, .groups = a_.groups,
-                          .tensor_ops = dt != DType::F32};
+                          .tensor_ops = dt != DType::F32,
+                          // Channels last hands cuDNN the layer's own KRSC buffers (fresh
+                          // allocations); NCHW the arena's views of the weight and its gradient.
+                          .align = ctx.channels_last ? 256 : cuda::pointer_alignment({params_[0].raw(), grads_[0].raw()})};
   if (!cuda_) cuda_ = std::make_shared<CudaState>();
   CudaState& st = *cuda_;
   if (st.gpu == ctx.gpu && st.key == key) return st;

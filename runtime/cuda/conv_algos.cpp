@@ -24,9 +24,19 @@ const char* conv_pass_name(ConvPass p) {
 }
 
 std::string ConvKey::str() const {
-  return fmt::format("{} {} x[{}, {}, {}, {}] w[{}, {}, {}, {}] pad {} stride {} groups {} {} math", dtype_name(dtype),
+  return fmt::format("{} {} x[{}, {}, {}, {}] w[{}, {}, {}, {}] pad {} stride {} groups {} {} math{}", dtype_name(dtype),
                      channels_last ? "NHWC" : "NCHW", n, c, h, w, k, groups > 0 ? c / groups : c, r, s, pad, stride,
-                     groups, tensor_ops ? "tensor-op" : "FMA");
+                     groups, tensor_ops ? "tensor-op" : "FMA",
+                     align < 256 ? fmt::format(", filter {}-byte aligned", align) : "");
+}
+
+int64_t pointer_alignment(std::initializer_list<const void*> ptrs) {
+  int64_t a = 256;
+  for (const void* p : ptrs) {
+    const auto v = reinterpret_cast<uintptr_t>(p);
+    while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
+  }
+  return a;
 }
 
 namespace {
@@ -45,7 +55,8 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const noexcept {
   size_t h = 0;
   mix(h, static_cast<uint64_t>(k.dtype));
   mix(h, (k.channels_last ? 1u : 0u) | (k.tensor_ops ? 2u : 0u));
-  for (int64_t v : {k.n, k.c, k.h, k.w, k.k, k.r, k.s, k.pad, k.stride, k.groups}) mix(h, static_cast<uint64_t>(v));
+  for (int64_t v : {k.n, k.c, k.h, k.w, k.k, k.r, k.s, k.pad, k.stride, k.groups, k.align})
+    mix(h, static_cast<uint64_t>(v));
   return h;
 }
 

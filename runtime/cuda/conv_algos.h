@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,10 +38,17 @@ struct ConvKey {
   int64_t k = 0, r = 0, s = 0;         // filter: out channels, kernel rows, columns
   int64_t pad = 0, stride = 1, groups = 1;
   bool tensor_ops = false;  // math: tensor-op (16-bit data) or FMA only (f32, no TF32)
+  // The byte alignment of the filter and filter-gradient pointers (a power of two, at most 256):
+  // the parameter arena packs tensors without padding, and an algorithm measured on aligned
+  // pointers may not run on less aligned ones, so layers differing only in it do not share one.
+  int64_t align = 256;
   bool operator==(const ConvKey&) const = default;
   // "bf16 NHWC x[8, 64, 56, 56] w[64, 64, 3, 3] pad 1 stride 1 groups 1 tensor-op math"
   std::string str() const;
 };
+
+// The largest power of two (at most 256) dividing every address in `ptrs`.
+int64_t pointer_alignment(std::initializer_list<const void*> ptrs);
 
 struct ConvKeyHash {
   size_t operator()(const ConvKey& k) const noexcept;

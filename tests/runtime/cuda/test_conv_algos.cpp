@@ -87,6 +87,7 @@ TEST(ConvKey, EveryFieldTellsKeysApartAndEqualKeysHashAlike) {
   vary([](ConvKey& k) { k.stride = 1; });
   vary([](ConvKey& k) { k.groups = 2; });
   vary([](ConvKey& k) { k.tensor_ops = false; });
+  vary([](ConvKey& k) { k.align = 4; });
   // The same numbers in other fields: h and w swapped, pad and stride swapped, r and s swapped.
   vary([](ConvKey& k) { k.h = 48, k.w = 56; });
   vary([](ConvKey& k) { k.pad = 2, k.stride = 1; });
@@ -105,6 +106,18 @@ TEST(ConvKey, DescribesItselfForMessages) {
   ConvKey k = base_key();
   k.dtype = DType::F32, k.channels_last = false, k.groups = 4, k.tensor_ops = false;
   EXPECT_EQ(k.str(), "f32 NCHW x[8, 64, 56, 48] w[128, 16, 3, 3] pad 1 stride 2 groups 4 FMA math");
+  k.align = 4;
+  EXPECT_EQ(k.str(), "f32 NCHW x[8, 64, 56, 48] w[128, 16, 3, 3] pad 1 stride 2 groups 4 FMA math, filter 4-byte aligned");
+}
+
+TEST(ConvKey, PointerAlignmentIsTheLargestPowerOfTwoDividingEveryAddress) {
+  alignas(256) static unsigned char buf[1024];
+  EXPECT_EQ(pointer_alignment({buf}), 256);
+  EXPECT_EQ(pointer_alignment({buf, buf + 512}), 256);
+  EXPECT_EQ(pointer_alignment({buf + 64}), 64);
+  EXPECT_EQ(pointer_alignment({buf, buf + 6}), 2);   // a 16-bit arena slot at an odd element
+  EXPECT_EQ(pointer_alignment({buf + 12, buf + 256}), 4);
+  EXPECT_EQ(pointer_alignment({buf + 1}), 1);
 }
 
 // A find() that counts its calls and returns canned results.
