@@ -32,18 +32,24 @@ void* device_alloc(size_t bytes, Device device) {
 }
 
 void device_free(void* p, Device device) noexcept {
-  // cudaFree of a cudaMallocAsync block synchronises the device first, so no kernel still
-  // reading it on another stream is cut short.
+  // cudaFree of a cudaMallocAsync block does NOT synchronise: the driver assumes every access
+  // has completed and the pool may hand the block to the next allocation at once. So wait for
+  // the whole device first: a kernel or copy still using it on another stream is not cut short.
   cudaError_t e = cudaSetDevice(device.index);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = cudaFree(p);
   if (e != cudaSuccess && e != cudaErrorCudartUnloading)
-    log::get("memory")->error("cudaFree failed [{}]: {}", identity_string(), cudaGetErrorString(e));
+    log::get("memory")->error("device free (cudaDeviceSynchronize, cudaFree) failed [{}]: {}", identity_string(),
+                              cudaGetErrorString(e));
 }
 
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   check_cuda(cudaSetDevice(dst_dev.is_cuda() ? dst_dev.index : src_dev.index), "cudaSetDevice");
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a copy");
   check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  // cudaMemcpy returns before a device-to-device copy (and the DMA of a pageable host-to-device
+  // one) has landed, and the layers' non-blocking streams do not wait for the legacy stream.
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a copy");
 }
 
 void device_memset_zero(void* p, Device device, size_t bytes) {
