@@ -29,6 +29,8 @@
 //    stream of its own, the ring on the host copy, copy back, synchronised before the Work
 //    completes; staging buffers are reused, collectives/device_staging.h). nccl uses the device
 //    pointers on its own stream; its Work completes when that stream has passed the collective.
+//    nccl also takes host tensors for allreduce and broadcast (the trainer's per-step stop flag,
+//    evaluation sums, start-up broadcasts of host state) through a device copy, blocking.
 //    single: allreduce and broadcast of one rank leave the tensor as it is; allgather and
 //    reduce_scatter copy (synchronously).
 #pragma once

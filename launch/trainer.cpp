@@ -418,7 +418,9 @@ TrainResult train(const Config& cfg, const TrainOptions& options) {
       lb = loss.forward_backward(logits, b.y, &dlogits);
       if (w != 1.0) kernels::cpu::scale(dlogits.data<float>(), dlogits.data<float>(), static_cast<float>(w), dlogits.numel());
     }
-    if (!std::isfinite(lb))
+    // Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
+    // inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
+    if (!std::isfinite(lb) && !(gpu && gpu->scaling()))
       throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step,
                                 identity_string()));
     count_hits(*z, b.y_host, top1, top5);

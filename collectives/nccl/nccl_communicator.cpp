@@ -186,6 +186,7 @@ class NcclCommunicator final : public Communicator {
 
   WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override {
     check_collective_dtype(t, "nccl allreduce");
+    if (t.device().is_cpu()) return via_device(t, [&](const Tensor& d) { return allreduce_async(d, op); });
     check_device(t, "nccl allreduce");
     return issue("allreduce", t.dtype(), t.numel(), reduce_op_name(op), -1, [t, op](ncclComm_t c, cudaStream_t s) {
                    return ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
@@ -217,6 +218,7 @@ class NcclCommunicator final : public Communicator {
 
   WorkPtr broadcast_async(const Tensor& t, int root) override {
     check_collective_dtype(t, "nccl broadcast");
+    if (t.device().is_cpu()) return via_device(t, [&](const Tensor& d) { return broadcast_async(d, root); });
     check_device(t, "nccl broadcast");
     DP_CHECK(root >= 0 && root < size_, "nccl broadcast: root {} is not a rank of a world of {}", root, size_);
     return issue("broadcast", t.dtype(), t.numel(), nullptr, root, [t, root](ncclComm_t c, cudaStream_t s) {
@@ -264,6 +266,17 @@ class NcclCommunicator final : public Communicator {
     WorkPtr work;
     cuda::CudaEvent done;
   };
+
+  // Host tensors of allreduce and broadcast (the trainer's stop flag, evaluation sums: a few
+  // values) go through a device copy: the call blocks, and the Work it returns is complete.
+  WorkPtr via_device(const Tensor& t, const std::function<WorkPtr(const Tensor&)>& issue_on_device) {
+    const Tensor d = Tensor::zeros(t.shape(), t.dtype(), Device::cuda(device_));
+    d.copy_from(t);
+    WorkPtr w = issue_on_device(d);
+    w->wait();
+    t.copy_from(d);
+    return w;
+  }
 
   void check_device(const Tensor& t, const std::string& what) const {
     DP_CHECK(t.device() == Device::cuda(device_),

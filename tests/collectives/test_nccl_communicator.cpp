@@ -224,9 +224,21 @@ TEST(NcclCommunicator, EveryOpOnOneGpuMatchesTheHost) {
             ++bad;
           }
         }
-        // Host tensors are refused with a pointer to the ring backend.
+        // Host tensors: allreduce and broadcast go through a device copy (the trainer's stop flag
+        // and evaluation sums); the other ops refuse them with a pointer to the ring backend.
+        {
+          Tensor h = Tensor::zeros({4}, DType::F64);
+          for (int i = 0; i < 4; ++i) h.data<double>()[i] = 1.5 * i - 2;
+          const Tensor want = h.clone();
+          c->allreduce(h, ReduceOp::Sum);
+          c->broadcast(h, 0);
+          if (std::memcmp(h.raw(), want.raw(), h.nbytes()) != 0) {
+            ringtest::report(s, r, "host allreduce/broadcast through the device changed the values\n");
+            ++bad;
+          }
+        }
         try {
-          c->allreduce(Tensor::zeros({4}), ReduceOp::Sum);
+          c->allgather(Tensor::zeros({4}), Tensor::zeros({4}));
           ++bad;
         } catch (const DpError& e) {
           if (std::string(e.what()).find("the nccl backend takes tensors on this rank's GPU (cuda:0)") ==
