@@ -133,13 +133,20 @@ struct TestLayer {
   }
 };
 
+// A layer's cfg entry: type, name, arguments and inputs (empty: the previous layer).
+inline LayerSpec layer_spec(const std::string& type, const std::string& name, std::map<std::string, ArgValue> args,
+                            std::vector<std::string> inputs = {}) {
+  LayerSpec s;
+  s.type = type;
+  s.name = name;
+  s.args = std::move(args);
+  s.inputs = std::move(inputs);
+  return s;
+}
+
 inline std::unique_ptr<Layer> make_layer(const std::string& type, const std::map<std::string, ArgValue>& args,
                                          const std::string& name = "l") {
-  LayerSpec spec;
-  spec.type = type;
-  spec.name = name;
-  spec.args = args;
-  return models::layer_registry().create(spec);
+  return models::layer_registry().create(layer_spec(type, name, args));
 }
 
 inline TestLayer make_test_layer(const LayerCase& c, DType dtype, uint64_t seed) {

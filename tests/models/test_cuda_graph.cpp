@@ -13,28 +13,18 @@
 namespace dp::test {
 namespace {
 
-LayerSpec spec(const std::string& type, const std::string& name, std::map<std::string, ArgValue> args,
-               std::vector<std::string> inputs = {}) {
-  LayerSpec s;
-  s.type = type;
-  s.name = name;
-  s.args = std::move(args);
-  s.inputs = std::move(inputs);
-  return s;
-}
-
 ModelConfig residual_cnn() {
   auto I = [](int64_t v) { return ArgValue{v}; };
   ModelConfig mc;
-  mc.layers = {spec("conv2d", "conv1", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}}),
-               spec("batchnorm2d", "bn1", {}),
-               spec("relu", "relu1", {}),
-               spec("maxpool2d", "pool", {{"kernel", I(2)}}),
-               spec("conv2d", "conv2", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}, {"bias", ArgValue{false}}}),
-               spec("add", "join", {}, {"conv2", "pool"}),
-               spec("global_avgpool", "gap", {}),
-               spec("dropout", "drop", {{"p", ArgValue{0.25}}}),
-               spec("linear", "fc", {{"out_features", I(5)}})};
+  mc.layers = {layer_spec("conv2d", "conv1", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}}),
+               layer_spec("batchnorm2d", "bn1", {}),
+               layer_spec("relu", "relu1", {}),
+               layer_spec("maxpool2d", "pool", {{"kernel", I(2)}}),
+               layer_spec("conv2d", "conv2", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}, {"bias", ArgValue{false}}}),
+               layer_spec("add", "join", {}, {"conv2", "pool"}),
+               layer_spec("global_avgpool", "gap", {}),
+               layer_spec("dropout", "drop", {{"p", ArgValue{0.25}}}),
+               layer_spec("linear", "fc", {{"out_features", I(5)}})};
   return mc;
 }
 

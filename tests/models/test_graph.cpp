@@ -8,27 +8,18 @@
 
 #include "models/build.h"
 #include "runtime/graph.h"
+#include "tests/models/layer_harness.h"
 
 namespace dp {
 namespace {
 
-LayerSpec spec(const std::string& type, const std::string& name, std::map<std::string, ArgValue> args,
-               std::vector<std::string> inputs = {}) {
-  LayerSpec s;
-  s.type = type;
-  s.name = name;
-  s.args = std::move(args);
-  s.inputs = std::move(inputs);
-  return s;
-}
-
 // fc1 -> fc2 -> add(fc2, fc1) -> fc3: fc1's output has two consumers.
 std::unique_ptr<Graph> residual_net() {
   ModelConfig mc;
-  mc.layers = {spec("linear", "fc1", {{"out_features", int64_t{6}}}),
-               spec("linear", "fc2", {{"out_features", int64_t{6}}}),
-               spec("add", "join", {}, {"fc2", "fc1"}),
-               spec("linear", "fc3", {{"out_features", int64_t{3}}})};
+  mc.layers = {test::layer_spec("linear", "fc1", {{"out_features", int64_t{6}}}),
+               test::layer_spec("linear", "fc2", {{"out_features", int64_t{6}}}),
+               test::layer_spec("add", "join", {}, {"fc2", "fc1"}),
+               test::layer_spec("linear", "fc3", {{"out_features", int64_t{3}}})};
   return models::build_model(mc, {4}, /*seed=*/11);
 }
 
