@@ -4,6 +4,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <condition_variable>
@@ -269,8 +270,13 @@ class NcclCommunicator final : public Communicator {
 
   // Host tensors of allreduce and broadcast (the trainer's stop flag, evaluation sums: a few
   // values) go through a device copy: the call blocks, and the Work it returns is complete.
+  // The device copy lives in one buffer kept for the next call (the stop flag is all-reduced
+  // every step; a device allocation synchronises the device).
   WorkPtr via_device(const Tensor& t, const std::function<WorkPtr(const Tensor&)>& issue_on_device) {
-    const Tensor d = Tensor::zeros(t.shape(), t.dtype(), Device::cuda(device_));
+    std::lock_guard lock(stage_mu_);
+    if (!stage_.defined() || stage_.nbytes() < t.nbytes())
+      stage_ = Tensor::zeros({static_cast<int64_t>(std::max<size_t>(t.nbytes(), 64))}, DType::U8, Device::cuda(device_));
+    const Tensor d = Tensor::view_of(stage_.storage(), 0, t.shape(), t.dtype());
     d.copy_from(t);
     WorkPtr w = issue_on_device(d);
     w->wait();
@@ -439,6 +445,8 @@ class NcclCommunicator final : public Communicator {
   int device_ = 0;
   std::unique_ptr<cuda::CudaStream> stream_;
   Tensor barrier_buf_;  // (1) f32 on device_
+  std::mutex stage_mu_;
+  Tensor stage_;        // u8 on device_: via_device's copy of a host tensor (grows, kept)
   cuda::CudaEvent order_event_;  // stream_wait_collectives' (recorded and waited for under mu_)
 
   std::mutex mu_;  // guards everything below and every use of comm_ after setup
