@@ -3,7 +3,7 @@
 #include <chrono>
 
 #ifdef DPTRAIN_HAVE_CUDA
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp {

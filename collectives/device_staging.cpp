@@ -3,14 +3,14 @@
 #include <mutex>
 #include <vector>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/log_failure.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp {

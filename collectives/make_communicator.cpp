@@ -2,7 +2,7 @@
 
 #include "collectives/ring/ring_communicator.h"
 #include "runtime/device_memory.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
 
 namespace dp {

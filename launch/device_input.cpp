@@ -5,7 +5,7 @@
 #ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/augment.h"
 #include "runtime/cuda/log_failure.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp::launch {

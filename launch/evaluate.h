@@ -5,7 +5,7 @@
 
 #include "collectives/communicator.h"
 #include "launch/datasets.h"
-#include "models/layers/softmax_cross_entropy.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 

@@ -13,7 +13,7 @@
 #include "runtime/cuda/exec_context.h"
 #include "runtime/cuda/loss_scale.h"
 #include "runtime/cuda/memory_pool.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp::launch {

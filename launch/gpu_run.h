@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "models/layers/softmax_cross_entropy.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 

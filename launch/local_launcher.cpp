@@ -16,9 +16,9 @@
 #include <optional>
 #include <thread>
 
-#include "collectives/tcp_store.h"
-#include "launch/stop_request.h"
-#include "runtime/error.h"
+#include "collectives/bootstrap/tcp_store.h"
+#include "launch/stop_signals.h"
+#include "base/error.h"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 #include "kernels/cpu/blas_core.h"
 #include "launch/cli.h"
-#include "launch/stop_request.h"
+#include "launch/stop_signals.h"
 
 int main(int argc, char** argv) {
   dp::launch::block_usr1();                  // pending, not fatal, across the re-exec below

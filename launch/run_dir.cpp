@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::launch {
 

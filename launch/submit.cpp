@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "launch/command.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::launch {
 namespace {

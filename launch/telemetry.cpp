@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp::launch {

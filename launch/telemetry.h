@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/bootstrap.h"
-#include "collectives/reducer.h"
+#include "collectives/bootstrap/bootstrap.h"
+#include "collectives/reducer/reducer.h"
 #include "launch/run_dir.h"
 #include "runtime/config.h"
 #include "runtime/metrics/comm_overlap.h"
 #include "runtime/metrics/progress.h"
 #include "runtime/metrics/step_range.h"
-#include "runtime/metrics/tb_writer.h"
+#include "runtime/metrics/tensorboard_writer.h"
 #include "runtime/metrics/trace.h"
 
 namespace dp::launch {

@@ -10,20 +10,20 @@
 #include <filesystem>
 #include <numeric>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/factory.h"
 #include "collectives/make_communicator.h"
-#include "collectives/reducer.h"
+#include "collectives/reducer/reducer.h"
 #include "kernels/cpu/elementwise.h"
 #include "launch/datasets.h"
 #include "launch/batch_feed.h"
 #include "launch/evaluate.h"
 #include "launch/gpu_run.h"
 #include "launch/run_dir.h"
-#include "launch/stop_request.h"
+#include "launch/stop_signals.h"
 #include "launch/telemetry.h"
 #include "models/build.h"
-#include "models/layers/softmax_cross_entropy.h"
-#include "runtime/checkpoint_dir.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/loader.h"
@@ -34,7 +34,7 @@
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/schedule.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 extern "C" void openblas_set_num_threads(int);
 

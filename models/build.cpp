@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/layers/batchnorm2d.h"
+#include "models/layers/batchnorm2d/batchnorm2d.h"
 #include "models/presets.h"
 #include "models/registry.h"
 

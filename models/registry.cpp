@@ -1,15 +1,15 @@
 #include "models/registry.h"
 
-#include "models/layers/add.h"
-#include "models/layers/avgpool2d.h"
-#include "models/layers/batchnorm2d.h"
-#include "models/layers/conv2d.h"
-#include "models/layers/dropout.h"
-#include "models/layers/flatten.h"
-#include "models/layers/global_avgpool.h"
-#include "models/layers/linear.h"
-#include "models/layers/maxpool2d.h"
-#include "models/layers/relu.h"
+#include "models/layers/add/add.h"
+#include "models/layers/pool2d/avgpool2d.h"
+#include "models/layers/batchnorm2d/batchnorm2d.h"
+#include "models/layers/conv2d/conv2d.h"
+#include "models/layers/dropout/dropout.h"
+#include "models/layers/flatten/flatten.h"
+#include "models/layers/global_avgpool/global_avgpool.h"
+#include "models/layers/linear/linear.h"
+#include "models/layers/pool2d/maxpool2d.h"
+#include "models/layers/relu/relu.h"
 
 namespace dp::models {
 

@@ -1,5 +1,6 @@
 #include "runtime/device_memory.h"
 
+#include "base/error.h"
 #include "runtime/log.h"
 
 #ifdef DPTRAIN_HAVE_CUDA

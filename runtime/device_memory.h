@@ -3,7 +3,7 @@
 #pragma once
 #include <cstddef>
 
-#include "runtime/tensor.h"
+#include "base/device.h"
 
 namespace dp {
 void* device_alloc(size_t bytes, Device device);

@@ -11,7 +11,7 @@
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/elementwise.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp {

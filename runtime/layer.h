@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/rng.h"
+#include "base/rng.h"
 #include "runtime/tensor.h"
 
 namespace dp {

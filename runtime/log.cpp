@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::log {
 namespace {

@@ -7,20 +7,6 @@
 
 namespace dp {
 
-std::string Device::str() const { return is_cpu() ? "cpu" : fmt::format("cuda:{}", index); }
-
-int64_t shape_numel(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   void* p = nullptr;
   if (device.is_cpu()) {

@@ -1,4 +1,5 @@
-// defines: Device, Shape, Storage (owning bytes) and Tensor (a typed view into a Storage).
+// defines: Storage (owning bytes) and Tensor (a typed view into a Storage); Device and Shape
+// come from base/.
 //
 // Tensors are contiguous row-major views: (storage, byte offset, shape, dtype). Many tensors can
 // view one Storage; that is how the flat parameter and gradient arenas (runtime/arena.h) work.
@@ -8,27 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dtype.h"
-#include "runtime/error.h"
+#include "base/device.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "base/shape.h"
 
 namespace dp {
-
-enum class DeviceType : uint8_t { CPU, CUDA };
-
-struct Device {
-  DeviceType type = DeviceType::CPU;
-  int index = 0;
-  static Device cpu() { return {}; }
-  static Device cuda(int i) { return {DeviceType::CUDA, i}; }
-  bool is_cpu() const { return type == DeviceType::CPU; }
-  bool is_cuda() const { return type == DeviceType::CUDA; }
-  bool operator==(const Device&) const = default;
-  std::string str() const;
-};
-
-using Shape = std::vector<int64_t>;
-int64_t shape_numel(const Shape& s);
-std::string shape_str(const Shape& s);  // "[2, 3, 4]"
 
 // Owns one allocation. CPU memory is 64-byte aligned and zero-filled.
 class Storage {

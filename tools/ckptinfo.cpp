@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/checkpoint.h"
-#include "runtime/error.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "base/error.h"
 
 namespace {
 

@@ -39,16 +39,16 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/factory.h"
 #include "collectives/communicator.h"
 #include "collectives/make_communicator.h"
 #include "collectives/ring/ring_communicator.h"
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "launch/local_launcher.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/device_memory.h"
-#include "runtime/dtype.h"
-#include "runtime/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 #include "runtime/tensor.h"
 
 namespace {

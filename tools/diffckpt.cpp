@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "base/error.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "runtime/suggest.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <exception>
 #include <string>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/factory.h"
 #include "collectives/communicator.h"
 #include "collectives/ring/ring_communicator.h"
 #include "runtime/tensor.h"

@@ -17,7 +17,7 @@
 #include "collectives/nccl/gpu_assignment.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #include "runtime/device_memory.h"
 #include "runtime/log.h"
 

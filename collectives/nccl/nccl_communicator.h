@@ -21,7 +21,7 @@
 #ifdef DPTRAIN_HAVE_CUDA
 #include <memory>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
 
 namespace dp {

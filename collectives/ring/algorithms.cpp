@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::ring {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp::ring {

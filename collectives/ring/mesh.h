@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/bootstrap.h"
 #include "collectives/ring/shm.h"
 #include "collectives/ring/socket.h"
 

@@ -13,7 +13,7 @@
 #include "collectives/ring/control.h"
 #include "collectives/ring/mesh.h"
 #include "collectives/ring/transport.h"
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp {

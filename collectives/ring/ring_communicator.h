@@ -32,7 +32,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/bootstrap.h"
+#include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
 
 namespace dp {

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::ring {
 

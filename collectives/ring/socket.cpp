@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::ring {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "collectives/communicator.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::ring {
 namespace {

@@ -33,7 +33,7 @@
 #include "collectives/ring/control.h"
 #include "collectives/ring/mesh.h"
 #include "collectives/ring/socket.h"
-#include "runtime/dtype.h"
+#include "base/dtype.h"
 
 namespace dp::ring {
 

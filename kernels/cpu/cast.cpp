@@ -1,6 +1,6 @@
 #include "kernels/cpu/cast.h"
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 
 namespace dp::kernels::cpu {
 namespace {

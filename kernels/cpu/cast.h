@@ -1,5 +1,5 @@
 // defines: array conversions between f32 and the 16-bit floats (raw bits, as Tensor holds them),
-// the CPU twins of kernels/cuda/cast.h; round to nearest even, with subnormals (kernels/cpu/half.h).
+// the CPU twins of kernels/cuda/cast.h; round to nearest even, with subnormals (base/half.h).
 #pragma once
 #include <cstdint>
 

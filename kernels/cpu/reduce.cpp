@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 
 namespace dp::kernels::cpu {
 namespace {

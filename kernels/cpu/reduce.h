@@ -8,7 +8,7 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/dtype.h"
+#include "base/dtype.h"
 
 namespace dp::kernels::cpu {
 

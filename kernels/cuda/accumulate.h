@@ -4,7 +4,7 @@
 //
 // 16-bit values are raw bits (uint16_t); `bf16` picks bfloat16, else IEEE half. Returns the
 // launch status (check with CHECK_CUDA). Device pointers of n elements, not aliasing.
-// CPU twins: kernels/cpu/half.h's conversions and a float add (tests/kernels/test_cuda_accumulate).
+// CPU twins: base/half.h's conversions and a float add (tests/kernels/test_cuda_accumulate).
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -1,7 +1,7 @@
 // defines: f32 <-> bf16 / f16 conversions and the dynamic-loss-scaling check, f16 gradients to
 // f32 (unscaled) with a "found inf/nan" flag (PyTorch's _amp_foreach_non_finite_check_and_unscale_).
 //
-// 16-bit values are raw bits (uint16_t), as kernels/cpu/half.h and Tensor hold them. Rounding
+// 16-bit values are raw bits (uint16_t), as base/half.h and Tensor hold them. Rounding
 // is to nearest even, with subnormals, as the CPU conversions: equal bit for bit except that a
 // NaN becomes the hardware's canonical NaN (still a NaN, sign and payload not kept).
 // Returns the launch status (check with CHECK_CUDA). Device pointers of n elements; y may not

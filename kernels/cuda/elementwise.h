@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "runtime/dtype.h"
+#include "base/dtype.h"
 
 namespace dp::kernels::cuda {
 

@@ -4,7 +4,7 @@
 // Kernels are a library like cuBLAS: a wrapper validates its arguments, launches on the
 // caller's stream and returns the launch's status (cudaGetLastError right after the launch,
 // so a bad configuration is reported by the call that made it). The caller checks it with the
-// runtime's CHECK_CUDA, which adds the expression, file:line and rank (runtime/cuda_check.h).
+// runtime's CHECK_CUDA, which adds the expression, file:line and rank (runtime/cuda/check.h).
 #pragma once
 #include <cuda_runtime.h>
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/host_device.h"
-#include "runtime/dtype.h"
+#include "base/dtype.h"
 
 namespace dp::kernels::cuda {
 

@@ -1,7 +1,7 @@
 // defines: philox_block, Philox4x32-10 for host and device (Salmon et al., "Parallel random
-// numbers: as easy as 1, 2, 3", SC'11), word for word the block function of runtime/rng.h
+// numbers: as easy as 1, 2, 3", SC'11), word for word the block function of base/rng.h
 // (dp::Philox::block), and dropout_keep_threshold / dropout_keep, the CPU twin's mask decision
-// (kernels/cpu/dropout.h) in integers.
+// (models/layers/dropout/dropout_ref.h) in integers.
 #pragma once
 #include <cmath>
 #include <cstdint>

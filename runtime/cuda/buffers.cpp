@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "runtime/cuda/log_failure.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 
 namespace dp::cuda {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "runtime/dtype.h"
+#include "base/dtype.h"
 
 namespace dp::cuda {
 

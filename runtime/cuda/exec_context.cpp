@@ -2,7 +2,7 @@
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "runtime/cuda/memory_pool.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 
 namespace dp::cuda {
 

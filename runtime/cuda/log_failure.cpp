@@ -1,7 +1,7 @@
 #include "runtime/cuda/log_failure.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp::cuda {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::cuda {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 
 namespace dp::cuda {
 namespace {

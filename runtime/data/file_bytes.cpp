@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::data {
 namespace {

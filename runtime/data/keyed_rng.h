@@ -1,6 +1,6 @@
 // defines: keyed_rng, the one way the data layer derives a random stream from a name.
 //
-// Philox is a keyed bijection of a 128-bit counter (runtime/rng.h), so distinct counters give
+// Philox is a keyed bijection of a 128-bit counter (base/rng.h), so distinct counters give
 // independent blocks. The data layer names a stream by (seed, tag, id, epoch) and maps it onto
 // Philox's inputs without hashing, hence without collisions:
 //   key             = seed
@@ -11,8 +11,8 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/error.h"
-#include "runtime/rng.h"
+#include "base/error.h"
+#include "base/rng.h"
 
 namespace dp::data {
 

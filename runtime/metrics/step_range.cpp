@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::metrics {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::metrics {
 

@@ -4,7 +4,7 @@
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/optim.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 #include "kernels/cpu/optim_adamw.h"
 

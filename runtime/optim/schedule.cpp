@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/suggest.h"
 
 namespace dp::optim {

@@ -21,7 +21,9 @@
 
 #include <fmt/format.h>
 
-#include "collectives/bootstraps.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/bootstrap/env.h"
+#include "collectives/bootstrap/single.h"
 
 namespace dp::testing_mp {
 

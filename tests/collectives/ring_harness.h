@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap.h"
-#include "kernels/cpu/half.h"
-#include "runtime/dtype.h"
-#include "runtime/error.h"
+#include "collectives/bootstrap/bootstrap.h"
+#include "base/half.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 namespace dp::ringtest {
 

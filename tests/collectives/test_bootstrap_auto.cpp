@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "collectives/bootstraps.h"
+#include "collectives/bootstrap/factory.h"
 #include "multiproc.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

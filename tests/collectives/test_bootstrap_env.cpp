@@ -6,10 +6,11 @@
 
 #include <chrono>
 
-#include "collectives/bootstraps.h"
-#include "collectives/tcp_store.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/bootstrap/env.h"
+#include "collectives/bootstrap/tcp_store.h"
 #include "multiproc.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

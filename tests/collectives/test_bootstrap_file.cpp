@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "collectives/bootstraps.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/bootstrap/file.h"
 #include "multiproc.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

@@ -12,10 +12,12 @@
 #include <mutex>
 #include <thread>
 
-#include "collectives/bootstraps.h"
-#include "collectives/tcp_store.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/bootstrap/pmi2.h"
+#include "collectives/bootstrap/pmix.h"
+#include "collectives/bootstrap/tcp_store.h"
 #include "multiproc.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

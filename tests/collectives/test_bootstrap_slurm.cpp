@@ -4,9 +4,10 @@
 
 #include <random>
 
-#include "collectives/bootstraps.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/bootstrap/slurm.h"
 #include "multiproc.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

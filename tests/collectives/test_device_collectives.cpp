@@ -18,7 +18,7 @@
 #include "collectives/nccl/nccl_communicator.h"
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp {

@@ -1,8 +1,8 @@
 // Slurm's hostlist and tasks-per-node syntaxes (pure functions).
 #include <gtest/gtest.h>
 
-#include "collectives/hostlist.h"
-#include "runtime/error.h"
+#include "collectives/bootstrap/hostlist.h"
+#include "base/error.h"
 
 namespace dp {
 namespace {

@@ -1,8 +1,8 @@
 // Bucket assignment (pure) and the Reducer's lifecycle over the single-process communicator.
 #include <gtest/gtest.h>
 
-#include "collectives/reducer.h"
-#include "kernels/cpu/half.h"
+#include "collectives/reducer/reducer.h"
+#include "base/half.h"
 #include "models/build.h"
 
 namespace dp {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reducer.h"
+#include "collectives/reducer/reducer.h"
 #include "collectives/ring/ring_communicator.h"
 #include "models/build.h"
 #include "tests/collectives/gpu_child.h"
@@ -24,7 +24,7 @@
 #include "collectives/nccl/nccl_communicator.h"
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp {

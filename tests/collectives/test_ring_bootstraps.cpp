@@ -10,7 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "collectives/ring/ring_communicator.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives//ring/ring_communicator.h"
 #include "ring_harness.h"
 
 namespace dp {

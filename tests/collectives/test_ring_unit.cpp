@@ -11,7 +11,7 @@
 #include "collectives/ring/algorithms.h"
 #include "collectives/ring/ring_communicator.h"
 #include "collectives/ring/transport.h"
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "kernels/cpu/reduce.h"
 #include "ring_harness.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "collectives/ring/ring_communicator.h"
-#include "models/layers/batchnorm2d.h"
+#include "models/layers/batchnorm2d/batchnorm2d.h"
 #include "tests/collectives/ring_harness.h"
 #include "tests/models/layer_harness.h"
 

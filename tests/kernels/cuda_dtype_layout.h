@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/half.h"
-#include "runtime/dtype.h"
+#include "base/half.h"
+#include "base/dtype.h"
 
 namespace dp::kernels::cuda::test {
 

@@ -1,4 +1,4 @@
-// kernels/cuda/accumulate.h against its CPU twin (kernels/cpu/half.h's conversions and a float
+// kernels/cuda/accumulate.h against its CPU twin (base/half.h's conversions and a float
 // add): a 16-bit gradient widened into an fp32 master gradient, and 16-bit gradients summed in
 // f32 then rounded to nearest even, bit for bit, with guard regions; skips without a GPU.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #ifdef DPTRAIN_HAVE_CUDA
 #include <cmath>
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "kernels/cuda/accumulate.h"
 #include "tests/kernels/cuda_test_util.h"
 

@@ -1,5 +1,5 @@
 // kernels/cuda/augment.h against its CPU twin, data::apply_transform (after U8Dataset::get's
-// float(b) / 255 for byte samples, and kernels/cpu/half.h's cast for bf16/f16): the element
+// float(b) / 255 for byte samples, and base/half.h's cast for bf16/f16): the element
 // functions on the host over every layout and transform option (run without a GPU), then the
 // kernel itself for u8/f32 input, f32/bf16/f16 output, NCHW/NHWC, batches around the grid cap,
 // with guard regions (skip without a GPU). Equality is bit for bit throughout.
@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "kernels/cuda/augment.h"
 #include "runtime/data/transform.h"
 #include "tests/kernels/cuda_test_util.h"

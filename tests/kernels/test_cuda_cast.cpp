@@ -1,4 +1,4 @@
-// kernels/cuda/cast.h against kernels/cpu/half.h: every one of the 65536 bf16 and f16 values
+// kernels/cuda/cast.h against base/half.h: every one of the 65536 bf16 and f16 values
 // widened to f32, and f32 values (random bits, halfway cases, subnormals, overflow, inf, NaN)
 // narrowed, equal the CPU conversion bit for bit except that a NaN only has to stay a NaN;
 // and the dynamic-loss-scaling unscale (f16 -> f32 * 1/scale, exact: one multiply) with its
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "kernels/cuda/cast.h"
 #include "tests/kernels/cuda_test_util.h"
 

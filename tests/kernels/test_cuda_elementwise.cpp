@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"

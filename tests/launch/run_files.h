@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace dp::testutil {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/run_files.h"
 
 namespace {

@@ -24,8 +24,8 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/run_files.h"
 
 namespace {

@@ -16,8 +16,8 @@
 #include <random>
 #include <thread>
 
-#include "kernels/cpu/half.h"
-#include "runtime/cuda_check.h"
+#include "base/half.h"
+#include "runtime/cuda/check.h"
 #include "runtime/data/u8_dataset.h"
 #include "runtime/device_memory.h"
 #endif

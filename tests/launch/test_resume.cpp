@@ -20,9 +20,9 @@
 #include <sstream>
 
 #include "launch/trainer.h"
-#include "runtime/checkpoint.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/config.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/run_files.h"
 
 namespace dp::launch {

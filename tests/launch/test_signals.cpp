@@ -1,4 +1,4 @@
-// Stop signals through the real binary (`dptrain --nproc 2`, launch/stop_request.h):
+// Stop signals through the real binary (`dptrain --nproc 2`, launch/stop_signals.h):
 //   - SIGUSR1 delivered to the rank-1 worker only (not to the launcher, not to rank 0): both
 //     ranks stop after the same step N (the all-reduced stop request), rank 0 writes
 //     checkpoints/step-N and `latest` names it, rank 1's log says it received the signal and
@@ -32,8 +32,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/run_files.h"
 
 extern char** environ;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "launch/submit.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::launch {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/metrics/tb_writer.h"
+#include "runtime/metrics/tensorboard_writer.h"
 #include "tests/launch/run_files.h"
 
 namespace {

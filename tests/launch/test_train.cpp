@@ -9,7 +9,7 @@
 #include "launch/trainer.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace dp::launch {
 namespace {

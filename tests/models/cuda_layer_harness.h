@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cpu/half.h"
+#include "base/half.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #include "runtime/device_memory.h"
 #include "tests/models/layer_harness.h"
 

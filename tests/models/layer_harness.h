@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "models/registry.h"
-#include "runtime/rng.h"
+#include "base/rng.h"
 #include "runtime/tensor.h"
 
 namespace dp::test {

@@ -3,7 +3,7 @@
 // without a GPU.
 #include <gtest/gtest.h>
 
-#include "models/layers/batchnorm2d.h"
+#include "models/layers/batchnorm2d/batchnorm2d.h"
 
 namespace dp::models {
 namespace {

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "collectives/communicator.h"
-#include "models/layers/batchnorm2d.h"
+#include "models/layers/batchnorm2d/batchnorm2d.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {

@@ -3,7 +3,7 @@
 // shows that the checker fails when a gradient is off by 1e-4.
 #include <gtest/gtest.h>
 
-#include "models/layers/softmax_cross_entropy.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "tests/models/gradcheck.h"
 
 namespace dp::test {

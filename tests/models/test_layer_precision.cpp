@@ -3,7 +3,7 @@
 // ones (normalised error max|a - b| / max|b|).
 #include <gtest/gtest.h>
 
-#include "models/layers/softmax_cross_entropy.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "models/layers/dropout.h"
-#include "models/layers/softmax_cross_entropy.h"
+#include "models/layers/dropout/dropout.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {

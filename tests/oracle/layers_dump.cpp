@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "models/layers/softmax_cross_entropy.h"
-#include "runtime/safetensors.h"
+#include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "tests/models/layer_harness.h"
 
 namespace {
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
       cases.push_back(dump_loss("xent_ls" + suffix, 0.1, dtype, out));
     }
     // 8-byte elements first, then 4-byte: every tensor stays aligned to its element size, which
-    // PyTorch's zero-copy loading wants (runtime/safetensors.h).
+    // PyTorch's zero-copy loading wants (runtime/checkpoint/safetensors.h).
     std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
       return dp::dtype_size(a.second.dtype()) > dp::dtype_size(b.second.dtype());
     });

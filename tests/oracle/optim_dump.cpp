@@ -20,8 +20,8 @@
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/schedule.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/rng.h"
-#include "runtime/safetensors.h"
+#include "base/rng.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/build.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

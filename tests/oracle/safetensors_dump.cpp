@@ -11,7 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <exception>
 #include <string>
 
-#include "runtime/metrics/tb_writer.h"
+#include "runtime/metrics/tensorboard_writer.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/data/sampler.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 using dp::data::sampler_indices;
 using dp::data::sampler_indices_from_permutation;

@@ -2,7 +2,7 @@
 // once the bootstrap knows it.
 #include <gtest/gtest.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp {

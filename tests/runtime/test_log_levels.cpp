@@ -2,7 +2,7 @@
 // them to existing loggers and to loggers created later.
 #include <gtest/gtest.h>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/log.h"
 
 namespace dp {

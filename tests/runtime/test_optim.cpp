@@ -10,8 +10,8 @@
 
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/rng.h"
-#include "runtime/safetensors.h"
+#include "base/rng.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace dp::optim {
 namespace {

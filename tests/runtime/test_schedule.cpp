@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::optim {
 namespace {

@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "models/build.h"
-#include "runtime/checkpoint.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/config.h"
 #include "runtime/optim/sgd.h"
-#include "runtime/safetensors.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace dp {
 namespace {

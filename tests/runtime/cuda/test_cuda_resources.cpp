@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/device_memory.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include <cstring>
@@ -14,7 +14,7 @@
 #include "runtime/cuda/handles.h"
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda_check.h"
+#include "runtime/cuda/check.h"
 #endif
 
 namespace dp::cuda {

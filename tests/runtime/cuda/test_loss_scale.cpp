@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "runtime/cuda/loss_scale.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 namespace dp::cuda {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "runtime/error.h"
+#include "base/error.h"
 #include "runtime/metrics/step_range.h"
 #include "runtime/metrics/trace.h"
 

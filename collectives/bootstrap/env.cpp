@@ -1,0 +1,107 @@
+// The TCP-store bootstrap (kinds "env" and "slurm") and the env bootstrap's reading of torchrun's
+// variables.
+#include <algorithm>
+
+#include "collectives/bootstrap/env.h"
+#include "collectives/bootstrap/tcp_store.h"
+#include "base/error.h"
+#include "runtime/log.h"
+#include "runtime/suggest.h"
+
+namespace dp {
+namespace {
+
+bool is_loopback_literal(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+class StoreBootstrap final : public BootstrapBase {
+ public:
+  StoreBootstrap(std::string kind, const LaunchInfo& info, const std::string& master_addr, int master_port,
+                 double timeout_s, const std::string& host)
+      : BootstrapBase(info), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s) {
+    if (info_.size > 1) {
+      if (info_.rank == 0)
+        server_ = std::make_unique<TcpStoreServer>(who_, is_loopback_literal(master_addr) ? master_addr : "",
+                                                   master_port, info_.size);
+      client_ = std::make_unique<TcpStoreClient>(who_, master_addr, master_port, info_.rank, info_.size, timeout_s);
+    }
+    settle_topology(host);
+  }
+  // The client leaves first (goodbye), then rank 0's server flushes what it owes the others.
+  ~StoreBootstrap() override {
+    client_.reset();
+    server_.reset();
+  }
+
+  const char* kind() const override { return kind_.c_str(); }
+
+  std::vector<std::string> allgather(const std::string& mine) override {
+    const uint64_t seq = seq_++;
+    if (info_.size == 1) return {mine};
+    std::vector<std::string> keys, del;
+    for (int r = 0; r < info_.size; ++r) {
+      keys.push_back(fmt::format("{}/{}", seq, r));
+      if (info_.rank == 0 && seq > 0) del.push_back(fmt::format("{}/{}", seq - 1, r));
+    }
+    auto res = client_->transact(del, {{keys[static_cast<size_t>(info_.rank)], mine}}, keys, timeout_s_);
+    if (res.status == TcpStoreClient::Result::Ok) return std::move(res.values);
+    std::vector<int> missing;
+    for (int r = 0; r < info_.size; ++r)
+      if (!res.present[static_cast<size_t>(r)]) missing.push_back(r);
+    if (res.status == TcpStoreClient::Result::Timeout)
+      throw DpError(fmt::format("{}: timed out after {:g} s waiting for {} of {} in {}", who_, timeout_s_,
+                                format_ranks(missing), info_.size, allgather_name(seq)));
+    if (res.status == TcpStoreClient::Result::Closing)
+      throw DpError(fmt::format("{}: rank 0 stopped serving the TCP store (it failed or left) while this rank waited "
+                                "for {} of {} in {}",
+                                who_, format_ranks(missing), info_.size, allgather_name(seq)));
+    throw DpError(fmt::format("{}: {} of {} left without a goodbye (exited or crashed?) while this rank waited for {} "
+                              "in {}",
+                              who_, format_ranks(res.lost_ranks), info_.size, format_ranks(missing),
+                              allgather_name(seq)));
+  }
+
+ private:
+  std::string kind_, who_;
+  double timeout_s_;
+  uint64_t seq_ = 0;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const LaunchInfo& info,
+                                                const std::string& master_addr, int master_port, double timeout_s,
+                                                const std::string& host) {
+  return std::make_unique<StoreBootstrap>(kind, info, master_addr, master_port, timeout_s, host);
+}
+
+std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env) {
+  const std::string who = "bootstrap env";
+  std::vector<std::string> missing;
+  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    if (env(v) == nullptr) missing.push_back(v);
+  if (!missing.empty())
+    DP_THROW_USER("{}: missing environment variable{} {} (a torchrun-style launcher sets RANK, WORLD_SIZE, "
+                  "MASTER_ADDR and MASTER_PORT)",
+                  who, missing.size() > 1 ? "s" : "", join(missing));
+  constexpr int kMax = 1 << 24;
+  LaunchInfo info;
+  info.size = env_int(env, who, "WORLD_SIZE", -1, 1, kMax);
+  info.rank = env_int(env, who, "RANK", -1, 0, kMax);
+  if (info.rank >= info.size)
+    DP_THROW_USER("{}: RANK={} is not below WORLD_SIZE={} (ranks go from 0 to WORLD_SIZE-1)", who, info.rank,
+                  info.size);
+  info.local_size = env_int(env, who, "LOCAL_WORLD_SIZE", -1, 1, info.size);
+  info.local_rank = env_int(env, who, "LOCAL_RANK", -1, 0, info.size - 1);
+  info.node_id = env_int(env, who, "GROUP_RANK", -1, 0, info.size - 1);
+  const std::string addr = env("MASTER_ADDR");
+  if (addr.empty()) DP_THROW_USER("{}: MASTER_ADDR is empty (set it to rank 0's host name or address)", who);
+  const int port = env_int(env, who, "MASTER_PORT", -1, 1, 65535);
+  log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
+  return make_store_bootstrap("env", info, addr, port, timeout_s, host_key(env));
+}
+
+}  // namespace dp

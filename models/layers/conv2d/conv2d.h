@@ -1,0 +1,68 @@
+// defines: Conv2d, layer type "conv2d": grouped 2-D convolution (PyTorch's nn.Conv2d, square
+// kernel, NCHW), and its registration. CPU path: conv2d.cpp (models/layers/conv2d/conv2d_ref.h); CUDA path:
+// conv2d_cuda.cpp (cuDNN).
+#pragma once
+#include <memory>
+
+#include "models/layers/conv2d/conv2d_ref.h"
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+struct Conv2dArgs {
+  int64_t out_channels = 1, kernel = 1, stride = 1, padding = 0, groups = 1;
+  bool bias = true;
+  // "default": PyTorch's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+  // "kaiming_normal_fan_out": torchvision ResNet's N(0, 2/fan_out) weight, zero bias.
+  std::string init = "default";
+};
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(std::string name, Conv2dArgs args);
+  const char* type() const override { return "conv2d"; }
+  // Input [C, H, W] -> [out_channels, OH, OW].
+  Shape setup(const std::vector<Shape>& in) override;
+  // "weight" (out_channels, C/groups, kernel, kernel), "bias" (out_channels).
+  std::vector<ParamDecl> declare_params() const override;
+  // On the GPU, weight and bias (and their gradients) come in the step's compute dtype.
+  bool low_precision_params() const override { return true; }
+
+ protected:
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                    std::vector<Tensor>& dx) override;
+#ifdef DPTRAIN_HAVE_CUDA
+  // cuDNN (conv2d_cuda.cpp): forward, backward data (into dx when defined), backward filter and
+  // bias accumulated (+=) into the gradients; NCHW, or NHWC activations under ctx.channels_last.
+  // A CPU-only build keeps Layer's, which say there is no CUDA path.
+  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
+  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
+                     std::vector<Tensor>& dx) override;
+#endif
+
+ private:
+  kernels::cpu::Conv2dDims dims(int64_t batch) const;
+  void check_params(DType dtype) const;
+  Conv2dArgs a_;
+  int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+
+#ifdef DPTRAIN_HAVE_CUDA
+  // The cuDNN side, made by the first CUDA step: descriptors for the last batch size, chosen
+  // algorithms, the KRSC weight copy and gradient scratch of channels-last mode. Defined in
+  // conv2d_cuda.cpp, so that this header needs no cuDNN; shared_ptr because its deleter is
+  // bound where the type is complete (a unique_ptr would need it complete in conv2d.cpp too).
+  struct CudaState;
+  CudaState& cuda_state(const StepContext& ctx, DType dtype, int64_t batch);
+  // check_params' GPU twin: weight and bias (and with `grads` their gradients) `dtype` on `dev`.
+  void check_params_cuda(DType dtype, Device dev, bool grads) const;
+  std::shared_ptr<CudaState> cuda_;
+#endif
+};
+
+// out_channels (int, required, >= 1), kernel (int, required, >= 1), stride (int, 1, >= 1),
+// padding (int, 0, >= 0), groups (int, 1, >= 1), bias (bool, true),
+// init (string, "default" | "kaiming_normal_fan_out").
+void register_conv2d(LayerRegistry& r);
+
+}  // namespace dp::models

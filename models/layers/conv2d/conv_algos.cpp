@@ -1,0 +1,187 @@
+#include "models/layers/conv2d/conv_algos.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <algorithm>
+
+#include "runtime/cuda/buffers.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda/check.h"
+#endif
+
+namespace dp::cuda {
+
+const char* conv_pass_name(ConvPass p) {
+  switch (p) {
+    case ConvPass::Forward: return "forward";
+    case ConvPass::BackwardData: return "backward-data";
+    case ConvPass::BackwardFilter: return "backward-filter";
+  }
+  return "?";
+}
+
+std::string ConvKey::str() const {
+  return fmt::format("{} {} x[{}, {}, {}, {}] w[{}, {}, {}, {}] pad {} stride {} groups {} {} math{}", dtype_name(dtype),
+                     channels_last ? "NHWC" : "NCHW", n, c, h, w, k, groups > 0 ? c / groups : c, r, s, pad, stride,
+                     groups, tensor_ops ? "tensor-op" : "FMA",
+                     align < 256 ? fmt::format(", filter {}-byte aligned", align) : "");
+}
+
+int64_t pointer_alignment(std::initializer_list<const void*> ptrs) {
+  int64_t a = 256;
+  for (const void* p : ptrs) {
+    const auto v = reinterpret_cast<uintptr_t>(p);
+    while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
+  }
+  return a;
+}
+
+namespace {
+// Folds v into h through splitmix64's finaliser (Steele et al., OOPSLA'14): unlike
+// boost::hash_combine over the identity std::hash, keys that differ by small numbers in one
+// field (stride 1 vs 2, pad 1 vs 2) do not collide.
+void mix(size_t& h, uint64_t v) {
+  uint64_t z = h + 0x9E3779B97F4A7C15ull + v;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  h = static_cast<size_t>(z ^ (z >> 31));
+}
+}  // namespace
+
+size_t ConvKeyHash::operator()(const ConvKey& k) const noexcept {
+  size_t h = 0;
+  mix(h, static_cast<uint64_t>(k.dtype));
+  mix(h, (k.channels_last ? 1u : 0u) | (k.tensor_ops ? 2u : 0u));
+  for (int64_t v : {k.n, k.c, k.h, k.w, k.k, k.r, k.s, k.pad, k.stride, k.groups, k.align})
+    mix(h, static_cast<uint64_t>(v));
+  return h;
+}
+
+std::optional<AlgoPerf> choose_algo(const std::vector<AlgoPerf>& results, size_t workspace_limit, bool fma_only) {
+  std::optional<AlgoPerf> best;
+  for (const AlgoPerf& r : results) {
+    if (r.status != kCudnnStatusSuccess || r.memory > workspace_limit) continue;
+    if (fma_only && r.math != kCudnnFmaMath) continue;
+    if (!best || r.time_ms < best->time_ms) best = r;
+  }
+  return best;
+}
+
+std::string describe_candidates(const std::vector<AlgoPerf>& results) {
+  if (results.empty()) return "cuDNN returned no candidates";
+  std::string out;
+  for (const AlgoPerf& r : results) {
+    if (!out.empty()) out += ", ";
+    if (r.status != kCudnnStatusSuccess)
+      out += fmt::format("algo {} (cuDNN status {})", r.algo, r.status);
+    else
+      out += fmt::format("algo {} ({:.3g} ms, {:.1f} MiB, math {})", r.algo, r.time_ms,
+                         static_cast<double>(r.memory) / (1 << 20), r.math);
+  }
+  return out;
+}
+
+size_t ConvAlgoCache::PassKeyHash::operator()(const PassKey& k) const noexcept {
+  size_t h = ConvKeyHash{}(k.key);
+  mix(h, static_cast<uint64_t>(k.pass));
+  return h;
+}
+
+AlgoPerf ConvAlgoCache::get(ConvPass pass, const ConvKey& key, size_t workspace_limit, const std::string& who,
+                            const Find& find) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const PassKey pk{pass, key};
+  if (auto it = chosen_.find(pk); it != chosen_.end() && it->second.memory <= workspace_limit) return it->second;
+  const std::vector<AlgoPerf> results = find();
+  const bool fma_only = key.dtype == DType::F32 && !key.tensor_ops;
+  const std::optional<AlgoPerf> best = choose_algo(results, workspace_limit, fma_only);
+  if (!best)
+    throw DpError(fmt::format(
+        "{}: no cuDNN {} algorithm for {} runs{} within the workspace limit of {} bytes ({:.1f} MiB) [{}]; "
+        "candidates: {}; give the GPU context a larger workspace limit",
+        who, conv_pass_name(pass), key.str(), fma_only ? " in FMA math" : "", workspace_limit,
+        static_cast<double>(workspace_limit) / (1 << 20), identity_string(), describe_candidates(results)));
+  chosen_[pk] = *best;
+  return *best;
+}
+
+size_t ConvAlgoCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return chosen_.size();
+}
+
+ConvAlgoCache& ConvAlgoCache::global() {
+  static ConvAlgoCache cache;
+  return cache;
+}
+
+#ifdef DPTRAIN_HAVE_CUDA
+static_assert(kCudnnStatusSuccess == CUDNN_STATUS_SUCCESS);
+static_assert(kCudnnFmaMath == CUDNN_FMA_MATH);
+
+namespace {
+template <typename Perf>
+std::vector<AlgoPerf> to_algo_perfs(const std::vector<Perf>& perfs, int returned) {
+  std::vector<AlgoPerf> out;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& p = perfs[static_cast<size_t>(i)];
+    out.push_back({static_cast<int>(p.algo), static_cast<int>(p.status), p.time, p.memory, static_cast<int>(p.mathType)});
+  }
+  return out;
+}
+}  // namespace
+
+AlgoPerf find_forward_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
+                           cudnnTensorDescriptor_t x_desc, const void* x, cudnnFilterDescriptor_t w_desc,
+                           const void* w, cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc, void* y) {
+  return ConvAlgoCache::global().get(ConvPass::Forward, key, gpu.workspace_limit(), who, [&] {
+    int max_count = 0, returned = 0;
+    CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(gpu.cudnn(), &max_count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(static_cast<size_t>(std::max(max_count, 1)));
+    void* ws = gpu.workspace(gpu.workspace_limit());
+    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(gpu.cudnn(), x_desc, x, w_desc, w, conv, y_desc, y,
+                                                       static_cast<int>(perfs.size()), &returned, perfs.data(), ws,
+                                                       gpu.workspace_limit()));
+    return to_algo_perfs(perfs, returned);
+  });
+}
+
+AlgoPerf find_backward_data_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
+                                 cudnnFilterDescriptor_t w_desc, const void* w, cudnnTensorDescriptor_t dy_desc,
+                                 const void* dy, cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t dx_desc,
+                                 void* dx) {
+  return ConvAlgoCache::global().get(ConvPass::BackwardData, key, gpu.workspace_limit(), who, [&] {
+    int max_count = 0, returned = 0;
+    CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(gpu.cudnn(), &max_count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(static_cast<size_t>(std::max(max_count, 1)));
+    void* ws = gpu.workspace(gpu.workspace_limit());
+    CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(gpu.cudnn(), w_desc, w, dy_desc, dy, conv, dx_desc, dx,
+                                                            static_cast<int>(perfs.size()), &returned, perfs.data(),
+                                                            ws, gpu.workspace_limit()));
+    return to_algo_perfs(perfs, returned);
+  });
+}
+
+AlgoPerf find_backward_filter_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
+                                   cudnnTensorDescriptor_t x_desc, const void* x, cudnnTensorDescriptor_t dy_desc,
+                                   const void* dy, cudnnConvolutionDescriptor_t conv, cudnnFilterDescriptor_t dw_desc,
+                                   size_t dw_bytes) {
+  return ConvAlgoCache::global().get(ConvPass::BackwardFilter, key, gpu.workspace_limit(), who, [&] {
+    int max_count = 0, returned = 0;
+    CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(gpu.cudnn(), &max_count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(static_cast<size_t>(std::max(max_count, 1)));
+    // Find writes its trial results here, not into the gradient the real call accumulates into.
+    DeviceBuffer scratch(dw_bytes, gpu.compute());
+    void* ws = gpu.workspace(gpu.workspace_limit());
+    CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(gpu.cudnn(), x_desc, x, dy_desc, dy, conv, dw_desc,
+                                                              scratch.data(), static_cast<int>(perfs.size()),
+                                                              &returned, perfs.data(), ws, gpu.workspace_limit()));
+    return to_algo_perfs(perfs, returned);
+  });
+}
+#endif  // DPTRAIN_HAVE_CUDA
+
+}  // namespace dp::cuda

@@ -1,0 +1,33 @@
+#include "models/layers/flatten/flatten.h"
+
+#include "models/layers/common.h"
+
+namespace dp::models {
+
+Shape Flatten::setup(const std::vector<Shape>& in) {
+  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
+  in_ = in[0];
+  return {shape_numel(in_)};
+}
+
+void Flatten::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
+  const int64_t N = x[0].dim(0);
+  check_batched(*this, x[0], x[0].dtype(), N, in_, "input");
+  check_batched(*this, y, x[0].dtype(), N, {shape_numel(in_)}, "output");
+  y.copy_from(x[0].reshape(y.shape()));
+}
+
+void Flatten::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+                           std::vector<Tensor>& dx) {
+  if (!dx[0].defined()) return;
+  const int64_t N = x[0].dim(0);
+  check_batched(*this, dy, x[0].dtype(), N, {shape_numel(in_)}, "output gradient");
+  check_batched(*this, dx[0], x[0].dtype(), N, in_, "input gradient");
+  dx[0].copy_from(dy.reshape(dx[0].shape()));
+}
+
+void register_flatten(LayerRegistry& r) {
+  r.add("flatten", {}, [](const std::string& name, const LayerArgs&) { return std::make_unique<Flatten>(name); });
+}
+
+}  // namespace dp::models

@@ -1,0 +1,73 @@
+#include "models/layers/linear/linear.h"
+
+#include <cmath>
+
+#include "models/layers/linear/linear_ref.h"
+#include "models/layers/common.h"
+
+namespace dp::models {
+
+Linear::Linear(std::string name, int64_t out_features, bool bias)
+    : Layer(std::move(name)), out_(out_features), bias_(bias) {}
+
+Shape Linear::setup(const std::vector<Shape>& in) {
+  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
+  if (in[0].size() != 1)
+    DP_THROW_USER("{}: input per-sample shape is {}, but linear takes a 1-D input [in_features]; add a "
+                  "'flatten' layer before it",
+                  layer_str(*this), shape_str(in[0]));
+  in_ = in[0][0];
+  return {out_};
+}
+
+std::vector<ParamDecl> Linear::declare_params() const {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_));
+  std::vector<ParamDecl> p{{"weight", {out_, in_}, true, DType::F32, init_uniform(bound)}};
+  if (bias_) p.push_back({"bias", {out_}, true, DType::F32, init_uniform(bound)});
+  return p;
+}
+
+void Linear::check_params(DType dtype) const {
+  DP_CHECK(params_.size() == (bias_ ? 2u : 1u), "{}: {} parameters bound", layer_str(*this), params_.size());
+  check_tensor(*this, params_[0], dtype, {out_, in_}, "weight");
+  if (bias_) check_tensor(*this, params_[1], dtype, {out_}, "bias");
+}
+
+void Linear::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
+  const DType dt = x[0].dtype();
+  const int64_t N = x[0].dim(0);
+  check_batched(*this, x[0], dt, N, {in_}, "input");
+  check_batched(*this, y, dt, N, {out_}, "output");
+  check_params(dt);
+  dispatch_float(*this, dt, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::cpu::linear_forward<T>(y.data<T>(), x[0].data<T>(), params_[0].data<T>(),
+                                    bias_ ? params_[1].data<T>() : nullptr, N, in_, out_);
+  });
+}
+
+void Linear::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+                          std::vector<Tensor>& dx) {
+  const DType dt = x[0].dtype();
+  const int64_t N = x[0].dim(0);
+  check_batched(*this, dy, dt, N, {out_}, "output gradient");
+  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {in_}, "input gradient");
+  check_params(dt);
+  check_grads(*this, dt);
+  dispatch_float(*this, dt, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::cpu::linear_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(),
+                                     bias_ ? grads_[1].data<T>() : nullptr, dy.data<T>(), x[0].data<T>(),
+                                     params_[0].data<T>(), N, in_, out_);
+  });
+}
+
+void register_linear(LayerRegistry& r) {
+  r.add("linear",
+        {int_arg("out_features", std::nullopt, 1), bool_arg("bias", true)},
+        [](const std::string& name, const LayerArgs& a) {
+          return std::make_unique<Linear>(name, a.i("out_features"), a.b("bias"));
+        });
+}
+
+}  // namespace dp::models

@@ -1,0 +1,101 @@
+// defines: lt_matmul, one row-major GEMM through cuBLASLt, D = alpha op(A) op(B) + beta C with
+// an optional bias epilogue, on the compute stream; LtGemm (its description), LtKey (what the
+// algorithm choice depends on) and column_major_gemm (the row-major -> column-major mapping),
+// the pure parts, compiled in every build and tested on the host.
+//
+// Row-major to column-major. cuBLAS is column-major: a row-major matrix X (r, c) with leading
+// dimension c is, read column-major, X^T (c, r) with the same leading dimension c. Our
+// row-major D (m, n) = op(A) (m, k) op(B) (k, n) is therefore, column-major,
+//   D^T (n, m) = op(B)^T (n, k) op(A)^T (k, m),
+// a column-major GEMM with the operands swapped (cuBLAS's A is our B, its B our A), m and n
+// swapped, k unchanged and each transpose flag unchanged: if op(B) = B, cuBLAS reads B's memory
+// as B^T (n, k) and takes it as it is; if op(B) = B^T, B is stored (n, k) and read as B^T (k, n),
+// and cuBLAS transposes it back to (n, k). Each operand's column-major layout is (rows = its
+// stored row-major columns, cols = its stored rows, ld = rows). The bias epilogue adds a vector
+// of length "rows of D" (column-major), i.e. n: one value per row-major column, broadcast over
+// the m rows -- a linear layer's bias per output feature.
+#pragma once
+#include <compare>
+#include <cstdint>
+
+#include "base/dtype.h"
+
+namespace dp::cuda {
+
+// One row-major GEMM: D (m, n) = alpha op(A) (m, k) op(B) (k, n) + beta C (m, n) [+ bias (n)].
+// A is stored (m, k), or (k, m) when trans_a; B (k, n), or (n, k) when trans_b; C and D (m, n);
+// all contiguous. C may equal D (accumulation: beta 1). dtype is A's, B's, C's, D's and the
+// bias's (F32, BF16 or F16); the products are summed in f32 (CUBLAS_COMPUTE_32F, no TF32) and
+// alpha/beta are f32.
+struct LtGemm {
+  DType dtype = DType::F32;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
+  void* d = nullptr;
+  const void* bias = nullptr;  // (n) or null: no epilogue
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+// A matrix as cuBLASLt is told about it: column-major rows x cols, leading dimension ld.
+struct LtLayout {
+  int64_t rows = 0, cols = 0, ld = 0;
+  bool operator==(const LtLayout&) const = default;
+};
+
+// The column-major problem equal to a row-major LtGemm (see the comment at the top): cuBLAS's
+// first operand is our B, its second our A.
+struct ColumnMajorGemm {
+  int64_t m = 0, n = 0, k = 0;  // column-major: D (m, n) = op(first) (m, k) op(second) (k, n)
+  bool trans_first = false, trans_second = false;
+  LtLayout first, second, c;  // c: C and D
+  bool operator==(const ColumnMajorGemm&) const = default;
+};
+ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
+
+// The largest power of two (<= 256, cuBLASLt's default alignment preference) dividing the
+// address; 256 for null. Algorithms are chosen for the operands' alignment.
+uint32_t pointer_alignment(const void* p);
+
+// What the choice of algorithm depends on: the device, the workspace bound, the problem and the
+// operands' alignments. One heuristic query per key per process.
+struct LtKey {
+  int device = 0;
+  uint64_t workspace_limit = 0;
+  DType dtype = DType::F32;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  bool bias = false;
+  uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0;
+  auto operator<=>(const LtKey&) const = default;
+};
+LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g);
+
+// A DpError unless g is well-formed: dims >= 1, a supported dtype, non-null operands (C only
+// when beta != 0).
+void check_lt_gemm(const LtGemm& g);
+
+}  // namespace dp::cuda
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cstddef>
+
+namespace dp::cuda {
+
+class ExecContext;
+
+// Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for lt_key(g)
+// within ctx.workspace_limit() bytes of workspace, asked once per key (a process-wide cache
+// under a mutex), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
+// algorithm (an odd alignment, say), the key remembers that, one warning is logged and the same
+// problem runs through cublasGemmEx (CUBLAS_COMPUTE_32F) on ctx.cublas() with the bias added by
+// kernels/cuda/elementwise.h's bias_add. Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
+void lt_matmul(ExecContext& ctx, const LtGemm& g);
+
+// Number of cached algorithm choices (tests and logs).
+size_t lt_matmul_cache_size();
+
+}  // namespace dp::cuda
+#endif  // DPTRAIN_HAVE_CUDA

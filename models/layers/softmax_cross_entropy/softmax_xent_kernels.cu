@@ -1,0 +1,91 @@
+#include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
+
+#include "kernels/cuda/host_device.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace dp::kernels::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// Butterfly reductions: every lane ends with the same value, in an order fixed by K alone.
+__device__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fp::add(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+// One warp per row: z (K) -> row_loss, and dlogits (K) unless null.
+__global__ void xent_rows_kernel(const float* logits, const int32_t* labels, float* dlogits, float* row_loss,
+                                 int64_t N, int64_t K, float one_minus_eps, float eps_over_k, float q_label,
+                                 float q_other) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
+  for (int64_t n = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; n < N; n += warps) {
+    const float* z = logits + n * K;  // (K)
+    // Max-subtracted log-sum-exp: exp never overflows.
+    float m = -INFINITY;
+    for (int64_t k = lane; k < K; k += 32) m = fmaxf(m, z[k]);
+    m = warp_max(m);
+    float se = 0.0f, sz = 0.0f;
+    for (int64_t k = lane; k < K; k += 32) {
+      se = fp::add(se, expf(fp::sub(z[k], m)));
+      sz = fp::add(sz, z[k]);
+    }
+    se = warp_sum(se);
+    sz = warp_sum(sz);
+    const float lse = fp::add(m, logf(se));
+    const int32_t y = labels[n];
+    const bool valid = y >= 0 && y < K;
+    if (lane == 0) {
+      // -sum_k q_k (z_k - lse) = lse - (1-eps) z_y - eps/K sum_k z_k
+      row_loss[n] = valid ? fp::sub(fp::sub(lse, fp::mul(one_minus_eps, z[y])), fp::mul(eps_over_k, sz)) : NAN;
+    }
+    if (!dlogits) continue;
+    float* g = dlogits + n * K;
+    const float rows = static_cast<float>(N);
+    for (int64_t k = lane; k < K; k += 32) {
+      const float q = k == y ? q_label : q_other;
+      g[k] = valid ? fp::div(fp::sub(expf(fp::sub(z[k], lse)), q), rows) : NAN;
+    }
+  }
+}
+
+// One block: thread t sums rows t, t + 256, ... in double, then a fixed tree; loss = total / N.
+__global__ void mean_kernel(const float* row_loss, float* loss, int64_t N) {
+  __shared__ double part[kThreads];
+  double s = 0;
+  for (int64_t n = threadIdx.x; n < N; n += kThreads) s += row_loss[n];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) loss[0] = N > 0 ? static_cast<float>(part[0] / static_cast<double>(N)) : 0.0f;
+}
+
+}  // namespace
+
+cudaError_t softmax_xent(const float* logits, const int32_t* labels, float* dlogits, float* row_loss, float* loss,
+                         int64_t N, int64_t K, double smoothing, cudaStream_t stream) {
+  if (N < 0 || K < 1 || !(smoothing >= 0 && smoothing <= 1)) return cudaErrorInvalidValue;
+  if (N > 0) {
+    // The smoothed target, as the CPU twin forms it: in double, here rounded once to float.
+    const double off = smoothing / static_cast<double>(K);
+    const unsigned blocks = grid_1d(N, kWarpsPerBlock);
+    xent_rows_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+        logits, labels, dlogits, row_loss, N, K, static_cast<float>(1.0 - smoothing), static_cast<float>(off),
+        static_cast<float>(1.0 - smoothing + off), static_cast<float>(off));
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  mean_kernel<<<1, kThreads, 0, stream>>>(row_loss, loss, N);
+  DP_RETURN_LAUNCH();
+}
+
+}  // namespace dp::kernels::cuda

@@ -1,0 +1,246 @@
+#include "runtime/checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "base/crc32c.h"
+
+namespace dp {
+namespace {
+
+using json = nlohmann::json;
+
+// The numbers are derived, not drawn from a stateful generator, so there is no RNG state to save:
+// resuming at (seed, step, epoch) reproduces every mask and augmentation.
+constexpr const char* kRngNote =
+    "philox4x32-10 keyed by (seed, stream, step | epoch, sample index); no generator state beyond seed and step";
+
+int64_t meta_int(const SafetensorsFile& f, const std::string& key) {
+  auto it = f.metadata().find(key);
+  if (it == f.metadata().end())
+    DP_THROW_USER("checkpoint '{}': metadata '{}' is missing (a damaged or hand-made file?)", f.path(), key);
+  int64_t v = 0;
+  const std::string& s = it->second;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size())
+    DP_THROW_USER("checkpoint '{}': metadata '{}' = '{}' is not an integer", f.path(), key, s);
+  return v;
+}
+
+std::string meta_str(const SafetensorsFile& f, const std::string& key) {
+  auto it = f.metadata().find(key);
+  return it == f.metadata().end() ? std::string() : it->second;
+}
+
+// Parses the crc32c map: {"name": "8 hex digits"}.
+std::map<std::string, uint32_t> parse_crcs(const SafetensorsFile& f) {
+  std::map<std::string, uint32_t> out;
+  auto it = f.metadata().find("crc32c");
+  if (it == f.metadata().end()) return out;
+  json j;
+  try {
+    j = json::parse(it->second);
+  } catch (const json::parse_error& e) {
+    DP_THROW_USER("checkpoint '{}': metadata 'crc32c' is not valid JSON ({}): the header is damaged", f.path(),
+                  e.what());
+  }
+  if (!j.is_object()) DP_THROW_USER("checkpoint '{}': metadata 'crc32c' is a JSON {}, not an object", f.path(), j.type_name());
+  for (const auto& [name, v] : j.items()) {
+    uint32_t crc = 0;
+    std::string s = v.is_string() ? v.get<std::string>() : "";
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), crc, 16);
+    if (s.size() != 8 || ec != std::errc() || end != s.data() + s.size())
+      DP_THROW_USER("checkpoint '{}': tensor '{}': crc32c entry {} is not 8 hex digits", f.path(), name, v.dump());
+    out[name] = crc;
+  }
+  return out;
+}
+
+std::string describe(DType d, const Shape& s) { return fmt::format("{}{}", dtype_name(d), shape_str(s)); }
+
+}  // namespace
+
+std::map<std::string, std::string> CheckpointMeta::to_metadata() const {
+  json sampler = {{"dataset_size", dataset_size}, {"shuffle", shuffle}, {"drop_last", drop_last}};
+  return {{"format", kCheckpointFormat},
+          {"format_version", std::to_string(kCheckpointVersion)},
+          {"step", std::to_string(step)},
+          {"epoch", std::to_string(epoch)},
+          {"epoch_samples", std::to_string(epoch_samples)},
+          {"seed", std::to_string(seed)},
+          {"world_size", std::to_string(world_size)},
+          {"batch_size", std::to_string(batch_size)},
+          {"dtype_policy", dtype_policy},
+          {"sampler", sampler.dump()},
+          {"rng", kRngNote},
+          {"optimizer", optimizer},
+          {"optimizer_steps", std::to_string(optimizer_steps)},
+          {"config", config}};
+}
+
+std::string crc_hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+uint32_t tensor_crc(const Tensor& t) {
+  DP_CHECK(t.device().is_cpu(), "tensor_crc of {}: copy it to the host first", t.describe());
+  return t.nbytes() == 0 ? crc32c(nullptr, 0) : crc32c(t.raw(), t.nbytes());
+}
+
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& model, const optim::Optimizer& opt) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& nt : model.state()) out.emplace_back(nt.name, nt.tensor);
+  const Arena& arena = model.params();
+  DP_CHECK(opt.numel() == arena.numel(), "optimizer over {} parameters, model has {}", opt.numel(), arena.numel());
+  // The optimizer's flat slots follow the parameter arena's layout: slice them by its slots.
+  for (const auto& slot : arena.slots())
+    for (const auto& [sname, flat] : opt.state())
+      out.emplace_back(kOptimPrefix + slot.name + "." + sname, flat.reshape({flat.numel()}).slice_flat(slot.offset, slot.shape));
+  // Wider elements first keeps every tensor aligned to its element size (the data area starts
+  // 8-byte aligned), which zero-copy loaders need; stable, so the order is otherwise the above.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return dtype_size(a.second.dtype()) > dtype_size(b.second.dtype()); });
+  return out;
+}
+
+void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
+                      const CheckpointMeta& meta) {
+  auto tensors = checkpoint_tensors(model, opt);
+  json crcs = json::object();
+  for (auto& [name, t] : tensors) {
+    if (!t.device().is_cpu()) {
+      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
+      host.copy_from(t);
+      t = host;
+    }
+    crcs[name] = crc_hex(tensor_crc(t));
+  }
+  auto metadata = meta.to_metadata();
+  metadata["crc32c"] = crcs.dump();
+  write_safetensors(path, tensors, metadata);
+}
+
+CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
+  const std::string format = meta_str(f, "format");
+  if (format != kCheckpointFormat)
+    DP_THROW_USER("'{}' is not a dptrain checkpoint (metadata format = '{}', want '{}'){}", f.path(), format,
+                  kCheckpointFormat,
+                  format == "dptrain-weights" ? ": final.safetensors holds weights only; resume from checkpoints/" : "");
+  const std::string version = meta_str(f, "format_version");
+  if (version != std::to_string(kCheckpointVersion))
+    DP_THROW_USER("checkpoint '{}' has format_version '{}', but this dptrain reads version {}: resume it with the "
+                  "dptrain that wrote it, or start over with --reset",
+                  f.path(), version, kCheckpointVersion);
+  CheckpointMeta m;
+  m.step = meta_int(f, "step");
+  m.epoch = meta_int(f, "epoch");
+  m.epoch_samples = meta_int(f, "epoch_samples");
+  m.seed = static_cast<uint64_t>(meta_int(f, "seed"));
+  m.world_size = meta_int(f, "world_size");
+  m.batch_size = meta_int(f, "batch_size");
+  m.optimizer_steps = meta_int(f, "optimizer_steps");
+  m.optimizer = meta_str(f, "optimizer");
+  m.dtype_policy = meta_str(f, "dtype_policy");
+  m.config = meta_str(f, "config");
+  if (m.step < 0 || m.epoch < 0 || m.epoch_samples < 0 || m.world_size < 1 || m.optimizer_steps < 0)
+    DP_THROW_USER("checkpoint '{}': metadata out of range (step {}, epoch {}, epoch_samples {}, world_size {}, "
+                  "optimizer_steps {})",
+                  f.path(), m.step, m.epoch, m.epoch_samples, m.world_size, m.optimizer_steps);
+  try {
+    json s = json::parse(meta_str(f, "sampler"));
+    m.dataset_size = s.at("dataset_size").get<int64_t>();
+    m.shuffle = s.at("shuffle").get<bool>();
+    m.drop_last = s.at("drop_last").get<bool>();
+  } catch (const json::exception& e) {
+    DP_THROW_USER("checkpoint '{}': metadata 'sampler' = '{}' is not the expected JSON ({})", f.path(),
+                  meta_str(f, "sampler"), e.what());
+  }
+  return m;
+}
+
+std::vector<TensorCrc> check_crcs(const SafetensorsFile& f) {
+  const auto crcs = parse_crcs(f);
+  std::vector<TensorCrc> out;
+  for (const auto& name : f.names()) {
+    TensorCrc c;
+    c.name = name;
+    auto it = crcs.find(name);
+    if (it != crcs.end()) c.stored = true, c.expected = it->second;
+    c.actual = tensor_crc(f.get(name));
+    out.push_back(c);
+  }
+  for (const auto& [name, crc] : crcs)
+    if (!f.has(name))
+      DP_THROW_USER("checkpoint '{}': the crc32c map names tensor '{}', which the file does not hold", f.path(), name);
+  return out;
+}
+
+CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Optimizer& opt) {
+  SafetensorsFile f = SafetensorsFile::open(path);  // header, offsets, truncation
+  CheckpointMeta meta = read_checkpoint_meta(f);
+
+  // Names, dtypes and shapes against the model and the optimizer, in file-writing order, so the
+  // first mismatch named is the first tensor of the model that differs.
+  const auto opt_state = opt.state();
+  if (meta.optimizer != opt.name()) {
+    bool has_optim_tensors = false;
+    for (const auto& n : f.names()) has_optim_tensors = has_optim_tensors || n.rfind(kOptimPrefix, 0) == 0;
+    if (has_optim_tensors || !opt_state.empty())
+      DP_THROW_USER("checkpoint '{}' holds {} optimizer state, but this run uses train.optimizer = \"{}\": set it "
+                    "back, or start over with --reset",
+                    path, meta.optimizer.empty() ? std::string("no") : meta.optimizer, opt.name());
+  }
+  std::vector<std::pair<std::string, Tensor>> want;  // name -> live destination
+  for (const auto& nt : model.state()) want.emplace_back(nt.name, nt.tensor);
+  for (const auto& slot : model.params().slots())
+    for (const auto& [sname, flat] : opt_state)
+      want.emplace_back(kOptimPrefix + slot.name + "." + sname, Tensor::zeros(slot.shape, flat.dtype(), Device::cpu()));
+  for (const auto& [name, t] : want) {
+    if (!f.has(name))
+      DP_THROW_USER("checkpoint '{}' does not match the model: it has no tensor '{}' ({}), the first one missing; "
+                    "was it written for another model or optimizer? (start over with --reset)",
+                    path, name, describe(t.dtype(), t.shape()));
+    const auto& info = f.info(name);
+    if (info.dtype != t.dtype() || info.shape != t.shape())
+      DP_THROW_USER("checkpoint '{}' does not match the model: tensor '{}' is {} in the checkpoint but {} in the model; "
+                    "was it written for another model? (start over with --reset)",
+                    path, name, describe(info.dtype, info.shape), describe(t.dtype(), t.shape()));
+  }
+  if (f.names().size() != want.size()) {
+    for (const auto& name : f.names()) {
+      bool known = false;
+      for (const auto& [n, t] : want) known = known || n == name;
+      if (!known)
+        DP_THROW_USER("checkpoint '{}' does not match the model: it has tensor '{}', which this {} does not have; "
+                      "was it written for another model? (start over with --reset)",
+                      path, name, name.rfind(kOptimPrefix, 0) == 0 ? "optimizer" : "model");
+    }
+  }
+
+  // Every byte against its CRC, into host tensors; nothing is changed until all are good.
+  const auto crcs = parse_crcs(f);
+  std::map<std::string, Tensor> loaded;
+  for (const auto& [name, t] : want) {
+    auto it = crcs.find(name);
+    if (it == crcs.end()) DP_THROW_USER("checkpoint '{}': tensor '{}' has no crc32c entry (damaged header?)", path, name);
+    Tensor host = f.get(name);
+    const uint32_t got = tensor_crc(host);
+    if (got != it->second)
+      DP_THROW_USER("checkpoint '{}' is corrupt: tensor '{}' fails its CRC-32C check (stored {}, computed {})", path,
+                    name, crc_hex(it->second), crc_hex(got));
+    loaded.emplace(name, std::move(host));
+  }
+
+  // Restore. Each destination lives on the model's device; copy_from maps host -> device.
+  for (const auto& nt : model.state()) nt.tensor.copy_from(loaded.at(nt.name));
+  std::vector<std::pair<std::string, Tensor>> flat_state;
+  for (const auto& [sname, live] : opt_state) {
+    Tensor flat = Tensor::zeros({opt.numel()}, live.dtype(), Device::cpu());
+    for (const auto& slot : model.params().slots())
+      flat.slice_flat(slot.offset, slot.shape).copy_from(loaded.at(kOptimPrefix + slot.name + "." + sname));
+    flat_state.emplace_back(sname, std::move(flat));
+  }
+  opt.load_state(flat_state, meta.optimizer_steps);
+  return meta;
+}
+
+}  // namespace dp

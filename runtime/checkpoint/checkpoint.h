@@ -1,0 +1,89 @@
+// defines: the dptrain checkpoint format (CheckpointMeta, write_checkpoint, load_checkpoint)
+// and its checks (read_checkpoint_meta, check_crcs), shared by the trainer and tools/.
+//
+// A checkpoint is one safetensors file (runtime/checkpoint/safetensors.h), so PyTorch and numpy read it
+// as is:
+//   tensors   the model's parameters and buffers under their state names (Graph::state(),
+//             torchvision-style: "conv1.weight", "bn1.running_mean"), then the optimizer
+//             state sliced per parameter: "optim.<param>.<slot>" with the parameter's shape
+//             ("optim.conv1.weight.exp_avg"); wider dtypes first, so every tensor is aligned
+//             to its element size.
+//   metadata  (all strings, as safetensors wants)
+//     format          "dptrain-checkpoint"
+//     format_version  "1"; readers refuse other versions and say what to do
+//     step            optimizer steps done (the LR schedule position)
+//     epoch           epoch in progress (0-based)
+//     epoch_samples   samples of that epoch's order consumed by all ranks together
+//     seed, world_size, batch_size (per rank), dtype_policy
+//     sampler         JSON: dataset_size, shuffle, drop_last
+//     rng             how random numbers are derived (keyed Philox: nothing to save but seed/step)
+//     optimizer       "sgd" | "adamw"; optimizer_steps: its step count
+//     config          the resolved config (to_toml)
+//     crc32c          JSON {"<tensor>": "<8 hex digits>"}: CRC-32C of each tensor's raw bytes
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/checkpoint/safetensors.h"
+
+namespace dp {
+
+inline constexpr const char* kCheckpointFormat = "dptrain-checkpoint";
+inline constexpr int kCheckpointVersion = 1;
+inline constexpr const char* kOptimPrefix = "optim.";
+
+struct CheckpointMeta {
+  int64_t step = 0;           // optimizer steps done
+  int64_t epoch = 0;          // epoch in progress, 0-based
+  int64_t epoch_samples = 0;  // samples of `epoch` consumed, all ranks together
+  uint64_t seed = 0;
+  int64_t world_size = 1;
+  int64_t batch_size = 0;     // per rank
+  int64_t dataset_size = 0;   // training samples per epoch before sharding
+  bool shuffle = true, drop_last = false;
+  std::string dtype_policy = "params f32, optimizer state f32, compute fp32";
+  std::string optimizer;
+  int64_t optimizer_steps = 0;
+  std::string config;         // resolved config (TOML)
+
+  std::map<std::string, std::string> to_metadata() const;  // without crc32c
+};
+
+// The tensors a checkpoint of (model, opt) holds, in file order (see above). Views of the live
+// state: write them before the next step.
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& model, const optim::Optimizer& opt);
+
+// Writes a checkpoint atomically (write_safetensors: tmp, fsync, rename, fsync dir).
+void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
+                      const CheckpointMeta& meta);
+
+// Checks `path` completely, then restores it into `model` and `opt`: format and version,
+// every name, dtype and shape against the model and the optimizer (the first mismatch is
+// named), every CRC. Throws UserError naming the file and the tensor; on error nothing is
+// changed, so the caller may try another checkpoint.
+CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Optimizer& opt);
+
+// Format and version check plus the metadata fields (UserError naming the file otherwise).
+CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f);
+
+// "1a2b3c4d"
+std::string crc_hex(uint32_t crc);
+// The CRC-32C of a CPU tensor's bytes.
+uint32_t tensor_crc(const Tensor& t);
+
+struct TensorCrc {
+  std::string name;
+  bool stored = false;     // the file's crc32c map has this tensor
+  uint32_t expected = 0;   // stored value
+  uint32_t actual = 0;     // recomputed from the bytes
+  bool ok() const { return stored && expected == actual; }
+};
+// Reads every tensor of `f` and checks it against the `crc32c` metadata (if any), in file
+// order. A malformed crc32c map is a UserError; a tensor missing from the map has stored = false.
+std::vector<TensorCrc> check_crcs(const SafetensorsFile& f);
+
+}  // namespace dp

@@ -1,0 +1,310 @@
+#include "runtime/checkpoint/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "runtime/suggest.h"
+
+namespace dp {
+
+// The data area is raw memory; both this host and the format are little-endian.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::U8};
+
+// The reference implementation refuses headers above 100 MB; so do we (a corrupt length field
+// would otherwise make us allocate gigabytes before noticing).
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::string sys_error(int err) { return fmt::format("{} (errno {})", std::strerror(err), err); }
+
+// Writes all of [p, p+n) or throws.
+void write_all(int fd, const void* p, size_t n, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      DP_THROW_USER("writing safetensors file '{}' failed: {}", path, sys_error(errno));
+    }
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Reads exactly n bytes at `offset` or throws (a short read means the file shrank under us).
+void pread_all(int fd, void* p, size_t n, size_t offset, const std::string& path) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, c, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      DP_THROW_USER("reading safetensors file '{}' failed at byte {}: {}", path, offset, sys_error(errno));
+    }
+    if (r == 0) DP_THROW_USER("safetensors file '{}' ended at byte {} while reading (truncated?)", path, offset);
+    c += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<size_t>(r);
+  }
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string supported_dtypes() {
+  std::vector<std::string> names;
+  for (DType t : kAllDTypes) names.push_back(safetensors_dtype_name(t));
+  return join(names);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  // Header: "__metadata__" first (only when there is some, as the reference writer does), then
+  // the tensors in the order given, each laid out right after the previous one.
+  ordered_json header = ordered_json::object();
+  if (!metadata.empty()) {
+    ordered_json meta = ordered_json::object();
+    for (const auto& [k, v] : metadata) meta[k] = v;
+    header["__metadata__"] = std::move(meta);
+  }
+  std::set<std::string> seen;
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (name.empty() || name == "__metadata__")
+      DP_THROW_USER("cannot write '{}': invalid tensor name '{}'", path, name);
+    if (!seen.insert(name).second) DP_THROW_USER("cannot write '{}': tensor name '{}' given twice", path, name);
+    DP_CHECK(t.defined(), "writing '{}': tensor '{}' is undefined", path, name);
+    ordered_json entry = ordered_json::object();
+    entry["dtype"] = safetensors_dtype_name(t.dtype());
+    entry["shape"] = t.shape();
+    entry["data_offsets"] = {offset, offset + t.nbytes()};
+    header[name] = std::move(entry);
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint64_t header_len = text.size();
+
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) DP_THROW_USER("cannot create '{}' (writing '{}'): {}", tmp, path, sys_error(errno));
+  try {
+    write_all(fd, &header_len, sizeof header_len, tmp);
+    write_all(fd, text.data(), text.size(), tmp);
+    for (const auto& [name, t] : tensors) {
+      if (t.nbytes() == 0) continue;
+      if (t.device().is_cpu()) {
+        write_all(fd, t.raw(), t.nbytes(), tmp);
+      } else {
+        Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
+        host.copy_from(t);
+        write_all(fd, host.raw(), host.nbytes(), tmp);
+      }
+    }
+    if (::fsync(fd) != 0) DP_THROW_USER("fsync of '{}' failed: {}", tmp, sys_error(errno));
+    int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0) DP_THROW_USER("closing '{}' failed: {}", tmp, sys_error(errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      DP_THROW_USER("cannot rename '{}' to '{}': {}", tmp, path, sys_error(errno));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  // Make the rename itself durable: fsync the directory that holds the entry.
+  const std::string dir = dir_of(path);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) DP_THROW_USER("wrote '{}' but cannot open its directory '{}' to fsync: {}", path, dir, sys_error(errno));
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) DP_THROW_USER("wrote '{}' but fsync of its directory '{}' failed: {}", path, dir, sys_error(err));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+struct SafetensorsFile::Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) DP_THROW_USER("cannot open safetensors file '{}': {}", path, sys_error(errno));
+  f.fd_ = std::make_shared<Fd>(fd);
+
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) DP_THROW_USER("cannot stat safetensors file '{}': {}", path, sys_error(errno));
+  if (!S_ISREG(st.st_mode)) DP_THROW_USER("'{}' is not a regular file, so not a safetensors file", path);
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8)
+    DP_THROW_USER("safetensors file '{}' is {} bytes, shorter than the 8-byte header length: truncated or not a "
+                  "safetensors file",
+                  path, file_size);
+
+  uint64_t header_len = 0;
+  pread_all(fd, &header_len, 8, 0, path);
+  if (header_len > file_size - 8)
+    DP_THROW_USER("safetensors file '{}': header length {} is beyond the file ({} bytes after the length field): "
+                  "truncated or not a safetensors file",
+                  path, header_len, file_size - 8);
+  if (header_len > kMaxHeaderBytes)
+    DP_THROW_USER("safetensors file '{}': header length {} exceeds the {}-byte limit: not a safetensors file?", path,
+                  header_len, kMaxHeaderBytes);
+  std::string text(header_len, '\0');
+  pread_all(fd, text.data(), header_len, 8, path);
+  f.data_start_ = 8 + header_len;
+  const uint64_t data_size = file_size - f.data_start_;
+
+  ordered_json header;
+  try {
+    header = ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    DP_THROW_USER("safetensors file '{}': header is not valid JSON: {}", path, e.what());
+  }
+  if (!header.is_object())
+    DP_THROW_USER("safetensors file '{}': header is a JSON {}, not an object", path, header.type_name());
+
+  auto bad = [&](const std::string& name, const std::string& what) {
+    DP_THROW_USER("safetensors file '{}': tensor '{}': {}", path, name, what);
+  };
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object())
+        DP_THROW_USER("safetensors file '{}': __metadata__ is a JSON {}, not an object of strings", path,
+                      entry.type_name());
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string())
+          DP_THROW_USER("safetensors file '{}': __metadata__ value '{}' is a JSON {}, not a string", path, k,
+                        v.type_name());
+        f.metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    if (!entry.is_object()) bad(name, fmt::format("entry is a JSON {}, not an object", entry.type_name()));
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(key)) bad(name, fmt::format("missing \"{}\"", key));
+
+    Info info{};
+    const auto& jd = entry["dtype"];
+    if (!jd.is_string()) bad(name, "\"dtype\" is not a string");
+    const std::string ds = jd.get<std::string>();
+    bool found = false;
+    for (DType t : kAllDTypes) {
+      if (ds == safetensors_dtype_name(t)) {
+        info.dtype = t;
+        found = true;
+      }
+    }
+    if (!found) bad(name, fmt::format("unknown dtype '{}' (supported: {})", ds, supported_dtypes()));
+
+    const auto& js = entry["shape"];
+    if (!js.is_array()) bad(name, "\"shape\" is not an array");
+    // Element count, with an overflow guard: a shape from a corrupt header can be anything.
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (const auto& d : js) {
+      if (!d.is_number_unsigned()) bad(name, fmt::format("shape {} has a dimension that is not a non-negative integer", js.dump()));
+      uint64_t v = d.get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
+      else info.shape.push_back(static_cast<int64_t>(v));
+      if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / v) overflow = true;
+      else numel *= v;
+    }
+    const auto& jo = entry["data_offsets"];
+    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+      bad(name, fmt::format("\"data_offsets\" {} is not a pair of non-negative integers", jo.dump()));
+    info.begin = jo[0].get<uint64_t>();
+    info.end = jo[1].get<uint64_t>();
+    if (info.begin > info.end || info.end > data_size)
+      bad(name, fmt::format("data_offsets [{}, {}] are outside the data area of {} bytes (truncated file?)",
+                            info.begin, info.end, data_size));
+    const uint64_t size = dtype_size(info.dtype);
+    if (overflow || numel > std::numeric_limits<uint64_t>::max() / size || numel * size != info.end - info.begin)
+      bad(name, fmt::format("data_offsets [{}, {}] hold {} bytes but {} {} needs {}", info.begin, info.end,
+                            info.end - info.begin, ds, js.dump(),
+                            overflow ? std::string("more than 2^64") : std::to_string(numel * size)));
+    f.infos_.emplace(name, std::move(info));
+    f.order_.push_back(name);
+  }
+
+  // File order; zero-byte tensors keep their header order among equal offsets.
+  std::stable_sort(f.order_.begin(), f.order_.end(), [&](const std::string& a, const std::string& b) {
+    const Info& x = f.infos_.at(a);
+    const Info& y = f.infos_.at(b);
+    return x.begin != y.begin ? x.begin < y.begin : x.end < y.end;
+  });
+  // Overlaps: after sorting by begin, each non-empty tensor must start at or after the furthest
+  // end seen so far among non-empty tensors.
+  const std::string* prev = nullptr;
+  for (const auto& name : f.order_) {
+    const Info& cur = f.infos_.at(name);
+    if (cur.begin == cur.end) continue;
+    if (prev != nullptr) {
+      const Info& p = f.infos_.at(*prev);
+      if (cur.begin < p.end)
+        DP_THROW_USER("safetensors file '{}': tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", path, *prev, p.begin,
+                      p.end, name, cur.begin, cur.end);
+    }
+    if (prev == nullptr || cur.end > f.infos_.at(*prev).end) prev = &name;
+  }
+  return f;
+}
+
+std::vector<std::string> SafetensorsFile::names() const { return order_; }
+
+bool SafetensorsFile::has(const std::string& name) const { return infos_.count(name) != 0; }
+
+const SafetensorsFile::Info& SafetensorsFile::info(const std::string& name) const {
+  auto it = infos_.find(name);
+  if (it != infos_.end()) return it->second;
+  // Say what the file does hold: the nearest name, then the first few.
+  std::string hint;
+  std::string near = closest_match(name, order_);
+  if (!near.empty()) hint = fmt::format(" (did you mean '{}'?)", near);
+  constexpr size_t kShow = 8;
+  std::vector<std::string> some(order_.begin(), order_.begin() + std::min(kShow, order_.size()));
+  std::string listing = order_.empty() ? "no tensors" : fmt::format("{} tensors: {}", order_.size(), join(some));
+  if (order_.size() > kShow) listing += fmt::format(", ... ({} more)", order_.size() - kShow);
+  DP_THROW_USER("safetensors file '{}' has no tensor '{}'{}; it has {}", path_, name, hint, listing);
+}
+
+Tensor SafetensorsFile::get(const std::string& name) const {
+  const Info& i = info(name);
+  Tensor t = Tensor::zeros(i.shape, i.dtype, Device::cpu());
+  if (i.end > i.begin) pread_all(fd_->fd, t.raw(), i.end - i.begin, data_start_ + i.begin, path_);
+  return t;
+}
+
+}  // namespace dp

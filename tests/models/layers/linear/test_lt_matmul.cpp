@@ -1,0 +1,281 @@
+// models/layers/linear/lt_matmul.h. Host tests (every build): the row-major -> column-major mapping,
+// checked by running the column-major problem it describes on the host over the very memory of
+// the row-major operands and comparing with the row-major product, for every transpose
+// combination; the alignment, the cache key and the argument checks. GPU tests (skip without a
+// GPU): lt_matmul against a double-precision host product for f32 (no TF32: ~1e-5), bf16 and
+// f16, with the bias epilogue and beta = 1 accumulation, and one heuristic query per key.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "models/layers/linear/lt_matmul.h"
+#include "base/error.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "base/half.h"
+#include "runtime/cuda/buffers.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda/check.h"
+#include "runtime/device_memory.h"
+#endif
+
+namespace dp::cuda {
+namespace {
+
+// Element (r, c) of a column-major matrix with leading dimension ld, op applied.
+double at(const std::vector<double>& mem, const LtLayout& l, bool trans, int64_t r, int64_t c) {
+  const int64_t rr = trans ? c : r, cc = trans ? r : c;  // op(X)(r, c) = X(c, r) when transposed
+  EXPECT_LT(rr, l.rows);
+  EXPECT_LT(cc, l.cols);
+  return mem[static_cast<size_t>(cc * l.ld + rr)];
+}
+
+// Row-major product D (m, n) = op(A) op(B), from A and B's row-major memory.
+std::vector<double> row_major_product(const std::vector<double>& a, const std::vector<double>& b, int64_t m,
+                                      int64_t n, int64_t k, bool ta, bool tb) {
+  std::vector<double> d(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double av = ta ? a[p * m + i] : a[i * k + p];
+        const double bv = tb ? b[j * k + p] : b[p * n + j];
+        s += av * bv;
+      }
+      d[i * n + j] = s;
+    }
+  return d;
+}
+
+TEST(LtMatmul, ColumnMajorMappingComputesTheRowMajorProduct) {
+  std::mt19937_64 g(7);
+  std::uniform_int_distribution<int> v(-4, 4);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 5, 7}, {6, 2, 4}, {5, 1, 3}, {1, 4, 2}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb);
+        std::vector<double> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+        for (auto& x : a) x = v(g);
+        for (auto& x : b) x = v(g);
+        const ColumnMajorGemm cm = column_major_gemm(m, n, k, ta, tb);
+        ASSERT_EQ(cm.m, n);
+        ASSERT_EQ(cm.n, m);
+        ASSERT_EQ(cm.k, k);
+        // Each layout covers exactly its operand's memory.
+        EXPECT_EQ(cm.first.rows * cm.first.cols, n * k);
+        EXPECT_EQ(cm.second.rows * cm.second.cols, m * k);
+        EXPECT_EQ(cm.c, (LtLayout{n, m, n}));
+        // The column-major problem as cuBLAS runs it: D'(i, j) = sum_p op(first)(i, p) op(second)(p, j),
+        // first = B's memory, second = A's memory, D' read back as row-major D.
+        std::vector<double> d(static_cast<size_t>(m * n));
+        for (int64_t i = 0; i < cm.m; ++i)
+          for (int64_t j = 0; j < cm.n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < cm.k; ++p)
+              s += at(b, cm.first, cm.trans_first, i, p) * at(a, cm.second, cm.trans_second, p, j);
+            d[static_cast<size_t>(j * cm.c.ld + i)] = s;
+          }
+        EXPECT_EQ(d, row_major_product(a, b, m, n, k, ta, tb));
+      }
+}
+
+TEST(LtMatmul, LinearLayerShapes) {
+  // y (N, out) = x (N, in) W^T: cuBLAS sees W's memory (out, in) as (in, out) and transposes it.
+  const ColumnMajorGemm f = column_major_gemm(/*N*/ 8, /*out*/ 10, /*in*/ 20, false, true);
+  EXPECT_TRUE(f.trans_first);
+  EXPECT_FALSE(f.trans_second);
+  EXPECT_EQ(f.first, (LtLayout{20, 10, 20}));
+  EXPECT_EQ(f.second, (LtLayout{20, 8, 20}));
+  EXPECT_EQ(f.c, (LtLayout{10, 8, 10}));
+  // dW (out, in) = dy^T (dy stored (N, out)) x (N, in).
+  const ColumnMajorGemm w = column_major_gemm(10, 20, 8, true, false);
+  EXPECT_FALSE(w.trans_first);
+  EXPECT_TRUE(w.trans_second);
+  EXPECT_EQ(w.first, (LtLayout{20, 8, 20}));
+  EXPECT_EQ(w.second, (LtLayout{10, 8, 10}));
+}
+
+TEST(LtMatmul, PointerAlignmentIsTheLargestPowerOfTwoUpTo256) {
+  EXPECT_EQ(pointer_alignment(nullptr), 256u);
+  EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t{0x1000})), 256u);
+  EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t{0x1080})), 128u);
+  EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t{0x1002})), 2u);
+  EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t{0x1001})), 1u);
+  EXPECT_EQ(pointer_alignment(reinterpret_cast<const void*>(uintptr_t{0x1010})), 16u);
+}
+
+TEST(LtMatmul, KeyHoldsShapeTransposesDtypeEpilogueAndAlignments) {
+  LtGemm g;
+  g.m = 4, g.n = 5, g.k = 6;
+  g.a = reinterpret_cast<const void*>(uintptr_t{0x10000});
+  g.b = reinterpret_cast<const void*>(uintptr_t{0x20000});
+  g.d = reinterpret_cast<void*>(uintptr_t{0x30000});
+  const LtKey base = lt_key(0, 1 << 20, g);
+  EXPECT_EQ(base, lt_key(0, 1 << 20, g));
+  EXPECT_FALSE(base.bias);
+  EXPECT_EQ(base.align_c, 256u);  // beta 0: C is D
+  EXPECT_NE(base, lt_key(1, 1 << 20, g));  // another device
+  EXPECT_NE(base, lt_key(0, 1 << 21, g));  // another workspace bound
+  auto differs = [&](auto change) {
+    LtGemm h = g;
+    change(h);
+    return lt_key(0, 1 << 20, h) != base;
+  };
+  EXPECT_TRUE(differs([](LtGemm& h) { h.m = 5; }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.k = 7; }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.trans_a = true; }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.trans_b = true; }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.dtype = DType::BF16; }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.bias = reinterpret_cast<const void*>(uintptr_t{0x40000}); }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.a = reinterpret_cast<const void*>(uintptr_t{0x10004}); }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.d = reinterpret_cast<void*>(uintptr_t{0x30002}); }));
+  // Same shape at other, equally aligned addresses: the same key (one heuristic query).
+  EXPECT_FALSE(differs([](LtGemm& h) { h.a = reinterpret_cast<const void*>(uintptr_t{0x50000}); }));
+  // alpha does not enter the choice.
+  EXPECT_FALSE(differs([](LtGemm& h) { h.alpha = 2.0f; }));
+}
+
+TEST(LtMatmul, MalformedProblemsAreRefused) {
+  LtGemm g;
+  int dummy = 0;
+  g.m = 2, g.n = 2, g.k = 2;
+  g.a = g.b = &dummy;
+  g.d = &dummy;
+  EXPECT_NO_THROW(check_lt_gemm(g));
+  auto refused = [&](auto change) {
+    LtGemm h = g;
+    change(h);
+    EXPECT_THROW(check_lt_gemm(h), DpError);
+  };
+  refused([](LtGemm& h) { h.m = 0; });
+  refused([](LtGemm& h) { h.k = -1; });
+  refused([](LtGemm& h) { h.dtype = DType::F64; });
+  refused([](LtGemm& h) { h.dtype = DType::I32; });
+  refused([](LtGemm& h) { h.a = nullptr; });
+  refused([](LtGemm& h) { h.d = nullptr; });
+  refused([](LtGemm& h) { h.beta = 1.0f; });  // C missing
+}
+
+#ifdef DPTRAIN_HAVE_CUDA
+
+// Host values as bytes of dtype, and back.
+std::vector<unsigned char> encode(const std::vector<float>& v, DType dt) {
+  std::vector<unsigned char> out(v.size() * dtype_size(dt));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::F32) {
+      std::memcpy(&out[i * 4], &v[i], 4);
+    } else {
+      const uint16_t h = dt == DType::BF16 ? kernels::cpu::f32_to_bf16(v[i]) : kernels::cpu::f32_to_f16(v[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+std::vector<double> decode(const std::vector<unsigned char>& b, DType dt) {
+  const size_t n = b.size() / dtype_size(dt);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (dt == DType::F32) {
+      float f;
+      std::memcpy(&f, &b[i * 4], 4);
+      out[i] = f;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      out[i] = dt == DType::BF16 ? kernels::cpu::bf16_to_f32(h) : kernels::cpu::f16_to_f32(h);
+    }
+  }
+  return out;
+}
+// v rounded through dt.
+std::vector<double> rounded(const std::vector<float>& v, DType dt) { return decode(encode(v, dt), dt); }
+
+TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  ExecContext ctx(0, size_t{32} << 20);
+  const cudaStream_t s = ctx.compute();
+  const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Tol { DType dt; double tol; };
+  for (Tol t : {Tol{DType::F32, 1e-5}, Tol{DType::BF16, 1.6e-2}, Tol{DType::F16, 2.5e-3}})
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 5, 7}, {64, 10, 300}, {256, 1000, 64},
+                           {10, 1, 33}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (int mode = 0; mode < 2; ++mode) {  // 0: bias, beta 0; 1: no bias, beta 1 (accumulate into C = D)
+            SCOPED_TRACE(testing::Message() << dtype_name(t.dt) << " " << m << "x" << n << "x" << k << " ta " << ta
+                                            << " tb " << tb << " mode " << mode);
+            auto rnd = [&](int64_t count) {
+              std::vector<float> v(static_cast<size_t>(count));
+              for (auto& x : v) x = nd(gen);
+              return v;
+            };
+            const auto a = rnd(m * k), b = rnd(k * n), c0 = rnd(m * n), bias = rnd(n);
+            const auto ar = rounded(a, t.dt), br = rounded(b, t.dt), cr = rounded(c0, t.dt), biasr = rounded(bias, t.dt);
+            auto want = row_major_product(ar, br, m, n, k, ta, tb);
+            double scale = 0;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double& w = want[i * n + j];
+                w += mode == 0 ? biasr[j] : cr[i * n + j];
+                scale = std::max(scale, std::fabs(w));
+              }
+            const size_t es = dtype_size(t.dt);
+            DeviceBuffer da(a.size() * es, s), db(b.size() * es, s), dd(c0.size() * es, s), dbias(bias.size() * es, s);
+            const auto ea = encode(a, t.dt), eb = encode(b, t.dt), ec = encode(c0, t.dt), ebias = encode(bias, t.dt);
+            CHECK_CUDA(cudaMemcpyAsync(da.data(), ea.data(), ea.size(), cudaMemcpyHostToDevice, s));
+            CHECK_CUDA(cudaMemcpyAsync(db.data(), eb.data(), eb.size(), cudaMemcpyHostToDevice, s));
+            CHECK_CUDA(cudaMemcpyAsync(dd.data(), ec.data(), ec.size(), cudaMemcpyHostToDevice, s));
+            CHECK_CUDA(cudaMemcpyAsync(dbias.data(), ebias.data(), ebias.size(), cudaMemcpyHostToDevice, s));
+            LtGemm g;
+            g.dtype = t.dt;
+            g.m = m, g.n = n, g.k = k;
+            g.trans_a = ta, g.trans_b = tb;
+            g.a = da.data(), g.b = db.data(), g.d = dd.data();
+            if (mode == 0) g.bias = dbias.data();
+            else g.c = dd.data(), g.beta = 1.0f;
+            lt_matmul(ctx, g);
+            std::vector<unsigned char> out(ec.size());
+            CHECK_CUDA(cudaMemcpyAsync(out.data(), dd.data(), out.size(), cudaMemcpyDeviceToHost, s));
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            const auto got = decode(out, t.dt);
+            double err = 0;
+            for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+            EXPECT_LT(err / std::max(scale, 1.0), t.tol);
+          }
+}
+
+TEST(LtMatmulGpu, OneHeuristicQueryPerKey) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  ExecContext ctx(0, size_t{32} << 20);
+  const cudaStream_t s = ctx.compute();
+  DeviceBuffer a(37 * 41 * 4, s), b(41 * 43 * 4, s), d(37 * 43 * 4, s);
+  CHECK_CUDA(cudaMemsetAsync(a.data(), 0, a.bytes(), s));
+  CHECK_CUDA(cudaMemsetAsync(b.data(), 0, b.bytes(), s));
+  LtGemm g;
+  g.m = 37, g.n = 43, g.k = 41;
+  g.a = a.data(), g.b = b.data(), g.d = d.data();
+  const size_t before = lt_matmul_cache_size();
+  lt_matmul(ctx, g);
+  EXPECT_EQ(lt_matmul_cache_size(), before + 1);
+  lt_matmul(ctx, g);
+  EXPECT_EQ(lt_matmul_cache_size(), before + 1);
+  g.trans_a = true;  // (41, 37) memory read transposed: a new key
+  lt_matmul(ctx, g);
+  EXPECT_EQ(lt_matmul_cache_size(), before + 2);
+  CHECK_CUDA(cudaStreamSynchronize(s));
+}
+
+#endif  // DPTRAIN_HAVE_CUDA
+
+}  // namespace
+}  // namespace dp::cuda
