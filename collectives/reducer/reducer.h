@@ -1,9 +1,8 @@
-// defines: assign_buckets (pure) and Reducer, the bucketed gradient all-reduce overlapped with
+// defines: Reducer, the bucketed gradient all-reduce overlapped with
 // backward (PyTorch DDP's Reducer, in small: prepare -> gradient ready -> bucket ready -> finalize).
 //
-// Buckets are contiguous slices of the flat gradient arena, filled from the last parameter
-// backwards (the order backward produces gradients): the first about first_bucket elements (so
-// communication starts early), then about bucket elements each. A bucket is all-reduced
+// Buckets (collectives/reducer/buckets.h, a pure function) are contiguous slices of the flat
+// gradient arena, filled from the last parameter backwards. A bucket is all-reduced
 // (average) as soon as every parameter in it has its gradient, while backward goes on; on the
 // CPU the ring backend's communication thread carries it.
 //
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/reducer/buckets.h"
 #include "runtime/graph.h"
 
 namespace dp {
@@ -37,15 +37,6 @@ namespace dp {
 namespace cuda {
 class ExecContext;  // runtime/cuda/exec_context.h (CUDA builds)
 }
-
-struct Bucket {
-  int64_t begin = 0, end = 0;  // element range in the flat gradient arena
-  std::vector<int> slots;      // arena slots in it, in the order their gradients arrive
-};
-
-// slot_numel: element counts of the arena's slots, in arena order. A slot is never split; a
-// bucket closes once it holds at least its cap (first_cap for the first, cap after).
-std::vector<Bucket> assign_buckets(const std::vector<int64_t>& slot_numel, int64_t first_cap, int64_t cap);
 
 struct ReducerOptions {
   int64_t first_bucket_bytes = 1'000'000;

@@ -1,4 +1,6 @@
-// defines: the collective algorithms of the ring backend, over a Transport, on host buffers.
+// defines: the collective algorithms of the ring backend, over a Transport, on host buffers:
+// allreduce.cpp (ring allreduce, reduce-scatter, all-gather, recursive doubling), broadcast.cpp,
+// barrier.cpp.
 //
 // Reduction order (what makes results deterministic, and what the test oracle replays). Every
 // combination is one kernels::cpu::reduce call, acc = acc (op) x, elementwise; 16-bit floats
@@ -44,6 +46,8 @@ struct Block {
 Block ring_block(int64_t count, int n, int i);
 // The largest power of two <= n (n >= 1).
 int lower_power_of_two(int n);
+// a mod n in [0, n) for any sign of a: ring arithmetic on ranks.
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // `divisor` > 0: divide the reduced result by it (the average); 0: do not.
 void ring_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, kernels::cpu::ReduceKind kind,
