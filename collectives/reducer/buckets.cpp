@@ -1,5 +1,6 @@
 #include "collectives/reducer/buckets.h"
 
+#include <cstddef>
 #include <utility>
 
 namespace dp {
