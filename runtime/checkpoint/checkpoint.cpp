@@ -33,8 +33,10 @@ std::string meta_str(const SafetensorsFile& f, const std::string& key) {
   return it == f.metadata().end() ? std::string() : it->second;
 }
 
-// Parses the crc32c map: {"name": "8 hex digits"}.
-std::map<std::string, uint32_t> parse_crcs(const SafetensorsFile& f) {
+
+}  // namespace
+
+std::map<std::string, uint32_t> stored_crcs(const SafetensorsFile& f) {
   std::map<std::string, uint32_t> out;
   auto it = f.metadata().find("crc32c");
   if (it == f.metadata().end()) return out;
@@ -56,10 +58,6 @@ std::map<std::string, uint32_t> parse_crcs(const SafetensorsFile& f) {
   }
   return out;
 }
-
-std::string describe(DType d, const Shape& s) { return fmt::format("{}{}", dtype_name(d), shape_str(s)); }
-
-}  // namespace
 
 std::map<std::string, std::string> CheckpointMeta::to_metadata() const {
   json sampler = {{"dataset_size", dataset_size}, {"shuffle", shuffle}, {"drop_last", drop_last}};
@@ -102,23 +100,6 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& mode
   return out;
 }
 
-void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
-                      const CheckpointMeta& meta) {
-  auto tensors = checkpoint_tensors(model, opt);
-  json crcs = json::object();
-  for (auto& [name, t] : tensors) {
-    if (!t.device().is_cpu()) {
-      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
-      host.copy_from(t);
-      t = host;
-    }
-    crcs[name] = crc_hex(tensor_crc(t));
-  }
-  auto metadata = meta.to_metadata();
-  metadata["crc32c"] = crcs.dump();
-  write_safetensors(path, tensors, metadata);
-}
-
 CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
   const std::string format = meta_str(f, "format");
   if (format != kCheckpointFormat)
@@ -158,7 +139,7 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
 }
 
 std::vector<TensorCrc> check_crcs(const SafetensorsFile& f) {
-  const auto crcs = parse_crcs(f);
+  const auto crcs = stored_crcs(f);
   std::vector<TensorCrc> out;
   for (const auto& name : f.names()) {
     TensorCrc c;
@@ -172,75 +153,6 @@ std::vector<TensorCrc> check_crcs(const SafetensorsFile& f) {
     if (!f.has(name))
       DP_THROW_USER("checkpoint '{}': the crc32c map names tensor '{}', which the file does not hold", f.path(), name);
   return out;
-}
-
-CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Optimizer& opt) {
-  SafetensorsFile f = SafetensorsFile::open(path);  // header, offsets, truncation
-  CheckpointMeta meta = read_checkpoint_meta(f);
-
-  // Names, dtypes and shapes against the model and the optimizer, in file-writing order, so the
-  // first mismatch named is the first tensor of the model that differs.
-  const auto opt_state = opt.state();
-  if (meta.optimizer != opt.name()) {
-    bool has_optim_tensors = false;
-    for (const auto& n : f.names()) has_optim_tensors = has_optim_tensors || n.rfind(kOptimPrefix, 0) == 0;
-    if (has_optim_tensors || !opt_state.empty())
-      DP_THROW_USER("checkpoint '{}' holds {} optimizer state, but this run uses train.optimizer = \"{}\": set it "
-                    "back, or start over with --reset",
-                    path, meta.optimizer.empty() ? std::string("no") : meta.optimizer, opt.name());
-  }
-  std::vector<std::pair<std::string, Tensor>> want;  // name -> live destination
-  for (const auto& nt : model.state()) want.emplace_back(nt.name, nt.tensor);
-  for (const auto& slot : model.params().slots())
-    for (const auto& [sname, flat] : opt_state)
-      want.emplace_back(kOptimPrefix + slot.name + "." + sname, Tensor::zeros(slot.shape, flat.dtype(), Device::cpu()));
-  for (const auto& [name, t] : want) {
-    if (!f.has(name))
-      DP_THROW_USER("checkpoint '{}' does not match the model: it has no tensor '{}' ({}), the first one missing; "
-                    "was it written for another model or optimizer? (start over with --reset)",
-                    path, name, describe(t.dtype(), t.shape()));
-    const auto& info = f.info(name);
-    if (info.dtype != t.dtype() || info.shape != t.shape())
-      DP_THROW_USER("checkpoint '{}' does not match the model: tensor '{}' is {} in the checkpoint but {} in the model; "
-                    "was it written for another model? (start over with --reset)",
-                    path, name, describe(info.dtype, info.shape), describe(t.dtype(), t.shape()));
-  }
-  if (f.names().size() != want.size()) {
-    for (const auto& name : f.names()) {
-      bool known = false;
-      for (const auto& [n, t] : want) known = known || n == name;
-      if (!known)
-        DP_THROW_USER("checkpoint '{}' does not match the model: it has tensor '{}', which this {} does not have; "
-                      "was it written for another model? (start over with --reset)",
-                      path, name, name.rfind(kOptimPrefix, 0) == 0 ? "optimizer" : "model");
-    }
-  }
-
-  // Every byte against its CRC, into host tensors; nothing is changed until all are good.
-  const auto crcs = parse_crcs(f);
-  std::map<std::string, Tensor> loaded;
-  for (const auto& [name, t] : want) {
-    auto it = crcs.find(name);
-    if (it == crcs.end()) DP_THROW_USER("checkpoint '{}': tensor '{}' has no crc32c entry (damaged header?)", path, name);
-    Tensor host = f.get(name);
-    const uint32_t got = tensor_crc(host);
-    if (got != it->second)
-      DP_THROW_USER("checkpoint '{}' is corrupt: tensor '{}' fails its CRC-32C check (stored {}, computed {})", path,
-                    name, crc_hex(it->second), crc_hex(got));
-    loaded.emplace(name, std::move(host));
-  }
-
-  // Restore. Each destination lives on the model's device; copy_from maps host -> device.
-  for (const auto& nt : model.state()) nt.tensor.copy_from(loaded.at(nt.name));
-  std::vector<std::pair<std::string, Tensor>> flat_state;
-  for (const auto& [sname, live] : opt_state) {
-    Tensor flat = Tensor::zeros({opt.numel()}, live.dtype(), Device::cpu());
-    for (const auto& slot : model.params().slots())
-      flat.slice_flat(slot.offset, slot.shape).copy_from(loaded.at(kOptimPrefix + slot.name + "." + sname));
-    flat_state.emplace_back(sname, std::move(flat));
-  }
-  opt.load_state(flat_state, meta.optimizer_steps);
-  return meta;
 }
 
 }  // namespace dp

@@ -1,5 +1,5 @@
-// defines: the dptrain checkpoint format (CheckpointMeta, write_checkpoint, load_checkpoint)
-// and its checks (read_checkpoint_meta, check_crcs), shared by the trainer and tools/.
+// defines: the dptrain checkpoint format (CheckpointMeta, write_checkpoint in checkpoint_write.cpp,
+// load_checkpoint in checkpoint_load.cpp) and its checks (read_checkpoint_meta, check_crcs), shared by the trainer and tools/.
 //
 // A checkpoint is one safetensors file (runtime/checkpoint/safetensors.h), so PyTorch and numpy read it
 // as is:
@@ -72,6 +72,8 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f);
 
 // "1a2b3c4d"
 std::string crc_hex(uint32_t crc);
+// The file's crc32c map ({"name": "8 hex digits"}; empty when absent). UserError when malformed.
+std::map<std::string, uint32_t> stored_crcs(const SafetensorsFile& f);
 // The CRC-32C of a CPU tensor's bytes.
 uint32_t tensor_crc(const Tensor& t);
 

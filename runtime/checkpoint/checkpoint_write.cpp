@@ -1,0 +1,26 @@
+// write_checkpoint: the model and optimizer state, each tensor's CRC-32C, the metadata, written
+// atomically.
+#include <nlohmann/json.hpp>
+
+#include "runtime/checkpoint/checkpoint.h"
+
+namespace dp {
+
+void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
+                      const CheckpointMeta& meta) {
+  auto tensors = checkpoint_tensors(model, opt);
+  nlohmann::json crcs = nlohmann::json::object();
+  for (auto& [name, t] : tensors) {
+    if (!t.device().is_cpu()) {
+      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
+      host.copy_from(t);
+      t = host;
+    }
+    crcs[name] = crc_hex(tensor_crc(t));
+  }
+  auto metadata = meta.to_metadata();
+  metadata["crc32c"] = crcs.dump();
+  write_safetensors(path, tensors, metadata);
+}
+
+}  // namespace dp
