@@ -155,24 +155,10 @@ std::string describe(int raw_status) {
   ::_exit(127);
 }
 
-}  // namespace
-
-int run_local(int nproc, const std::vector<std::string>& worker_args) {
-  return run_local(nproc, worker_args, LocalLaunchOptions{});
-}
-
-int run_local(int nproc, const std::vector<std::string>& worker_args, const LocalLaunchOptions& opt) {
-  DP_CHECK(nproc >= 1, "run_local: {} processes", nproc);
-  int sp[2];
-  CHECK_SYS(::pipe2(sp, O_CLOEXEC | O_NONBLOCK));
-  UniqueFd sig_r(sp[0]), sig_w(sp[1]);
-  SignalRouting routing(sig_w.get());
-  // A SIGUSR1 that came before the routing (caught since main()) goes to the workers too.
-  if (StopRequest::received() == SIGUSR1) on_signal(SIGUSR1);
-  const int port = free_port();
-
-  // Environment: ours minus the variables we set, plus them. OMP_NUM_THREADS, unless given,
-  // shares the cores between the workers (N workers each using every core would thrash).
+// The environment every worker shares: ours minus the variables we set, plus them.
+// OMP_NUM_THREADS, unless given, shares the cores between the workers (N workers each using
+// every core would thrash).
+std::vector<std::string> shared_env(int nproc, int port) {
   const std::vector<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                          "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT"};
   std::vector<std::string> base;
@@ -190,138 +176,205 @@ int run_local(int nproc, const std::vector<std::string>& worker_args, const Loca
   base.push_back("GROUP_RANK=0");
   base.push_back("MASTER_ADDR=127.0.0.1");
   base.push_back(fmt::format("MASTER_PORT={}", port));
+  return base;
+}
 
-  std::vector<std::string> args = {opt.exe};
-  args.insert(args.end(), worker_args.begin(), worker_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string fail_msg = fmt::format("dptrain: cannot execute '{}'\n", opt.exe);
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
-  std::vector<Worker> workers(static_cast<size_t>(nproc));
-  const pid_t self = ::getpid();
-  // Signals go to a worker's whole process group (as a terminal's would): its own children too.
-  auto kill_all = [&](int sig) {
-    for (auto& w : workers)
-      if (w.running && ::kill(-w.pid, sig) != 0) ::kill(w.pid, sig);
-  };
-  try {
-    for (int r = 0; r < nproc; ++r) {
-      Worker& w = workers[static_cast<size_t>(r)];
-      std::vector<std::string> env = base;
-      env.push_back(fmt::format("RANK={}", r));
-      env.push_back(fmt::format("LOCAL_RANK={}", r));
-      std::vector<char*> envp;
-      for (auto& e : env) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      int po[2], pe[2];
-      CHECK_SYS(::pipe2(po, O_CLOEXEC));
-      w.out.fd = UniqueFd(po[0]);
-      UniqueFd out_w(po[1]);
-      CHECK_SYS(::pipe2(pe, O_CLOEXEC));
-      w.err.fd = UniqueFd(pe[0]);
-      UniqueFd err_w(pe[1]);
-      w.out.out_fd = 1;
-      w.err.out_fd = 2;
-      const pid_t pid = ::fork();
-      CHECK_SYS(pid);
-      if (pid == 0)
-        exec_worker(opt.exe.c_str(), argv.data(), envp.data(), out_w.get(), err_w.get(), self, fail_msg.data(),
-                    fail_msg.size());
-      ::setpgid(pid, pid);  // also done by the child: whichever runs first, no signal misses the group
-      w.pid = pid;
-      w.running = true;
-      CHECK_SYS(::fcntl(w.out.fd.get(), F_SETFL, O_NONBLOCK));
-      CHECK_SYS(::fcntl(w.err.fd.get(), F_SETFL, O_NONBLOCK));
+// The N workers of one run_local call and the loop that supervises them: their output
+// forwarded with rank prefixes, signals forwarded, a failed worker stopping the others,
+// SIGKILL after the grace period.
+class LocalJob {
+ public:
+  LocalJob(int nproc, const std::vector<std::string>& worker_args, const LocalLaunchOptions& opt, int sig_r)
+      : opt_(opt), sig_r_(sig_r), workers_(static_cast<size_t>(nproc)) {
+    args_ = {opt.exe};
+    args_.insert(args_.end(), worker_args.begin(), worker_args.end());
+  }
+  ~LocalJob() {
+    if (!spawned_) {  // spawning failed part way: none of the started workers may outlive us
+      kill_all(SIGKILL);
+      for (auto& w : workers_)
+        if (w.running) ::waitpid(w.pid, nullptr, 0);
     }
-  } catch (...) {
-    kill_all(SIGKILL);
-    for (auto& w : workers)
-      if (w.running) ::waitpid(w.pid, nullptr, 0);
-    throw;
+  }
+  LocalJob(const LocalJob&) = delete;
+  LocalJob& operator=(const LocalJob&) = delete;
+
+  void spawn(const std::vector<std::string>& base_env) {
+    std::vector<char*> argv;
+    for (auto& a : args_) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string fail_msg = fmt::format("dptrain: cannot execute '{}'\n", opt_.exe);
+    for (int r = 0; r < static_cast<int>(workers_.size()); ++r) spawn_one(r, base_env, argv, fail_msg);
+    spawned_ = true;
   }
 
-  int failed_rank = -1, failed_code = 0;
-  std::optional<Clock::time_point> kill_at, drain_until;
-  bool killed = false;
-  std::vector<pollfd> pfds;
-  std::vector<std::pair<size_t, Stream*>> who;
-  char buf[1 << 16];
-  while (true) {
-    const auto now = Clock::now();
-    const bool all_done = std::none_of(workers.begin(), workers.end(), [](const Worker& w) { return w.running; });
-    const bool all_closed =
-        std::none_of(workers.begin(), workers.end(), [](const Worker& w) { return w.out.fd || w.err.fd; });
-    // A worker's own child may keep its pipes open after it exits: wait for them 1 s at most.
-    if (all_done && !drain_until) drain_until = now + std::chrono::seconds(1);
-    if (all_done && (all_closed || now >= *drain_until)) break;
+  // Until every worker is gone and its output drained; the first failed worker's status.
+  int supervise() {
+    std::optional<Clock::time_point> drain_until;
+    while (true) {
+      const auto now = Clock::now();
+      const bool all_done = std::none_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.running; });
+      const bool all_closed =
+          std::none_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.out.fd || w.err.fd; });
+      // A worker's own child may keep its pipes open after it exits: wait for them 1 s at most.
+      if (all_done && !drain_until) drain_until = now + std::chrono::seconds(1);
+      if (all_done && (all_closed || now >= *drain_until)) break;
+      poll_once();
+      reap();
+      escalate();
+    }
+    return failed_rank_ >= 0 ? failed_code_ : 0;
+  }
 
-    pfds.clear();
-    who.clear();
-    pfds.push_back({sig_r.get(), POLLIN, 0});
-    for (size_t r = 0; r < workers.size(); ++r)
-      for (Stream* s : {&workers[r].out, &workers[r].err})
+ private:
+  void spawn_one(int r, const std::vector<std::string>& base_env, std::vector<char*>& argv,
+                 const std::string& fail_msg) {
+    Worker& w = workers_[static_cast<size_t>(r)];
+    std::vector<std::string> env = base_env;
+    env.push_back(fmt::format("RANK={}", r));
+    env.push_back(fmt::format("LOCAL_RANK={}", r));
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int po[2], pe[2];
+    CHECK_SYS(::pipe2(po, O_CLOEXEC));
+    w.out.fd = UniqueFd(po[0]);
+    UniqueFd out_w(po[1]);
+    CHECK_SYS(::pipe2(pe, O_CLOEXEC));
+    w.err.fd = UniqueFd(pe[0]);
+    UniqueFd err_w(pe[1]);
+    w.out.out_fd = 1;
+    w.err.out_fd = 2;
+    const pid_t pid = ::fork();
+    CHECK_SYS(pid);
+    if (pid == 0)
+      exec_worker(opt_.exe.c_str(), argv.data(), envp.data(), out_w.get(), err_w.get(), self_, fail_msg.data(),
+                  fail_msg.size());
+    ::setpgid(pid, pid);  // also done by the child: whichever runs first, no signal misses the group
+    w.pid = pid;
+    w.running = true;
+    CHECK_SYS(::fcntl(w.out.fd.get(), F_SETFL, O_NONBLOCK));
+    CHECK_SYS(::fcntl(w.err.fd.get(), F_SETFL, O_NONBLOCK));
+  }
+
+  // Signals go to a worker's whole process group (as a terminal's would): its own children too.
+  void kill_all(int sig) {
+    for (auto& w : workers_)
+      if (w.running && ::kill(-w.pid, sig) != 0) ::kill(w.pid, sig);
+  }
+
+  // Waits up to 100 ms for a signal or worker output, and handles what came.
+  void poll_once() {
+    pfds_.clear();
+    who_.clear();
+    pfds_.push_back({sig_r_, POLLIN, 0});
+    for (size_t r = 0; r < workers_.size(); ++r)
+      for (Stream* s : {&workers_[r].out, &workers_[r].err})
         if (s->fd) {
-          pfds.push_back({s->fd.get(), POLLIN, 0});
-          who.emplace_back(r, s);
+          pfds_.push_back({s->fd.get(), POLLIN, 0});
+          who_.emplace_back(r, s);
         }
-    ::poll(pfds.data(), pfds.size(), 100);
+    ::poll(pfds_.data(), pfds_.size(), 100);
+    if (pfds_[0].revents & POLLIN) forward_signals();
+    for (size_t i = 1; i < pfds_.size(); ++i)
+      if (pfds_[i].revents) forward_output(who_[i - 1].first, *who_[i - 1].second);
+  }
 
-    if (pfds[0].revents & POLLIN) {
-      unsigned char sigs[64];
-      ssize_t n;
-      while ((n = ::read(sig_r.get(), sigs, sizeof sigs)) > 0)
-        for (ssize_t i = 0; i < n; ++i) {
-          const int sig = sigs[i];
-          if (sig == SIGCHLD) continue;  // reaped below
-          kill_all(sig);
-          if ((sig == SIGINT || sig == SIGTERM) && !kill_at) kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.grace_s));
-        }
-    }
-    for (size_t i = 1; i < pfds.size(); ++i) {
-      if (!pfds[i].revents) continue;
-      auto [r, s] = who[i - 1];
-      const std::string prefix = fmt::format("[rank {}] ", r);
-      while (true) {
-        ssize_t n = ::read(s->fd.get(), buf, sizeof buf);
-        if (n > 0) {
-          s->feed(prefix, buf, static_cast<size_t>(n), false);
-          continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        s->feed(prefix, buf, 0, true);  // EOF (or error): flush the last partial line
-        s->fd.reset();
-        break;
+  void forward_signals() {
+    unsigned char sigs[64];
+    ssize_t n;
+    while ((n = ::read(sig_r_, sigs, sizeof sigs)) > 0)
+      for (ssize_t i = 0; i < n; ++i) {
+        const int sig = sigs[i];
+        if (sig == SIGCHLD) continue;  // reaped in reap()
+        kill_all(sig);
+        if ((sig == SIGINT || sig == SIGTERM) && !kill_at_) kill_at_ = Clock::now() + seconds(opt_.grace_s);
       }
+  }
+
+  void forward_output(size_t r, Stream& s) {
+    const std::string prefix = fmt::format("[rank {}] ", r);
+    while (true) {
+      ssize_t n = ::read(s.fd.get(), buf_, sizeof buf_);
+      if (n > 0) {
+        s.feed(prefix, buf_, static_cast<size_t>(n), false);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      s.feed(prefix, buf_, 0, true);  // EOF (or error): flush the last partial line
+      s.fd.reset();
+      break;
     }
-    for (size_t r = 0; r < workers.size(); ++r) {
-      Worker& w = workers[r];
+  }
+
+  // Collects exited workers; the first failure stops the others (SIGTERM, then the grace period).
+  void reap() {
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      Worker& w = workers_[r];
       if (!w.running) continue;
       int st = 0;
       if (::waitpid(w.pid, &st, WNOHANG) != w.pid) continue;
       w.running = false;
       w.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      if (w.code == 0 || failed_rank >= 0) continue;
-      failed_rank = static_cast<int>(r);
-      failed_code = w.code;
-      const auto left = std::count_if(workers.begin(), workers.end(), [](const Worker& o) { return o.running; });
+      if (w.code == 0 || failed_rank_ >= 0) continue;
+      failed_rank_ = static_cast<int>(r);
+      failed_code_ = w.code;
+      const auto left = std::count_if(workers_.begin(), workers_.end(), [](const Worker& o) { return o.running; });
       write_all(2, fmt::format("dptrain: rank {} {}{}\n", r, describe(st),
                                left > 0 ? fmt::format("; stopping the other {} worker{}", left, left > 1 ? "s" : "")
                                         : std::string()));
       kill_all(SIGTERM);
-      const auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.grace_s));
-      if (!kill_at || at < *kill_at) kill_at = at;
-    }
-    if (kill_at && !killed && Clock::now() >= *kill_at) {
-      for (size_t r = 0; r < workers.size(); ++r)
-        if (workers[r].running)
-          write_all(2, fmt::format("dptrain: rank {} did not stop within {:g} s of SIGTERM: killing it\n", r, opt.grace_s));
-      kill_all(SIGKILL);
-      killed = true;
+      const auto at = Clock::now() + seconds(opt_.grace_s);
+      if (!kill_at_ || at < *kill_at_) kill_at_ = at;
     }
   }
-  return failed_rank >= 0 ? failed_code : 0;
+
+  // SIGKILL for the workers still running when the grace period after SIGTERM is over.
+  void escalate() {
+    if (!kill_at_ || killed_ || Clock::now() < *kill_at_) return;
+    for (size_t r = 0; r < workers_.size(); ++r)
+      if (workers_[r].running)
+        write_all(2, fmt::format("dptrain: rank {} did not stop within {:g} s of SIGTERM: killing it\n", r, opt_.grace_s));
+    kill_all(SIGKILL);
+    killed_ = true;
+  }
+
+  const LocalLaunchOptions& opt_;
+  const int sig_r_;
+  const pid_t self_ = ::getpid();
+  std::vector<std::string> args_;
+  std::vector<Worker> workers_;
+  bool spawned_ = false;
+  int failed_rank_ = -1, failed_code_ = 0;
+  std::optional<Clock::time_point> kill_at_;
+  bool killed_ = false;
+  std::vector<pollfd> pfds_;
+  std::vector<std::pair<size_t, Stream*>> who_;
+  char buf_[1 << 16];
+};
+
+}  // namespace
+
+int run_local(int nproc, const std::vector<std::string>& worker_args) {
+  return run_local(nproc, worker_args, LocalLaunchOptions{});
+}
+
+int run_local(int nproc, const std::vector<std::string>& worker_args, const LocalLaunchOptions& opt) {
+  DP_CHECK(nproc >= 1, "run_local: {} processes", nproc);
+  int sp[2];
+  CHECK_SYS(::pipe2(sp, O_CLOEXEC | O_NONBLOCK));
+  UniqueFd sig_r(sp[0]), sig_w(sp[1]);
+  SignalRouting routing(sig_w.get());
+  // A SIGUSR1 that came before the routing (caught since main()) goes to the workers too.
+  if (StopRequest::received() == SIGUSR1) on_signal(SIGUSR1);
+  LocalJob job(nproc, worker_args, opt, sig_r.get());
+  job.spawn(shared_env(nproc, free_port()));
+  return job.supervise();
 }
 
 }  // namespace dp::launch
