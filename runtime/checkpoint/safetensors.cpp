@@ -157,13 +157,13 @@ struct SafetensorsFile::Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  SafetensorsFile f;
-  f.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) DP_THROW_USER("cannot open safetensors file '{}': {}", path, sys_error(errno));
-  f.fd_ = std::make_shared<Fd>(fd);
+namespace {
 
+using Info = SafetensorsFile::Info;
+
+// The JSON header of the open file `fd` (its length field checked against the file and the
+// limit); data_start: where the data area begins.
+ordered_json read_header(int fd, const std::string& path, uint64_t& data_start, uint64_t& data_size) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) DP_THROW_USER("cannot stat safetensors file '{}': {}", path, sys_error(errno));
   if (!S_ISREG(st.st_mode)) DP_THROW_USER("'{}' is not a regular file, so not a safetensors file", path);
@@ -172,7 +172,6 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     DP_THROW_USER("safetensors file '{}' is {} bytes, shorter than the 8-byte header length: truncated or not a "
                   "safetensors file",
                   path, file_size);
-
   uint64_t header_len = 0;
   pread_all(fd, &header_len, 8, 0, path);
   if (header_len > file_size - 8)
@@ -184,9 +183,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
                   header_len, kMaxHeaderBytes);
   std::string text(header_len, '\0');
   pread_all(fd, text.data(), header_len, 8, path);
-  f.data_start_ = 8 + header_len;
-  const uint64_t data_size = file_size - f.data_start_;
-
+  data_start = 8 + header_len;
+  data_size = file_size - data_start;
   ordered_json header;
   try {
     header = ordered_json::parse(text);
@@ -195,90 +193,109 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   }
   if (!header.is_object())
     DP_THROW_USER("safetensors file '{}': header is a JSON {}, not an object", path, header.type_name());
+  return header;
+}
 
-  auto bad = [&](const std::string& name, const std::string& what) {
-    DP_THROW_USER("safetensors file '{}': tensor '{}': {}", path, name, what);
-  };
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      if (!entry.is_object())
-        DP_THROW_USER("safetensors file '{}': __metadata__ is a JSON {}, not an object of strings", path,
-                      entry.type_name());
-      for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string())
-          DP_THROW_USER("safetensors file '{}': __metadata__ value '{}' is a JSON {}, not a string", path, k,
-                        v.type_name());
-        f.metadata_[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    if (!entry.is_object()) bad(name, fmt::format("entry is a JSON {}, not an object", entry.type_name()));
-    for (const char* key : {"dtype", "shape", "data_offsets"})
-      if (!entry.contains(key)) bad(name, fmt::format("missing \"{}\"", key));
-
-    Info info{};
-    const auto& jd = entry["dtype"];
-    if (!jd.is_string()) bad(name, "\"dtype\" is not a string");
-    const std::string ds = jd.get<std::string>();
-    bool found = false;
-    for (DType t : kAllDTypes) {
-      if (ds == safetensors_dtype_name(t)) {
-        info.dtype = t;
-        found = true;
-      }
-    }
-    if (!found) bad(name, fmt::format("unknown dtype '{}' (supported: {})", ds, supported_dtypes()));
-
-    const auto& js = entry["shape"];
-    if (!js.is_array()) bad(name, "\"shape\" is not an array");
-    // Element count, with an overflow guard: a shape from a corrupt header can be anything.
-    uint64_t numel = 1;
-    bool overflow = false;
-    for (const auto& d : js) {
-      if (!d.is_number_unsigned()) bad(name, fmt::format("shape {} has a dimension that is not a non-negative integer", js.dump()));
-      uint64_t v = d.get<uint64_t>();
-      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
-      else info.shape.push_back(static_cast<int64_t>(v));
-      if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / v) overflow = true;
-      else numel *= v;
-    }
-    const auto& jo = entry["data_offsets"];
-    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-      bad(name, fmt::format("\"data_offsets\" {} is not a pair of non-negative integers", jo.dump()));
-    info.begin = jo[0].get<uint64_t>();
-    info.end = jo[1].get<uint64_t>();
-    if (info.begin > info.end || info.end > data_size)
-      bad(name, fmt::format("data_offsets [{}, {}] are outside the data area of {} bytes (truncated file?)",
-                            info.begin, info.end, data_size));
-    const uint64_t size = dtype_size(info.dtype);
-    if (overflow || numel > std::numeric_limits<uint64_t>::max() / size || numel * size != info.end - info.begin)
-      bad(name, fmt::format("data_offsets [{}, {}] hold {} bytes but {} {} needs {}", info.begin, info.end,
-                            info.end - info.begin, ds, js.dump(),
-                            overflow ? std::string("more than 2^64") : std::to_string(numel * size)));
-    f.infos_.emplace(name, std::move(info));
-    f.order_.push_back(name);
+std::map<std::string, std::string> parse_metadata(const ordered_json& entry, const std::string& path) {
+  if (!entry.is_object())
+    DP_THROW_USER("safetensors file '{}': __metadata__ is a JSON {}, not an object of strings", path, entry.type_name());
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : entry.items()) {
+    if (!v.is_string())
+      DP_THROW_USER("safetensors file '{}': __metadata__ value '{}' is a JSON {}, not a string", path, k, v.type_name());
+    out[k] = v.get<std::string>();
   }
+  return out;
+}
 
-  // File order; zero-byte tensors keep their header order among equal offsets.
-  std::stable_sort(f.order_.begin(), f.order_.end(), [&](const std::string& a, const std::string& b) {
-    const Info& x = f.infos_.at(a);
-    const Info& y = f.infos_.at(b);
+// One tensor's header entry, checked: dtype known, shape of non-negative integers, offsets inside
+// the data area and holding exactly the bytes dtype x shape needs (overflow-guarded: a shape
+// from a corrupt header can be anything).
+Info parse_entry(const std::string& name, const ordered_json& entry, uint64_t data_size, const std::string& path) {
+  auto bad = [&](const std::string& what) { DP_THROW_USER("safetensors file '{}': tensor '{}': {}", path, name, what); };
+  if (!entry.is_object()) bad(fmt::format("entry is a JSON {}, not an object", entry.type_name()));
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!entry.contains(key)) bad(fmt::format("missing \"{}\"", key));
+  Info info{};
+  const auto& jd = entry["dtype"];
+  if (!jd.is_string()) bad("\"dtype\" is not a string");
+  const std::string ds = jd.get<std::string>();
+  bool found = false;
+  for (DType t : kAllDTypes)
+    if (ds == safetensors_dtype_name(t)) info.dtype = t, found = true;
+  if (!found) bad(fmt::format("unknown dtype '{}' (supported: {})", ds, supported_dtypes()));
+  const auto& js = entry["shape"];
+  if (!js.is_array()) bad("\"shape\" is not an array");
+  uint64_t numel = 1;
+  bool overflow = false;
+  for (const auto& d : js) {
+    if (!d.is_number_unsigned()) bad(fmt::format("shape {} has a dimension that is not a non-negative integer", js.dump()));
+    uint64_t v = d.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
+    else info.shape.push_back(static_cast<int64_t>(v));
+    if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / v) overflow = true;
+    else numel *= v;
+  }
+  const auto& jo = entry["data_offsets"];
+  if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+    bad(fmt::format("\"data_offsets\" {} is not a pair of non-negative integers", jo.dump()));
+  info.begin = jo[0].get<uint64_t>();
+  info.end = jo[1].get<uint64_t>();
+  if (info.begin > info.end || info.end > data_size)
+    bad(fmt::format("data_offsets [{}, {}] are outside the data area of {} bytes (truncated file?)", info.begin,
+                    info.end, data_size));
+  const uint64_t size = dtype_size(info.dtype);
+  if (overflow || numel > std::numeric_limits<uint64_t>::max() / size || numel * size != info.end - info.begin)
+    bad(fmt::format("data_offsets [{}, {}] hold {} bytes but {} {} needs {}", info.begin, info.end,
+                    info.end - info.begin, ds, js.dump(),
+                    overflow ? std::string("more than 2^64") : std::to_string(numel * size)));
+  return info;
+}
+
+// Sorts `order` by data offset (zero-byte tensors keep their header order among equal offsets)
+// and refuses overlaps: each non-empty tensor must start at or after the furthest end seen so far
+// among non-empty tensors.
+void sort_and_check_overlaps(std::vector<std::string>& order, const std::map<std::string, Info>& infos,
+                             const std::string& path) {
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    const Info& x = infos.at(a);
+    const Info& y = infos.at(b);
     return x.begin != y.begin ? x.begin < y.begin : x.end < y.end;
   });
-  // Overlaps: after sorting by begin, each non-empty tensor must start at or after the furthest
-  // end seen so far among non-empty tensors.
   const std::string* prev = nullptr;
-  for (const auto& name : f.order_) {
-    const Info& cur = f.infos_.at(name);
+  for (const auto& name : order) {
+    const Info& cur = infos.at(name);
     if (cur.begin == cur.end) continue;
     if (prev != nullptr) {
-      const Info& p = f.infos_.at(*prev);
+      const Info& p = infos.at(*prev);
       if (cur.begin < p.end)
         DP_THROW_USER("safetensors file '{}': tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", path, *prev, p.begin,
                       p.end, name, cur.begin, cur.end);
     }
-    if (prev == nullptr || cur.end > f.infos_.at(*prev).end) prev = &name;
+    if (prev == nullptr || cur.end > infos.at(*prev).end) prev = &name;
   }
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) DP_THROW_USER("cannot open safetensors file '{}': {}", path, sys_error(errno));
+  f.fd_ = std::make_shared<Fd>(fd);
+  uint64_t data_start = 0, data_size = 0;
+  const ordered_json header = read_header(fd, path, data_start, data_size);
+  f.data_start_ = data_start;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      f.metadata_ = parse_metadata(entry, path);
+      continue;
+    }
+    f.infos_.emplace(name, parse_entry(name, entry, data_size, path));
+    f.order_.push_back(name);
+  }
+  sort_and_check_overlaps(f.order_, f.infos_, path);
   return f;
 }
 
