@@ -19,7 +19,7 @@
 #include <map>
 #include <sstream>
 
-#include "launch/trainer.h"
+#include "launch/train_session.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/config.h"
 #include "runtime/checkpoint/safetensors.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "launch/trainer.h"
+#include "launch/train_session.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
