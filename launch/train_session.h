@@ -1,16 +1,17 @@
 // defines: train (the entry point: the whole configured training, writing the run directory),
 // its TrainOptions and TrainResult, and TrainSession, one run from set-up to finish: its public
-// run() reads as the data flow (set up, resume or start over, share rank 0's state, epochs of
-// steps, maybe evaluate, maybe checkpoint, agree on stopping, finish), each a member function.
+// run() reads as the data flow (set up, resume or start over, share rank 0's state, then epochs
+// of steps, each step followed by maybe checkpoint, agree on stopping, maybe evaluate; finish),
+// each a member function.
 //
 // It lives in launch/ rather than runtime/ because it wires together models/ (layers, loss),
 // runtime/ (data, optimizers, graph, checkpoints) and collectives/; runtime/ stays below models/.
 // What the cfg decides before the first step is in launch/train_setup.h; what the run reports
 // as it goes (progress, train lines, scalars, trace) in launch/telemetry.h.
 //
-// Every rank runs the same sequence of collectives: the start-up allgather and broadcasts, one
-// stop-agreement all-reduce after each step but the last, a barrier per checkpoint, the
-// evaluation's all-reduces, and the trace allgather at the end.
+// Every rank runs the same sequence of collectives: the start-up allgather and broadcasts, a
+// stop-agreement all-reduce before the first step and after each step but the last, a barrier
+// per checkpoint, the evaluation's all-reduces, and the trace allgather at the end.
 #pragma once
 #include <chrono>
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "launch/train_session.h"
+#include "launch/train_setup.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
