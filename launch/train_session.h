@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
