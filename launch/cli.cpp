@@ -11,7 +11,7 @@
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
 #include "launch/submit.h"
-#include "launch/trainer.h"
+#include "launch/train_session.h"
 #include "models/build.h"
 #include "models/presets.h"
 #include "models/registry.h"
@@ -22,17 +22,6 @@
 namespace dp::launch {
 
 namespace {
-// The workers' arguments: ours without --nproc (so that a worker never launches again).
-std::vector<std::string> worker_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--nproc") ++i;
-    else if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
-  }
-  return out;
-}
-
 // The options of a training run, shared by `dptrain model.cfg` and `dptrain submit model.cfg`.
 struct RunArgs {
   std::string cfg_path;
@@ -183,7 +172,7 @@ int run_cli(int argc, char** argv) {
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
   return reporting_errors([&] {
-    if (launcher && (reference || list_layers)) return run_local(nproc, worker_args(argc, argv));
+    if (launcher && (reference || list_layers)) return run_local(nproc, worker_args_of(argc, argv));
     if (reference) {
       // docs/config-reference.md is exactly this output (a test compares them).
       std::fputs("# dptrain config reference\n\nEvery key of `model.cfg`, generated from the typed config schema "
@@ -209,7 +198,7 @@ int run_cli(int argc, char** argv) {
     }
     Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
     models::validate_model(cfg.model);
-    if (launcher) return run_local(nproc, worker_args(argc, argv));
+    if (launcher) return run_local(nproc, worker_args_of(argc, argv));
     log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
     const TrainResult r = train(cfg, TrainOptions{.reset = reset});
     // Stopped by a signal after a checkpoint: SIGUSR1 (checkpoint, requeue) is a planned stop,

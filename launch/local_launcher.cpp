@@ -23,6 +23,17 @@
 extern char** environ;
 
 namespace dp::launch {
+
+std::vector<std::string> worker_args_of(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nproc") ++i;
+    else if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
+  }
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

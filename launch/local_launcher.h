@@ -1,5 +1,5 @@
 // defines: run_local, the local multi-process launcher behind `dptrain --nproc N` (torchrun's
-// role on one machine).
+// role on one machine), and worker_args_of (what the workers are given).
 #pragma once
 #include <string>
 #include <vector>
@@ -22,5 +22,9 @@ struct LocalLaunchOptions {
 // code, or 128 + signal number).
 int run_local(int nproc, const std::vector<std::string>& worker_args);
 int run_local(int nproc, const std::vector<std::string>& worker_args, const LocalLaunchOptions& options);
+
+// The workers' arguments: ours (argv[1..argc)) without --nproc N / --nproc=N, so that a worker
+// never launches again. Pure.
+std::vector<std::string> worker_args_of(int argc, const char* const* argv);
 
 }  // namespace dp::launch

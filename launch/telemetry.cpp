@@ -1,5 +1,7 @@
 #include "launch/telemetry.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string_view>
 
@@ -7,14 +9,37 @@
 #include "runtime/log.h"
 
 namespace dp::launch {
+namespace {
 
-Telemetry::Telemetry(const Config& cfg, int rank, const std::string& tb_dir)
+double seconds_since(Telemetry::TimePoint t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string hms(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+void LogWindow::add(const StepTally& s) {
+  loss += s.loss * s.samples, samples += s.samples, hits += s.top1, ++steps;
+  step_s += s.step_s, comm_s += s.comm_s, exposed_s += s.exposed_s;
+}
+
+Telemetry::Telemetry(const Config& cfg, int rank, int world, const std::string& tb_dir, TimePoint run_start)
     : rank_(rank),
       console_(rank == 0 && log::parse_level(cfg.run.log_level) <= spdlog::level::info),
       window_(metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps")),
       trace_(rank),
       anchor_steady_(std::chrono::steady_clock::now()),
-      anchor_us_(metrics::TraceRecorder::now_us()) {
+      anchor_us_(metrics::TraceRecorder::now_us()),
+      world_(world),
+      log_every_(cfg.train.log_every),
+      run_start_(run_start) {
   trace_.set_enabled(false);
   if (rank == 0 && cfg.run.tensorboard && !tb_dir.empty()) tb_ = std::make_unique<metrics::TbWriter>(tb_dir);
   const bool terminal = metrics::stdout_is_terminal();
@@ -54,6 +79,53 @@ void Telemetry::comm(const ReducerStepTimes& times) {
 void Telemetry::end_step() {
   overlap_ += metrics::step_overlap(current_);
   trace_.set_enabled(false);
+}
+
+void Telemetry::step_done(const StepTally& tally, const StepPosition& at, RunDir& run) {
+  log_window_.add(tally);
+  show_progress(at);
+  if (at.step % log_every_ == 0 || at.step == at.total) {
+    write_train_line(at, run);
+    restart_window();
+  }
+}
+
+void Telemetry::show_progress(const StepPosition& at) {
+  const double dt = seconds_since(log_window_.start);
+  const LogWindow& w = log_window_;
+  metrics::ProgressState ps;
+  ps.epoch = at.epoch + 1, ps.epochs = at.epochs, ps.step = at.step, ps.total_steps = at.total;
+  ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.samples;
+  ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
+  ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
+  progress(ps, at.step == at.total);
+}
+
+void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
+  const LogWindow& w = log_window_;
+  const double dt = seconds_since(w.start);
+  const double sps = w.samples * world_ / std::max(dt, 1e-9);  // all ranks
+  const double eta = (at.total - at.step) * (dt / w.steps);
+  const double loss = w.loss / w.samples, accuracy = static_cast<double>(w.hits) / w.samples;
+  end_progress_line();
+  scalars(at.step, {{"train/loss", loss},
+                    {"train/accuracy", accuracy},
+                    {"train/lr", at.lr},
+                    {"perf/samples_per_s", sps},
+                    {"perf/step_ms", 1e3 * w.step_s / w.steps},
+                    {"perf/comm_ms", 1e3 * w.comm_s / w.steps},
+                    {"perf/comm_exposed_ms", 1e3 * w.exposed_s / w.steps}});
+  if (at.scaling) scalars(at.step, {{"train/loss_scale", at.loss_scale}});
+  auto lg = log::get("train");
+  lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", at.epoch + 1, at.epochs,
+           at.step, at.total, loss, accuracy, at.lr, sps, hms(eta));
+  if (rank_ == 0)
+    run.append_metrics({{"split", "train"}, {"step", at.step}, {"epoch", at.epoch + 1}, {"loss", loss},
+                        {"accuracy", accuracy}, {"lr", at.lr}, {"samples_per_s", sps},
+                        {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
+                        {"comm_exposed_s", w.exposed_s / w.steps}, {"loss_scale", at.loss_scale},
+                        {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}});
+  lg->flush();  // the rank's log file follows the run window by window
 }
 
 void Telemetry::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {

@@ -379,17 +379,6 @@ int run_worker(Settings s) {
   return ok ? 0 : 1;
 }
 
-// Our arguments without --nproc (so that a worker never launches again).
-std::vector<std::string> worker_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--nproc") ++i;
-    else if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -436,7 +425,7 @@ int main(int argc, char** argv) {
     const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
     if (nproc > 1 && !launcher)
       std::fprintf(stderr, "collbench: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
-    if (launcher) return dp::launch::run_local(nproc, worker_args(argc, argv));
+    if (launcher) return dp::launch::run_local(nproc, dp::launch::worker_args_of(argc, argv));
     return run_worker(s);
   } catch (const UserError& e) {
     std::fprintf(stderr, "collbench: error: %s\n", e.what());

@@ -111,6 +111,14 @@ class LocalLauncher : public testing::Test {
   fs::path dir_;
 };
 
+TEST(WorkerArgs, DropNprocAndItsValueKeepEverythingElseInOrder) {
+  const char* argv[] = {"dptrain", "--nproc", "4", "model.cfg", "--set", "train.steps=3", "--nproc=2", "--name", "x"};
+  EXPECT_EQ(worker_args_of(9, argv),
+            (std::vector<std::string>{"model.cfg", "--set", "train.steps=3", "--name", "x"}));
+  const char* none[] = {"dptrain"};
+  EXPECT_TRUE(worker_args_of(1, none).empty());
+}
+
 TEST_F(LocalLauncher, WorkersGetTheEnvBootstrapVariablesAndEveryLineIsPrefixed) {
   auto l = launch_sh(3,
                      "echo \"env $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE group $GROUP_RANK at "

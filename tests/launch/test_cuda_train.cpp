@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launch/trainer.h"
+#include "launch/train_session.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"

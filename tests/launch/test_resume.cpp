@@ -1,4 +1,4 @@
-// Resume from checkpoints (launch/trainer.cpp + runtime/checkpoint*.h), single process:
+// Resume from checkpoints (launch/train_session.cpp + runtime/checkpoint/*.h), single process:
 //   - K steps straight == K/2 steps, stop, resume, K/2 steps: every tensor of the final
 //     checkpoint (weights, BN statistics, optimizer state) bitwise equal, for SGD with
 //     momentum and AdamW, a model with BN and dropout, augmentation on, stopped mid-epoch;
@@ -19,7 +19,7 @@
 #include <map>
 #include <sstream>
 
-#include "launch/trainer.h"
+#include "launch/train_session.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/config.h"
 #include "runtime/checkpoint/safetensors.h"

@@ -1,13 +1,15 @@
 // What a 2-rank run reports besides its log, read back from its run directory: rank 0's
 // TensorBoard event file (every CRC checked by the reader; the scalars equal metrics.jsonl's),
 // and trace.json (per rank, per step of the window: data, forward, backward, optimizer and one
-// all-reduce event per gradient bucket), plus the communication summary line.
+// all-reduce event per gradient bucket), plus the communication summary line. And the log
+// window's sums and the log lines' durations, as pure functions.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -15,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/telemetry.h"
 #include "runtime/metrics/tensorboard_writer.h"
 #include "tests/launch/run_files.h"
 
@@ -112,6 +115,28 @@ TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
                                                  "behind compute \\([0-9.]+%\\), [0-9.]+ exposed")))
       << log0;
   fs::remove_all(root);
+}
+
+TEST(LogWindow, SumsLossOverSamplesAndTimesOverSteps) {
+  dp::launch::LogWindow w;
+  w.add({.loss = 2.0, .samples = 10, .top1 = 3, .step_s = 0.5, .comm_s = 0.25, .exposed_s = 0.125});
+  w.add({.loss = 1.0, .samples = 30, .top1 = 20, .step_s = 1.5, .comm_s = 0.75, .exposed_s = 0.375});
+  EXPECT_EQ(w.samples, 40);
+  EXPECT_EQ(w.hits, 23);
+  EXPECT_EQ(w.steps, 2);
+  EXPECT_DOUBLE_EQ(w.loss / w.samples, 50.0 / 40);  // the mean over samples, not over steps
+  EXPECT_DOUBLE_EQ(w.step_s, 2.0);
+  EXPECT_DOUBLE_EQ(w.comm_s, 1.0);
+  EXPECT_DOUBLE_EQ(w.exposed_s, 0.5);
+}
+
+TEST(Hms, RoundsToTheNearestSecond) {
+  EXPECT_EQ(dp::launch::hms(0.4), "0s");
+  EXPECT_EQ(dp::launch::hms(41.6), "42s");
+  EXPECT_EQ(dp::launch::hms(185), "3m05s");
+  EXPECT_EQ(dp::launch::hms(3725), "1h02m");
+  EXPECT_EQ(dp::launch::hms(-1), "?");
+  EXPECT_EQ(dp::launch::hms(std::numeric_limits<double>::infinity()), "?");
 }
 
 }  // namespace

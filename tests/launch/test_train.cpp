@@ -6,7 +6,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "launch/trainer.h"
+#include "launch/train_session.h"
+#include "launch/train_setup.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"

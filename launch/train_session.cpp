@@ -1,0 +1,569 @@
+#include "launch/train_session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+#include "collectives/bootstrap/factory.h"
+#include "collectives/make_communicator.h"
+#include "kernels/cpu/elementwise.h"
+#include "models/build.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/cuda/nvtx.h"
+#include "runtime/data/sampler.h"
+#include "runtime/log.h"
+
+namespace dp::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::shared_ptr<spdlog::logger> lg() { return log::get("train"); }
+
+// Fault injection for resume tests: DPTRAIN_FAULT_KILL_AFTER_STEP=N makes the process
+// SIGKILL itself right after step N (and any checkpoint due at N), as `kill -9` would.
+int64_t fault_kill_after_step() {
+  const char* v = std::getenv("DPTRAIN_FAULT_KILL_AFTER_STEP");
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 1) DP_THROW_USER("DPTRAIN_FAULT_KILL_AFTER_STEP = '{}' is not a step number >= 1", v);
+  log::get("train")->warn("DPTRAIN_FAULT_KILL_AFTER_STEP = {}: this process will kill itself after that step", n);
+  return n;
+}
+
+}  // namespace
+
+TrainResult train(const Config& cfg, const TrainOptions& options) {
+  TrainSession session(cfg, options);
+  return session.run();
+}
+
+TrainSession::TrainSession(const Config& cfg, const TrainOptions& options) : cfg_(cfg), options_(options) {}
+TrainSession::~TrainSession() = default;
+TrainSession::FlushLogAtExit::~FlushLogAtExit() { log::get("train")->flush(); }
+
+// ---------------------------------------------------------------------------------------------
+// A training run, top to bottom.
+
+TrainResult TrainSession::run() {
+  join_the_job();               // bootstrap, communicator, console log, CPU threads
+  choose_the_device();          // and the GPU side
+  open_data_and_build_model();  // data, model, loss, optimizer, the step plan
+  open_run_directory();         // the cfg is checked: only now touch the file system
+  resume_or_start_over();
+  share_rank0_state();          // every rank starts from rank 0's parameters and buffers
+  make_reducer();
+  announce_training();
+  if (step_ >= plan_.total) return already_complete();
+  // From here on SIGUSR1, SIGTERM and SIGINT stop every rank after the same step. A SIGUSR1 of
+  // the start-up (caught since main()) stops the run before its first step.
+  stop_request_.emplace();
+  if (const int sig = stop_request_->agree(*comm_)) {
+    stop_for(sig);
+    return result_;
+  }
+  start_training();
+  for (int64_t epoch = start_epoch_; step_ < plan_.total; ++epoch) {
+    if (!run_epoch(epoch)) return result_;  // stopped (a signal, or as asked)
+    maybe_evaluate_after_epoch(epoch);
+  }
+  return finish();
+}
+
+// One epoch: its steps, each followed by what may come after it. False when the run stops.
+bool TrainSession::run_epoch(int64_t epoch) {
+  // Mid-epoch resume: the epoch's order is a function of (seed, epoch), so skipping the
+  // consumed prefix (counted over all ranks) gives exactly the samples still to see.
+  cur_epoch_ = epoch;
+  cur_samples_ = epoch == start_epoch_ ? std::min<int64_t>(start_samples_, plan_.train_samples) : 0;
+  std::vector<int64_t> order = epoch_order(epoch);
+  // Samples the loader will hand out (drop_last keeps only whole batches).
+  const int64_t bs = plan_.batch_size, n = static_cast<int64_t>(order.size());
+  const int64_t samples = cfg_.data.drop_last ? n / bs * bs : n;
+  EpochData data{BatchFeed(*ds_.train.dataset, std::move(order), bs, cfg_.data.drop_last, transform_of(cfg_.data, true),
+                           seed_, static_cast<uint64_t>(epoch), train_input_.get()),
+                 {}, samples, 0};
+  while (step_ < plan_.total && data.taken < data.samples) {
+    const auto t_step = Clock::now();
+    if (gpu_) gpu_->before_step(step_ + 1);
+    cuda::NvtxRange nvtx_step("step", gpu_ != nullptr);  // the step and what follows it
+    train_step(data, epoch, t_step);
+    maybe_checkpoint();
+    kill_if_fault_injected();
+    if (step_ == options_.stop_after_steps) {
+      stop_as_asked();
+      return false;
+    }
+    if (const int sig = agree_on_stopping()) {
+      stop_for(sig);
+      return false;
+    }
+    maybe_evaluate(epoch);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set-up.
+
+void TrainSession::join_the_job() {
+  // Who this process is: the bootstrap sets the identity every log line and error carries.
+  boot_ = make_bootstrap(cfg_.dist.bootstrap, cfg_.dist.timeout_s);
+  comm_ = make_communicator(cfg_.dist.backend, *boot_, cfg_.dist.timeout_s);
+  rank_ = boot_->rank(), world_ = boot_->size();
+  writer_ = rank_ == 0;
+  log::configure(cfg_.run.log_level, "", false, cfg_.run.log_levels);  // the console is rank 0's
+  if (world_ > 1)
+    lg()->info("{} ranks via the {} bootstrap, {} collectives", world_, boot_->kind(), comm_->backend());
+  set_cpu_threads(cfg_.train.threads);
+}
+
+void TrainSession::choose_the_device() {
+  device_ = choose_device(cfg_.train.device, boot_->local_rank(), boot_->local_size(), cfg_.dist.backend);
+  check_device_choices(cfg_, device_);
+  if (!device_.is_cuda()) return;
+  // The GPU side: streams, handles, workspace, precision, loss scaling, profiler window.
+  gpu_ = std::make_unique<GpuRun>(cfg_.train, device_.index);
+  gpu_->profile_window(cfg_.profile.steps);
+  lg()->info("training on {} in {}{}, cuDNN/cuBLASLt workspace up to {} MiB", device_.str(), cfg_.train.precision,
+             gpu_->channels_last() ? " (activations channels last)" : "", cfg_.train.workspace_mb);
+}
+
+void TrainSession::open_data_and_build_model() {
+  ds_ = open_datasets(cfg_.data);
+  lg()->info("data: train {} ({} samples), eval {} samples", ds_.train.dataset->describe(), ds_.train.indices.size(),
+             ds_.eval.indices.size());
+  seed_ = static_cast<uint64_t>(cfg_.run.seed);
+  model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
+                               gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
+  lg()->info("model {}: {} parameters\n{}", cfg_.model.preset.empty() ? "from [[layer]] list" : cfg_.model.preset,
+             model_->num_parameters(), model_->summary());
+  check_model_fits_data(*model_, ds_.train.dataset->num_classes());
+  loss_.emplace(cfg_.train.label_smoothing);
+  opt_ = make_optimizer(cfg_.train, model_->num_parameters());
+  opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
+  sched_ = schedule_of(cfg_.train);
+  plan_ = plan_steps(cfg_, static_cast<int64_t>(ds_.train.indices.size()), world_);
+}
+
+void TrainSession::open_run_directory() {
+  run_ = std::make_unique<RunDir>(cfg_.run.dir, cfg_.run.name);
+  if (rank_ == 0) run_->write_text("config.toml", to_toml(cfg_));
+  log::configure(cfg_.run.log_level, run_->file(fmt::format("logs/rank-{}.log", rank_)), false, cfg_.run.log_levels);
+  // Warnings reach the file at once (a killed run keeps them); the rest when the session ends
+  // (the loggers share their sinks, so flushing one flushes the file).
+  for (const char* sub : {"train", "ckpt"}) log::get(sub)->flush_on(spdlog::level::warn);
+  flush_at_exit_.emplace();
+  lg()->info("run directory {}", run_->path());
+  result_.run_dir = run_->path();
+  kill_after_ = fault_kill_after_step();
+}
+
+// load_checkpoint changes nothing unless the whole file checks out, so a bad newest checkpoint
+// leaves the fresh model for the next candidate.
+void TrainSession::resume_or_start_over() {
+  ckpts_ = std::make_unique<CheckpointDir>(run_->file("checkpoints"));
+  if (writer_) ckpts_->prepare();
+  if (options_.reset || !cfg_.checkpoint.resume) {
+    const int n = writer_ ? ckpts_->remove_all() : 0;
+    if (n > 0)
+      lg()->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}",
+                 options_.reset ? "--reset" : "checkpoint.resume = false", n, ckpts_->path());
+  } else if (auto r = resume_latest(*ckpts_, *model_, *opt_)) {
+    resume_from(*r);
+  }
+  cur_epoch_ = start_epoch_, cur_samples_ = start_samples_;
+}
+
+// Takes the checkpoint's position, warning where this run's data or batch differ from its.
+void TrainSession::resume_from(const ResumePoint& r) {
+  const CheckpointMeta& m = r.meta;
+  const int64_t n_train = plan_.train_samples, bs = plan_.batch_size, world_size = world_;
+  if (!r.skipped.empty())
+    lg()->warn("resuming from the previous good checkpoint {} (step {}) because {} newer one(s) failed their checks "
+               "(see above)",
+               r.path, m.step, r.skipped.size());
+  if (m.step > plan_.total)
+    DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {} steps: raise train.steps or train.epochs, "
+                  "or start over with --reset",
+                  r.path, m.step, plan_.total);
+  if (m.dataset_size != n_train || m.shuffle != cfg_.data.shuffle || m.drop_last != cfg_.data.drop_last)
+    lg()->warn("checkpoint '{}' was written with {} training samples (shuffle {}, drop_last {}), this run has {} "
+               "(shuffle {}, drop_last {}): the rest of the epoch is not the data the interrupted run would have seen",
+               r.path, m.dataset_size, m.shuffle, m.drop_last, n_train, cfg_.data.shuffle, cfg_.data.drop_last);
+  if (m.batch_size * m.world_size != bs * world_size)
+    lg()->warn("checkpoint '{}' was written with batch {} x {} rank(s), this run uses {} x {}: the step count goes on "
+               "from {}, the epoch from sample {}",
+               r.path, m.batch_size, m.world_size, bs, world_size, m.step, m.epoch_samples);
+  step_ = last_saved_ = m.step;
+  start_epoch_ = m.epoch;
+  // epoch_samples counts every rank's samples: the consumed prefix of the epoch's order.
+  start_samples_ = m.epoch_samples;
+  result_.resumed_from_step = step_;
+  result_.resumed_from = r.path;
+  lg()->info("resumed from {}: step {}, epoch {}, {} samples of it done", r.path, step_, start_epoch_ + 1,
+             start_samples_);
+}
+
+// Collective: rank 0's parameters and buffers (fresh or resumed) become everyone's.
+void TrainSession::share_rank0_state() {
+  if (world_ > 1) {
+    check_same_model(*boot_, *model_);
+    if (gpu_) gpu_->synchronize();  // collectives read device tensors that are complete
+    comm_->broadcast(model_->params().flat(), 0);
+    for (const auto& b : model_->buffers()) {
+      // A broadcast moves bytes: an i64 buffer (num_batches_tracked) travels as a same-size f64 view.
+      const Tensor& t = b.tensor;
+      comm_->broadcast(t.dtype() == DType::I64 ? Tensor::view_of(t.storage(), t.byte_offset(), t.shape(), DType::F64) : t,
+                       0);
+    }
+  }
+  model_->refresh_compute_params();  // the 16-bit weights follow the (resumed, broadcast) masters
+}
+
+void TrainSession::make_reducer() {
+  if (world_ == 1) return;
+  const ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
+  reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
+  lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
+             cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
+}
+
+// What the run will do, and where it reports as it goes.
+void TrainSession::announce_training() {
+  lg()->info("training: {} steps ({} epochs of {} steps, batch {}{}), optimizer {}, lr {} ({})", plan_.total,
+             plan_.epochs, plan_.steps_per_epoch, plan_.batch_size,
+             plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", cfg_.train.optimizer,
+             cfg_.train.lr, cfg_.train.schedule);
+  tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
+}
+
+// The GPU's input pipeline (made once for the run), and the first log window.
+void TrainSession::start_training() {
+  if (gpu_)
+    train_input_ = make_device_input(*gpu_, transform_of(cfg_.data, true), *ds_.train.dataset, plan_.batch_size, seed_);
+  tel_->restart_window();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A step.
+
+// The epoch's samples for this rank, after the prefix a resumed run has consumed (indices into
+// the training set).
+std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
+  std::vector<int64_t> order = data::sampler_indices_after(
+      plan_.train_samples, world_, rank_, cfg_.data.shuffle, seed_, epoch, cfg_.data.drop_last, cur_samples_,
+      data::permutation_kind(cfg_.data.permutation));
+  for (auto& i : order) i = ds_.train.indices[i];
+  return order;
+}
+
+// Gradients, the optimizer, and what the step adds to the log window. t_step: when it began.
+void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point t_step) {
+  tel_->begin_step(step_ + 1);
+  const double lr = optim::lr_at(sched_, step_, plan_.total);
+  StepTally tally = compute_gradients(data);
+  optimizer_step(lr);
+  tel_->end_step();
+  ++step_;
+  if (gpu_) gpu_->after_step(step_);
+  evaluated_last_ = false;
+  cur_samples_ += tally.samples * world_;
+  tally.step_s = seconds_since(t_step);
+  tel_->step_done(tally, position(epoch, lr), *run_);
+}
+
+// zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):
+// forward, loss and backward each, the last one's backward reducing the gradients over the ranks.
+// Each micro-batch's loss gradient is weighted by its share of the step's samples, so the
+// accumulated gradient is that of the mean over all of them.
+StepTally TrainSession::compute_gradients(EpochData& data) {
+  const uint64_t step = static_cast<uint64_t>(step_);
+  const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
+  model_->zero_grad();
+  const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
+  int64_t n = 0, top1 = 0, top5 = 0;
+  double l = 0;
+  while (n < step_samples) {
+    const auto t_fwd = next_batch(data, n);
+    const BatchFeed::Item& b = data.batch;
+    double lb = 0;
+    {
+      cuda::NvtxRange r("forward", gpu_ != nullptr);
+      const Tensor& logits = model_->forward(ctx, b.x);
+      lb = loss_and_grad(logits, b, static_cast<double>(b.n) / static_cast<double>(step_samples), top1, top5);
+    }
+    n += b.n;
+    l += lb * static_cast<double>(b.n);
+    const auto t_bwd = Clock::now();
+    tel_->phase("forward", t_fwd, t_bwd);
+    backward(ctx, n == step_samples, t_bwd);
+  }
+  data.taken += n;
+  StepTally tally;
+  tally.loss = l / static_cast<double>(n);
+  tally.samples = n, tally.top1 = top1;
+  if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
+  return tally;
+}
+
+// The step's next micro-batch into data.batch (step_taken: the samples the step has so far);
+// returns when the wait for it ended.
+Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) {
+  const auto t_data = Clock::now();
+  bool got = false;
+  {
+    cuda::NvtxRange r("data", gpu_ != nullptr);
+    got = data.feed.next(data.batch);
+  }
+  if (!got)
+    throw DpError(fmt::format("the data loader ended after {} of {} samples at step {} [{}]", data.taken + step_taken,
+                              data.samples, step_, identity_string()));
+  const auto t_got = Clock::now();
+  tel_->phase("data", t_data, t_got);
+  return t_got;
+}
+
+// One micro-batch's loss (returned), its gradient w.r.t. the logits weighted by `weight` (its
+// share of the step; on fp16 also times the loss scale) into dlogits() on the model's device,
+// and its hits. On a GPU the loss runs there and the logits come to the host for the hits.
+double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int64_t& top1,
+                                   int64_t& top5) {
+  double lb = 0;
+  const Tensor* z = &logits;
+  if (gpu_) {
+    lb = gpu_->loss_and_grad(*loss_, logits, b.y, dlogits_dev_, weight);  // waits for the forward
+    if (!logits_host_.defined() || logits_host_.shape() != logits.shape()) logits_host_ = Tensor::zeros(logits.shape());
+    logits_host_.copy_from(logits);
+    z = &logits_host_;
+  } else {
+    if (!dlogits_.defined() || dlogits_.shape() != logits.shape()) dlogits_ = Tensor::zeros(logits.shape());
+    lb = loss_->forward_backward(logits, b.y, &dlogits_);
+    if (weight != 1.0)
+      kernels::cpu::scale(dlogits_.data<float>(), dlogits_.data<float>(), static_cast<float>(weight), dlogits_.numel());
+  }
+  // Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
+  // inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
+  if (!std::isfinite(lb) && !(gpu_ && gpu_->scaling()))
+    throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step_,
+                              identity_string()));
+  count_hits(*z, b.y_host, top1, top5);
+  return lb;
+}
+
+// Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer
+// starts each bucket's all-reduce as backward completes it). t_bwd: when backward began.
+void TrainSession::backward(const StepContext& ctx, bool last_micro_batch, Clock::time_point t_bwd) {
+  cuda::NvtxRange nvtx_bwd("backward", gpu_ != nullptr);
+  if (reducer_ && last_micro_batch) {
+    reducer_->prepare();
+    model_->backward(ctx, dlogits(), [&](int node) { reducer_->on_ready(node); });
+    const auto t_wait = Clock::now();
+    tel_->phase("backward", t_bwd, t_wait);
+    reducer_->finalize();  // gradients are now the average over all ranks
+    tel_->comm(reducer_->last_step());
+  } else {
+    model_->backward(ctx, dlogits());
+    tel_->phase("backward", t_bwd, Clock::now());
+  }
+}
+
+void TrainSession::optimizer_step(double lr) {
+  const auto t_opt = Clock::now();
+  {
+    cuda::NvtxRange r("optimizer", gpu_ != nullptr);
+    // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
+    if (!gpu_ || gpu_->unscale_and_update(*model_)) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
+    model_->refresh_compute_params();
+  }
+  tel_->phase("optimizer", t_opt, Clock::now());
+}
+
+StepPosition TrainSession::position(int64_t epoch, double lr) const {
+  StepPosition at;
+  at.epoch = epoch, at.epochs = plan_.epochs, at.step = step_, at.total = plan_.total, at.lr = lr;
+  if (gpu_) at.scaling = gpu_->scaling(), at.loss_scale = gpu_->loss_scale(), at.skipped_steps = gpu_->skipped_steps();
+  return at;
+}
+
+// ---------------------------------------------------------------------------------------------
+// After a step.
+
+void TrainSession::maybe_checkpoint() {
+  if (cfg_.checkpoint.every_steps > 0 && step_ % cfg_.checkpoint.every_steps == 0) save_checkpoint();
+}
+
+void TrainSession::kill_if_fault_injected() {
+  if (step_ != kill_after_) return;
+  lg()->warn("DPTRAIN_FAULT_KILL_AFTER_STEP={}: killing this process (SIGKILL)", kill_after_);
+  log::get("train")->flush();
+  std::raise(SIGKILL);
+}
+
+// Collective: a stop signal (SIGUSR1: checkpoint and requeue; SIGTERM/SIGINT: checkpoint and
+// exit) ends the run after the step every rank agrees on; after the last step the run just
+// finishes (no all-reduce).
+int TrainSession::agree_on_stopping() { return step_ < plan_.total ? stop_request_->agree(*comm_) : 0; }
+
+void TrainSession::maybe_evaluate(int64_t epoch) {
+  if (cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0) {
+    evaluate_and_log(fmt::format("at step {}", step_), epoch);
+    evaluated_last_ = true;
+  }
+}
+
+// Without train.eval_every, every epoch ends with an evaluation; with it, the run does unless
+// its last step had one.
+void TrainSession::maybe_evaluate_after_epoch(int64_t epoch) {
+  if (cfg_.train.eval_every == 0 || (step_ == plan_.total && !evaluated_last_))
+    evaluate_and_log(fmt::format("after epoch {} (step {})", epoch + 1, step_), epoch);
+}
+
+// Collective (the evaluation's all-reduces); its log line, scalars and rank 0's metrics line.
+void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
+  result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get());
+  const EvalResult& e = result_.final_eval;
+  tel_->end_progress_line();
+  tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
+  lg()->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, e.loss, e.top1, e.top5, e.samples);
+  if (rank_ == 0)
+    run_->append_metrics({{"split", "eval"}, {"step", step_}, {"epoch", epoch + 1}, {"loss", e.loss}, {"top1", e.top1},
+                          {"top5", e.top5}, {"samples", e.samples}, {"time", seconds_since(t_start_)}});
+}
+
+// Collective (a barrier): rank 0 writes the checkpoint and every rank waits for it; with
+// checkpoint.replicas every rank then writes its own replica.
+void TrainSession::save_checkpoint() {
+  const auto t0 = Clock::now();
+  const CheckpointMeta m = checkpoint_meta();
+  const std::string path = ckpts_->file_for(step_);
+  if (writer_) {
+    write_checkpoint(path, *model_, *opt_, m);
+    ckpts_->commit(step_, cfg_.checkpoint.keep);
+  }
+  comm_->barrier();  // every rank waits until the checkpoint is complete
+  if (cfg_.checkpoint.replicas) {
+    std::filesystem::create_directories(run_->file("replicas"));
+    write_checkpoint(run_->file(fmt::format("replicas/replica-rank{}.safetensors", process_identity().rank)), *model_,
+                     *opt_, m);
+  }
+  last_saved_ = step_;
+  if (writer_)
+    lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
+               seconds_since(t0));
+}
+
+// Where the run is (step, and the data stream's position) and what it was made with.
+CheckpointMeta TrainSession::checkpoint_meta() const {
+  CheckpointMeta m;
+  m.step = step_;
+  m.epoch = cur_epoch_;
+  m.epoch_samples = cur_samples_;
+  m.seed = seed_;
+  m.world_size = world_;
+  m.batch_size = plan_.batch_size;
+  m.dataset_size = plan_.train_samples;
+  m.shuffle = cfg_.data.shuffle;
+  m.drop_last = cfg_.data.drop_last;
+  m.dtype_policy = fmt::format("params f32, optimizer state f32, compute {}", cfg_.train.precision);
+  m.optimizer = opt_->name();
+  m.optimizer_steps = opt_->steps();
+  m.config = to_toml(cfg_);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ends of a run.
+
+// Resumed at (or beyond) the last step: the final weights if they are missing, one evaluation.
+TrainResult TrainSession::already_complete() {
+  lg()->info("the run is already complete at step {}; nothing to train (--reset starts over)", step_);
+  // A run stopped after its last checkpoint but before its final weights gets them now.
+  if (cfg_.checkpoint.final && writer_ && !std::filesystem::exists(run_->file("final.safetensors")))
+    write_final_weights();
+  evaluate_and_log(fmt::format("at step {}", step_), cur_epoch_);
+  result_.steps = step_;
+  result_.seconds = seconds_since(t_start_);
+  return result_;
+}
+
+// TrainOptions::stop_after_steps: a checkpoint (unless there is one) and out, as a preempted
+// job would.
+void TrainSession::stop_as_asked() {
+  if (last_saved_ != step_) save_checkpoint();
+  lg()->info("stopping after step {} as asked; resume continues from {}", step_, ckpts_->file_for(step_));
+  finish_telemetry();
+  result_.steps = step_;
+  result_.seconds = seconds_since(t_start_);
+}
+
+// Every rank stops for `sig` after the current step: a checkpoint of it (unless there is one),
+// SIGUSR1 requeues the Slurm job from rank 0.
+void TrainSession::stop_for(int sig) {
+  tel_->end_progress_line();
+  const std::string why = StopRequest::received() == sig ? fmt::format("{} received", strsignal(sig))
+                                                         : fmt::format("another rank received {}", strsignal(sig));
+  lg()->warn("stopping after step {}: {}{}", step_, why, last_saved_ == step_ ? "" : "; writing a checkpoint");
+  if (last_saved_ != step_) save_checkpoint();
+  result_.stop_signal = sig;
+  if (sig == SIGUSR1 && rank_ == 0) {
+    std::string message;
+    result_.requeued = requeue_slurm_job(message);
+    if (result_.requeued) lg()->warn("{}; it resumes from {}", message, ckpts_->file_for(step_));
+    else lg()->warn("{}", message);
+  }
+  if (sig != SIGUSR1 || rank_ != 0)
+    lg()->warn("stopped at step {} ({}); run the same command again to resume from {}", step_, strsignal(sig),
+               ckpts_->file_for(step_));
+  finish_telemetry();
+  result_.steps = step_;
+  result_.seconds = seconds_since(t_start_);
+}
+
+// The last step is done: its checkpoint, the telemetry's end, the GPU's memory, the final weights.
+TrainResult TrainSession::finish() {
+  result_.steps = step_;
+  if (last_saved_ != step_) save_checkpoint();
+  finish_telemetry();
+  if (gpu_) report_gpu_memory();
+  result_.seconds = seconds_since(t_start_);
+  if (cfg_.checkpoint.final && writer_) write_final_weights();
+  lg()->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step_, hms(result_.seconds),
+             result_.final_eval.top1, result_.final_eval.top5, result_.final_eval.loss);
+  return result_;
+}
+
+// Collective (the trace allgather): the trace and the communication overlap summary.
+void TrainSession::finish_telemetry() {
+  const std::string overlap = tel_->finish(*boot_, *run_);
+  if (!overlap.empty()) lg()->info("{}", overlap);
+}
+
+void TrainSession::report_gpu_memory() {
+  gpu_->synchronize();
+  const uint64_t peak = gpu_->peak_bytes(), reserved = gpu_->reserved_peak_bytes();
+  lg()->info("peak device memory {:.1f} MiB in use ({:.1f} MiB reserved by the pool){}", peak / 1048576.0,
+             reserved / 1048576.0,
+             gpu_->skipped_steps() ? fmt::format("; {} fp16 step(s) skipped for inf/NaN", gpu_->skipped_steps()) : "");
+  if (rank_ == 0)
+    run_->append_metrics({{"split", "device"}, {"peak_device_memory_bytes", peak}, {"reserved_high_bytes", reserved},
+                          {"skipped_steps", gpu_->skipped_steps()}, {"loss_scale", gpu_->loss_scale()}});
+}
+
+// <run>/final.safetensors: the model's state (no optimizer), for inference and fine-tuning.
+void TrainSession::write_final_weights() {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& nt : model_->state()) tensors.emplace_back(nt.name, nt.tensor);
+  write_safetensors(run_->file("final.safetensors"), tensors,
+                    {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step_)},
+                     {"config", to_toml(cfg_)}});
+}
+
+}  // namespace dp::launch

@@ -1,0 +1,152 @@
+#include "launch/train_setup.h"
+
+#include <omp.h>
+
+#include <vector>
+
+#include "runtime/cuda/device_choice.h"
+#include "runtime/data/sampler.h"
+#include "runtime/device_memory.h"
+#include "runtime/log.h"
+#include "runtime/metrics/step_range.h"
+#include "runtime/optim/adamw.h"
+#include "runtime/optim/sgd.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace dp::launch {
+
+Device choose_device(const std::string& wanted, int local_rank, int local_size, const std::string& backend) {
+  const cuda::DeviceChoice c = cuda::choose_local_device(cuda::parse_device_request(wanted), local_rank, local_size,
+                                                         cuda_device_count(), backend);
+  if (!c.note.empty()) log::get("train")->info("{}", c.note);
+  return c.device;
+}
+
+void check_device_choices(const Config& cfg, const Device& device) {
+  if (cfg.train.precision != "fp32" && device.is_cpu())
+    DP_THROW_USER("train.precision = \"{}\" needs a GPU and this process trains on the CPU, which computes in fp32: "
+                  "set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")",
+                  cfg.train.precision);
+  // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
+  // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
+  metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");
+  if (!metrics::parse_step_range(cfg.profile.steps, "profile.steps").empty() && device.is_cpu())
+    log::get("train")->warn(
+        "profile.steps = \"{}\" marks an Nsight Systems capture range, which needs training on a GPU; this run is on "
+        "the CPU and ignores it (profile.trace_steps writes trace.json on any device)",
+        cfg.profile.steps);
+  if (cfg.dist.backend == "nccl" && device.is_cpu())
+    DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
+}
+
+void set_cpu_threads(int64_t threads) {
+  if (threads <= 0) return;
+  omp_set_num_threads(static_cast<int>(threads));  // OpenBLAS (OpenMP build) follows
+  openblas_set_num_threads(static_cast<int>(threads));
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {
+  if (t.optimizer == "sgd") {
+    optim::SgdOptions o;
+    o.momentum = t.momentum;
+    o.dampening = t.dampening;
+    o.nesterov = t.nesterov;
+    o.weight_decay = t.weight_decay;
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      DP_THROW_USER("train.nesterov = true needs train.momentum > 0 and train.dampening = 0 (as in torch.optim.SGD)");
+    return optim::make_sgd(numel, o);
+  }
+  optim::AdamWOptions o;
+  o.beta1 = t.beta1;
+  o.beta2 = t.beta2;
+  o.eps = t.eps;
+  o.weight_decay = t.weight_decay;
+  return optim::make_adamw(numel, o);
+}
+
+optim::ScheduleOptions schedule_of(const TrainConfig& t) {
+  optim::ScheduleOptions s;
+  s.kind = t.schedule;
+  s.base_lr = t.lr;
+  s.warmup_steps = t.warmup_steps;
+  s.warmup_start_factor = t.warmup_start_factor;
+  s.step_size = t.step_size;
+  s.gamma = t.gamma;
+  s.min_lr = t.min_lr;
+  return s;
+}
+
+StepPlan plan_steps(const Config& cfg, int64_t train_samples, int world) {
+  StepPlan p;
+  p.batch_size = cfg.train.batch_size;
+  p.accum = cfg.train.accum_steps;
+  p.train_samples = train_samples;
+  const int64_t bs = p.batch_size;
+  const int64_t per_rank = data::sampler_num_samples(train_samples, world, cfg.data.drop_last);
+  const int64_t batches_per_epoch = cfg.data.drop_last ? per_rank / bs : (per_rank + bs - 1) / bs;
+  p.steps_per_epoch = (batches_per_epoch + p.accum - 1) / p.accum;
+  if (p.steps_per_epoch == 0)
+    DP_THROW_USER("train.batch_size = {} is larger than the {} training samples with data.drop_last = true", bs,
+                  train_samples);
+  p.total = cfg.train.steps > 0 ? cfg.train.steps : p.steps_per_epoch * cfg.train.epochs;
+  p.epochs = (p.total + p.steps_per_epoch - 1) / p.steps_per_epoch;
+  try {
+    optim::validate_schedule(schedule_of(cfg.train), p.total);
+  } catch (const UserError& e) {
+    DP_THROW_USER("{}: {}; the run has {} steps (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
+                  e.what(), p.total, cfg.train.warmup_steps);
+  }
+  return p;
+}
+
+ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {
+  ReducerOptions ro;
+  ro.first_bucket_bytes = static_cast<int64_t>(d.first_bucket_mb * 1e6);
+  ro.bucket_bytes = static_cast<int64_t>(d.bucket_mb * 1e6);
+  ro.overlap = d.overlap;
+  ro.allow_unused = d.allow_unused;
+  ro.wire = d.compress == "bf16" ? DType::BF16 : d.compress == "fp16" ? DType::F16 : DType::F32;
+  ro.gpu = gpu;  // device gradients: events and the communication stream
+  return ro;
+}
+
+void check_model_fits_data(const Graph& model, int64_t num_classes) {
+  if (model.output_shape().size() != 1)
+    DP_THROW_USER("the model's output has per-sample shape {}; the loss needs class scores [K] (end with a linear layer)",
+                  shape_str(model.output_shape()));
+  if (model.output_shape()[0] < num_classes)
+    DP_THROW_USER("the model outputs {} classes but the data set has {}; set model.num_classes = {}",
+                  model.output_shape()[0], num_classes, num_classes);
+}
+
+namespace {
+
+// "a\nb\n" -> {"a", "b"}.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  for (size_t e; (e = text.find('\n', p)) != std::string::npos; p = e + 1) out.push_back(text.substr(p, e - p));
+  return out;
+}
+
+}  // namespace
+
+void check_same_model(Bootstrap& boot, const Graph& model) {
+  std::string sig;
+  for (const auto& nt : model.state())
+    sig += fmt::format("{} {} {}", nt.name, dtype_name(nt.tensor.dtype()), shape_str(nt.tensor.shape())) + "\n";
+  const std::vector<std::string> all = boot.allgather(sig);
+  for (int r = 1; r < static_cast<int>(all.size()); ++r) {
+    if (all[r] == all[0]) continue;
+    // The first differing line of rank r's signature against rank 0's.
+    const std::vector<std::string> a = lines_of(all[0]), b = lines_of(all[r]);
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    DP_THROW_USER("ranks 0 and {} built different models (every rank needs the same cfg): first difference at "
+                  "parameter #{}: rank 0 has '{}', rank {} has '{}'",
+                  r, k, k < a.size() ? a[k] : "(nothing)", r, k < b.size() ? b[k] : "(nothing)");
+  }
+}
+
+}  // namespace dp::launch
