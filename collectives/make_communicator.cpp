@@ -3,35 +3,47 @@
 #include "collectives/ring/ring_communicator.h"
 #include "runtime/device_memory.h"
 #include "base/error.h"
+#include "runtime/suggest.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
 #endif
 
 namespace dp {
+namespace {
 
-const char* communicator_backends() { return "ring, nccl"; }
-
-std::unique_ptr<Communicator> make_communicator(const std::string& backend, Bootstrap& boot, double timeout_s) {
-  if (backend == "nccl") {
+std::unique_ptr<Communicator> make_nccl(Bootstrap& boot, double timeout_s) {
 #ifndef DPTRAIN_HAVE_CUDA
-    DP_THROW_USER("backend \"nccl\": this dptrain was built without CUDA (and so without NCCL) [{}]; rebuild on a "
-                  "machine with the CUDA toolkit, or use backend \"ring\"",
-                  identity_string());
+  (void)boot, (void)timeout_s;
+  DP_THROW_USER("backend \"nccl\": this dptrain was built without CUDA (and so without NCCL) [{}]; rebuild on a "
+                "machine with the CUDA toolkit, or use backend \"ring\"",
+                identity_string());
 #else
-    if (cuda_device_count() == 0)
-      DP_THROW_USER("backend \"nccl\" needs a GPU and this process sees none [{}] (no GPU, no driver, or "
-                    "CUDA_VISIBLE_DEVICES hides them all); use backend \"ring\"",
-                    identity_string());
-    if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
-    return make_nccl_communicator(boot, timeout_s);
+  if (cuda_device_count() == 0)
+    DP_THROW_USER("backend \"nccl\" needs a GPU and this process sees none [{}] (no GPU, no driver, or "
+                  "CUDA_VISIBLE_DEVICES hides them all); use backend \"ring\"",
+                  identity_string());
+  if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
+  return make_nccl_communicator(boot, timeout_s);
 #endif
+}
+
+}  // namespace
+
+CollectiveBackend parse_collective_backend(const std::string& name) {
+  if (const auto b = enum_from_name<CollectiveBackend>(name)) return *b;
+  DP_THROW_USER("unknown collectives backend \"{}\" (known: {})", name, join(enum_name_list<CollectiveBackend>()));
+}
+
+std::unique_ptr<Communicator> make_communicator(CollectiveBackend backend, Bootstrap& boot, double timeout_s) {
+  switch (backend) {
+    case CollectiveBackend::Nccl: return make_nccl(boot, timeout_s);
+    case CollectiveBackend::Ring:
+      if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
+      return make_ring_communicator(boot, timeout_s);
   }
-  if (backend == "ring") {
-    if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
-    return make_ring_communicator(boot, timeout_s);
-  }
-  DP_THROW_USER("unknown collectives backend \"{}\" (known: {})", backend, communicator_backends());
+  DP_CHECK(false, "collectives backend {} is not handled", static_cast<int>(backend));
+  return nullptr;
 }
 
 }  // namespace dp

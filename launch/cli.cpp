@@ -13,7 +13,6 @@
 #include "launch/submit.h"
 #include "launch/train_session.h"
 #include "models/build.h"
-#include "models/presets.h"
 #include "models/registry.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
@@ -189,7 +188,7 @@ int run_cli(int argc, char** argv) {
         for (const auto& a : reg.arg_specs(t)) keys.push_back(a.name + (a.default_value ? "" : " (required)"));
         std::printf("%-16s %s\n", t.c_str(), join(keys).c_str());
       }
-      std::printf("presets: %s\n", join(models::preset_names()).c_str());
+      std::printf("presets: %s\n", join(enum_name_list<PresetKind>()).c_str());
       return 0;
     }
     if (run_args.cfg_path.empty()) {

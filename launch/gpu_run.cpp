@@ -18,11 +18,14 @@
 
 namespace dp::launch {
 
-DType compute_dtype_of(const std::string& precision) {
-  if (precision == "fp32") return DType::F32;
-  if (precision == "bf16") return DType::BF16;
-  if (precision == "fp16") return DType::F16;
-  DP_THROW_USER("train.precision = \"{}\": expected \"fp32\", \"bf16\" or \"fp16\"", precision);
+DType compute_dtype_of(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return DType::F32;
+    case Precision::Bf16: return DType::BF16;
+    case Precision::Fp16: return DType::F16;
+  }
+  DP_CHECK(false, "train.precision {} is not handled", static_cast<int>(precision));
+  return DType::F32;
 }
 
 #ifdef DPTRAIN_HAVE_CUDA

@@ -17,7 +17,7 @@
 namespace dp::launch {
 
 // train.precision -> the activations' dtype on the GPU. Pure.
-DType compute_dtype_of(const std::string& precision);
+DType compute_dtype_of(Precision precision);
 
 class GpuRun {
  public:

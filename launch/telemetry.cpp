@@ -32,7 +32,7 @@ void LogWindow::add(const StepTally& s) {
 
 Telemetry::Telemetry(const Config& cfg, int rank, int world, const std::string& tb_dir, TimePoint run_start)
     : rank_(rank),
-      console_(rank == 0 && log::parse_level(cfg.run.log_level) <= spdlog::level::info),
+      console_(rank == 0 && cfg.run.log_level <= LogLevel::Info),
       window_(metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps")),
       trace_(rank),
       anchor_steady_(std::chrono::steady_clock::now()),

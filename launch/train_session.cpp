@@ -132,7 +132,7 @@ void TrainSession::choose_the_device() {
   // The GPU side: streams, handles, workspace, precision, loss scaling, profiler window.
   gpu_ = std::make_unique<GpuRun>(cfg_.train, device_.index);
   gpu_->profile_window(cfg_.profile.steps);
-  lg()->info("training on {} in {}{}, cuDNN/cuBLASLt workspace up to {} MiB", device_.str(), cfg_.train.precision,
+  lg()->info("training on {} in {}{}, cuDNN/cuBLASLt workspace up to {} MiB", device_.str(), enum_name(cfg_.train.precision),
              gpu_->channels_last() ? " (activations channels last)" : "", cfg_.train.workspace_mb);
 }
 
@@ -143,7 +143,8 @@ void TrainSession::open_data_and_build_model() {
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
   model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
                                gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
-  lg()->info("model {}: {} parameters\n{}", cfg_.model.preset.empty() ? "from [[layer]] list" : cfg_.model.preset,
+  lg()->info("model {}: {} parameters\n{}",
+             cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());
   check_model_fits_data(*model_, ds_.train.dataset->num_classes());
   loss_.emplace(cfg_.train.label_smoothing);
@@ -240,8 +241,8 @@ void TrainSession::make_reducer() {
 void TrainSession::announce_training() {
   lg()->info("training: {} steps ({} epochs of {} steps, batch {}{}), optimizer {}, lr {} ({})", plan_.total,
              plan_.epochs, plan_.steps_per_epoch, plan_.batch_size,
-             plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", cfg_.train.optimizer,
-             cfg_.train.lr, cfg_.train.schedule);
+             plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", enum_name(cfg_.train.optimizer),
+             cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
 }
 
@@ -260,7 +261,7 @@ void TrainSession::start_training() {
 std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
   std::vector<int64_t> order = data::sampler_indices_after(
       plan_.train_samples, world_, rank_, cfg_.data.shuffle, seed_, epoch, cfg_.data.drop_last, cur_samples_,
-      data::permutation_kind(cfg_.data.permutation));
+      cfg_.data.permutation);
   for (auto& i : order) i = ds_.train.indices[i];
   return order;
 }
@@ -472,7 +473,7 @@ CheckpointMeta TrainSession::checkpoint_meta() const {
   m.dataset_size = plan_.train_samples;
   m.shuffle = cfg_.data.shuffle;
   m.drop_last = cfg_.data.drop_last;
-  m.dtype_policy = fmt::format("params f32, optimizer state f32, compute {}", cfg_.train.precision);
+  m.dtype_policy = fmt::format("params f32, optimizer state f32, compute {}", enum_name(cfg_.train.precision));
   m.optimizer = opt_->name();
   m.optimizer_steps = opt_->steps();
   m.config = to_toml(cfg_);

@@ -16,18 +16,18 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace dp::launch {
 
-Device choose_device(const std::string& wanted, int local_rank, int local_size, const std::string& backend) {
-  const cuda::DeviceChoice c = cuda::choose_local_device(cuda::parse_device_request(wanted), local_rank, local_size,
-                                                         cuda_device_count(), backend);
+Device choose_device(cuda::DeviceRequest wanted, int local_rank, int local_size, CollectiveBackend backend) {
+  const cuda::DeviceChoice c =
+      cuda::choose_local_device(wanted, local_rank, local_size, cuda_device_count(), backend);
   if (!c.note.empty()) log::get("train")->info("{}", c.note);
   return c.device;
 }
 
 void check_device_choices(const Config& cfg, const Device& device) {
-  if (cfg.train.precision != "fp32" && device.is_cpu())
+  if (cfg.train.precision != Precision::Fp32 && device.is_cpu())
     DP_THROW_USER("train.precision = \"{}\" needs a GPU and this process trains on the CPU, which computes in fp32: "
                   "set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")",
-                  cfg.train.precision);
+                  enum_name(cfg.train.precision));
   // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
   // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
   metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");
@@ -36,7 +36,7 @@ void check_device_choices(const Config& cfg, const Device& device) {
         "profile.steps = \"{}\" marks an Nsight Systems capture range, which needs training on a GPU; this run is on "
         "the CPU and ignores it (profile.trace_steps writes trace.json on any device)",
         cfg.profile.steps);
-  if (cfg.dist.backend == "nccl" && device.is_cpu())
+  if (cfg.dist.backend == CollectiveBackend::Nccl && device.is_cpu())
     DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
 }
 
@@ -47,22 +47,28 @@ void set_cpu_threads(int64_t threads) {
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {
-  if (t.optimizer == "sgd") {
-    optim::SgdOptions o;
-    o.momentum = t.momentum;
-    o.dampening = t.dampening;
-    o.nesterov = t.nesterov;
-    o.weight_decay = t.weight_decay;
-    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      DP_THROW_USER("train.nesterov = true needs train.momentum > 0 and train.dampening = 0 (as in torch.optim.SGD)");
-    return optim::make_sgd(numel, o);
+  switch (t.optimizer) {
+    case optim::OptimizerKind::Sgd: {
+      optim::SgdOptions o;
+      o.momentum = t.momentum;
+      o.dampening = t.dampening;
+      o.nesterov = t.nesterov;
+      o.weight_decay = t.weight_decay;
+      if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+        DP_THROW_USER("train.nesterov = true needs train.momentum > 0 and train.dampening = 0 (as in torch.optim.SGD)");
+      return optim::make_sgd(numel, o);
+    }
+    case optim::OptimizerKind::AdamW: {
+      optim::AdamWOptions o;
+      o.beta1 = t.beta1;
+      o.beta2 = t.beta2;
+      o.eps = t.eps;
+      o.weight_decay = t.weight_decay;
+      return optim::make_adamw(numel, o);
+    }
   }
-  optim::AdamWOptions o;
-  o.beta1 = t.beta1;
-  o.beta2 = t.beta2;
-  o.eps = t.eps;
-  o.weight_decay = t.weight_decay;
-  return optim::make_adamw(numel, o);
+  DP_CHECK(false, "train.optimizer {} is not handled", static_cast<int>(t.optimizer));
+  return nullptr;
 }
 
 optim::ScheduleOptions schedule_of(const TrainConfig& t) {
@@ -106,7 +112,7 @@ ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {
   ro.bucket_bytes = static_cast<int64_t>(d.bucket_mb * 1e6);
   ro.overlap = d.overlap;
   ro.allow_unused = d.allow_unused;
-  ro.wire = d.compress == "bf16" ? DType::BF16 : d.compress == "fp16" ? DType::F16 : DType::F32;
+  ro.wire = wire_dtype(d.compress);
   ro.gpu = gpu;  // device gradients: events and the communication stream
   return ro;
 }

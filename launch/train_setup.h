@@ -23,8 +23,8 @@ namespace dp::launch {
 
 // Resolves train.device for this process: cuda::choose_local_device (runtime/cuda/device_choice.h)
 // with the GPUs this process sees; its note, if any, becomes one log line.
-Device choose_device(const std::string& wanted, int local_rank = 0, int local_size = 1,
-                     const std::string& backend = "ring");
+Device choose_device(cuda::DeviceRequest wanted, int local_rank = 0, int local_size = 1,
+                     CollectiveBackend backend = CollectiveBackend::Ring);
 
 // The choices that need a GPU, against the device this process trains on: throws UserError for
 // 16-bit precision or NCCL on the CPU, and for a bad profile.trace_steps or profile.steps;

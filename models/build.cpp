@@ -9,7 +9,7 @@
 namespace dp::models {
 
 void validate_model(const ModelConfig& cfg) {
-  const std::vector<LayerSpec> specs = cfg.preset.empty() ? cfg.layers : preset_layers(cfg);
+  const std::vector<LayerSpec> specs = cfg.preset == PresetKind::None ? cfg.layers : preset_layers(cfg);
   std::vector<std::string> seen = {"input"};
   for (const auto& spec : specs) {
     layer_registry().validate(spec);
@@ -26,7 +26,7 @@ void validate_model(const ModelConfig& cfg) {
 
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed, Device device,
                                    DType compute, cuda::ExecContext* gpu) {
-  const std::vector<LayerSpec> specs = cfg.preset.empty() ? cfg.layers : preset_layers(cfg);
+  const std::vector<LayerSpec> specs = cfg.preset == PresetKind::None ? cfg.layers : preset_layers(cfg);
   const LayerRegistry& reg = layer_registry();
   auto g = std::make_unique<Graph>();
   for (const auto& spec : specs) {

@@ -1,6 +1,5 @@
 #include "models/presets.h"
 
-#include "runtime/suggest.h"
 
 namespace dp::models {
 namespace {
@@ -134,18 +133,17 @@ std::vector<LayerSpec> cnn(const ModelConfig& cfg) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"mlp", "cnn", "resnet18", "resnet50", "cifar_resnet18"}; }
-
 std::vector<LayerSpec> preset_layers(const ModelConfig& cfg) {
-  const std::string& p = cfg.preset;
-  if (p == "mlp") return mlp(cfg);
-  if (p == "cnn") return cnn(cfg);
-  if (p == "resnet18") return resnet(cfg, false, {2, 2, 2, 2}, false);
-  if (p == "resnet50") return resnet(cfg, true, {3, 4, 6, 3}, false);
-  if (p == "cifar_resnet18") return resnet(cfg, false, {2, 2, 2, 2}, true);
-  std::string near = closest_match(p, preset_names());
-  DP_THROW_USER("unknown model preset '{}'{}; presets: {}", p, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
-                join(preset_names()));
+  switch (cfg.preset) {
+    case PresetKind::None: break;
+    case PresetKind::Mlp: return mlp(cfg);
+    case PresetKind::Cnn: return cnn(cfg);
+    case PresetKind::Resnet18: return resnet(cfg, false, {2, 2, 2, 2}, false);
+    case PresetKind::Resnet50: return resnet(cfg, true, {3, 4, 6, 3}, false);
+    case PresetKind::CifarResnet18: return resnet(cfg, false, {2, 2, 2, 2}, true);
+  }
+  DP_CHECK(false, "preset_layers without a preset (model.preset = \"\" means the [[layer]] list)");
+  return {};
 }
 
 }  // namespace dp::models

@@ -11,8 +11,8 @@
 
 namespace dp::models {
 
-std::vector<std::string> preset_names();
-// Throws UserError listing the presets when `cfg.preset` is unknown.
+// The layers of preset `cfg.preset` (its names: runtime/preset_kind.h); DpError for
+// PresetKind::None, whose model is the cfg's [[layer]] list.
 std::vector<LayerSpec> preset_layers(const ModelConfig& cfg);
 
 }  // namespace dp::models

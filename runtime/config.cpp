@@ -9,6 +9,7 @@
 #define TOML_EXCEPTIONS 1
 #include <toml++/toml.h>
 
+#include "runtime/enum_names.h"
 #include "runtime/suggest.h"
 
 namespace dp {
@@ -16,14 +17,34 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-using FieldPtr = std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*>;
+// A choice key's storage, whatever its enum: the words of the enum's name table (in table order,
+// "" included) and the value read and written as a word. Built from a pointer to the enum, so a
+// schema line names the field and nothing else: the words come from the table.
+struct EnumRef {
+  std::vector<std::string> names;
+  std::function<std::string()> get;
+  std::function<bool(const std::string&)> set;  // false: not one of `names`, nothing written
+
+  template <NamedEnum E>
+  EnumRef(E* p)  // NOLINT(google-explicit-constructor): the schema's lines read `&c.train.precision`
+      : names(enum_name_list<E>(/*keep_empty=*/true)),
+        get([p] { return std::string(enum_name(*p)); }),
+        set([p](const std::string& word) {
+          const std::optional<E> v = enum_from_name<E>(word);
+          if (v) *p = *v;
+          return v.has_value();
+        }) {}
+};
+
+using FieldPtr =
+    std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*, EnumRef>;
 
 struct Field {
   std::string section, key, help;
   FieldPtr ptr;
   double min = -kInf, max = kInf;
-  std::vector<std::string> choices;
   std::string full() const { return section + "." + key; }
+  const EnumRef* choice() const { return std::get_if<EnumRef>(&ptr); }
 };
 
 // The schema, bound to one Config. Order here is the order of the resolved file and the docs.
@@ -32,14 +53,13 @@ std::vector<Field> schema(Config& c) {
       {"run", "name", "run name: the run directory is <run.dir>/<run.name>", &c.run.name},
       {"run", "dir", "root folder of run directories", &c.run.dir},
       {"run", "seed", "seed for initialisation, shuffling, augmentation and dropout", &c.run.seed, 0, 9.2e18},
-      {"run", "log_level", "console and file log level", &c.run.log_level, -kInf, kInf,
-       {"trace", "debug", "info", "warn", "error", "off"}},
+      {"run", "log_level", "console and file log level", &c.run.log_level},
       {"run", "log_levels", "per-subsystem log levels overriding log_level, e.g. \"ring=debug,ckpt=warn\"",
        &c.run.log_levels},
       {"run", "tensorboard", "rank 0 writes TensorBoard event files (events.out.tfevents.*) into the run directory", &c.run.tensorboard},
       {"run", "progress_every_s", "seconds between plain progress lines when stdout is not a terminal (0 = none)",
        &c.run.progress_every_s, 0, 1e9},
-      {"data", "dataset", "data set kind", &c.data.dataset, -kInf, kInf, {"fashion_mnist", "idx", "cifar10", "synthetic"}},
+      {"data", "dataset", "data set kind", &c.data.dataset},
       {"data", "path", "folder of the data set files (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin)", &c.data.path},
       {"data", "mean", "per-channel normalisation mean (inputs scaled to [0, 1] first)", &c.data.mean},
       {"data", "std", "per-channel normalisation standard deviation", &c.data.std},
@@ -50,14 +70,13 @@ std::vector<Field> schema(Config& c) {
       {"data", "shuffle", "shuffle the training set each epoch", &c.data.shuffle},
       {"data", "permutation",
        "shuffle order: philox (dptrain's own) or torch (torch.randperm seeded seed + epoch: DistributedSampler's order)",
-       &c.data.permutation, -kInf, kInf, {"philox", "torch"}},
+       &c.data.permutation},
       {"data", "drop_last", "drop the last incomplete batch", &c.data.drop_last},
       {"data", "synthetic_train", "synthetic data: training samples", &c.data.synthetic_train, 1, 9.2e18},
       {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
       {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape},
       {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
-      {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset, -kInf, kInf,
-       {"", "mlp", "cnn", "resnet18", "resnet50", "cifar_resnet18"}},
+      {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
       {"model", "num_classes", "output classes of a preset", &c.model.num_classes, 2, 1e9},
       {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
@@ -65,7 +84,7 @@ std::vector<Field> schema(Config& c) {
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
-      {"train", "optimizer", "optimizer", &c.train.optimizer, -kInf, kInf, {"sgd", "adamw"}},
+      {"train", "optimizer", "optimizer", &c.train.optimizer},
       {"train", "lr", "base learning rate", &c.train.lr, 0, 1e6},
       {"train", "momentum", "SGD momentum", &c.train.momentum, 0, 1},
       {"train", "dampening", "SGD dampening", &c.train.dampening, 0, 1},
@@ -74,7 +93,7 @@ std::vector<Field> schema(Config& c) {
       {"train", "beta1", "AdamW beta1", &c.train.beta1, 0, 0.999999},
       {"train", "beta2", "AdamW beta2", &c.train.beta2, 0, 0.999999999},
       {"train", "eps", "AdamW epsilon", &c.train.eps, 0, 1},
-      {"train", "schedule", "learning-rate schedule", &c.train.schedule, -kInf, kInf, {"constant", "step", "cosine"}},
+      {"train", "schedule", "learning-rate schedule", &c.train.schedule},
       {"train", "warmup_steps", "linear warmup steps", &c.train.warmup_steps, 0, 9.2e18},
       {"train", "warmup_start_factor", "learning rate at step 0 as a fraction of lr", &c.train.warmup_start_factor, 0, 1},
       {"train", "step_size", "step schedule: steps between decays", &c.train.step_size, 1, 9.2e18},
@@ -83,8 +102,8 @@ std::vector<Field> schema(Config& c) {
       {"train", "label_smoothing", "cross-entropy label smoothing", &c.train.label_smoothing, 0, 1},
       {"train", "eval_every", "evaluate every N steps (0 = at the end of each epoch)", &c.train.eval_every, 0, 9.2e18},
       {"train", "log_every", "steps between progress lines", &c.train.log_every, 1, 9.2e18},
-      {"train", "device", "where to train", &c.train.device, -kInf, kInf, {"auto", "cpu", "cuda"}},
-      {"train", "precision", "compute precision", &c.train.precision, -kInf, kInf, {"fp32", "bf16", "fp16"}},
+      {"train", "device", "where to train", &c.train.device},
+      {"train", "precision", "compute precision", &c.train.precision},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
@@ -96,14 +115,13 @@ std::vector<Field> schema(Config& c) {
        &c.train.loss_scale_growth_interval, 1, 9.2e18},
       {"dist", "bootstrap", "how ranks find each other: auto, pmix, pmi2, env, slurm, single or file:///shared/dir",
        &c.dist.bootstrap},
-      {"dist", "backend", "collectives backend", &c.dist.backend, -kInf, kInf, {"ring", "nccl"}},
+      {"dist", "backend", "collectives backend", &c.dist.backend},
       {"dist", "timeout_s", "seconds to wait for peers (bootstrap and every collective)", &c.dist.timeout_s, 1, 1e6},
       {"dist", "bucket_mb", "gradient all-reduce bucket size, MB", &c.dist.bucket_mb, 0.001, 1e4},
       {"dist", "first_bucket_mb", "size of the first (earliest) bucket, MB", &c.dist.first_bucket_mb, 0.001, 1e4},
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
-      {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress,
-       -kInf, kInf, {"none", "bf16", "fp16"}},
+      {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -148,59 +166,65 @@ void check_range(const Field& f, double v, const std::string& pos, const std::st
     DP_THROW_USER("{}: {} = {} is out of range [{}, {}]", pos, f.full(), shown, num_str(f.min), num_str(f.max));
 }
 
+// A choice: one of the enum's words, else the closest word and all of them (the empty word,
+// model.preset's "use the [[layer]] list", is allowed but not offered).
+void assign_choice(const Field& f, const EnumRef& e, const toml::node& n, const std::string& pos) {
+  if (!n.is_string()) DP_THROW_USER("{}: {} must be a string, got {}", pos, f.full(), describe_node(n));
+  const std::string v = *n.value<std::string>();
+  if (e.set(v)) return;
+  std::vector<std::string> shown;
+  for (const auto& c : e.names)
+    if (!c.empty()) shown.push_back(c);
+  const std::string near = closest_match(v, shown);
+  DP_THROW_USER("{}: {} = \"{}\" is not allowed{}; use one of: {}", pos, f.full(), v,
+                near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near), join(shown));
+}
+
 // Assigns node `n` to field `f`; `pos` names where the value came from.
 void assign(const Field& f, const toml::node& n, const std::string& pos) {
+  if (const EnumRef* e = f.choice()) return assign_choice(f, *e, n, pos);
   auto wrong = [&](const char* want) {
     DP_THROW_USER("{}: {} must be {}, got {}", pos, f.full(), want, describe_node(n));
   };
   std::visit(
-      [&](auto* p) {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          if (!n.is_string()) wrong("a string");
-          std::string v = *n.value<std::string>();
-          if (!f.choices.empty()) {
-            bool ok = false;
-            for (const auto& c : f.choices) ok = ok || c == v;
-            if (!ok) {
-              std::vector<std::string> shown;
-              for (const auto& c : f.choices)
-                if (!c.empty()) shown.push_back(c);
-              std::string near = closest_match(v, shown);
-              DP_THROW_USER("{}: {} = \"{}\" is not allowed{}; use one of: {}", pos, f.full(), v,
-                            near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near), join(shown));
+      [&](auto& alt) {
+        using A = std::decay_t<decltype(alt)>;
+        if constexpr (std::is_pointer_v<A>) {
+          using T = std::remove_pointer_t<A>;
+          A p = alt;
+          if constexpr (std::is_same_v<T, std::string>) {
+            if (!n.is_string()) wrong("a string");
+            *p = *n.value<std::string>();
+          } else if constexpr (std::is_same_v<T, int64_t>) {
+            if (!n.is_integer()) wrong("an integer");
+            int64_t v = *n.value<int64_t>();
+            check_range(f, static_cast<double>(v), pos, std::to_string(v));
+            *p = v;
+          } else if constexpr (std::is_same_v<T, double>) {
+            if (!n.is_number()) wrong("a number");
+            double v = *n.value<double>();
+            check_range(f, v, pos, fmt::format("{}", v));
+            *p = v;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            if (!n.is_boolean()) wrong("true or false");
+            *p = *n.value<bool>();
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            if (!n.is_array()) wrong("an array of numbers");
+            std::vector<double> out;
+            for (const auto& e : *n.as_array()) {
+              if (!e.is_number()) wrong("an array of numbers");
+              out.push_back(*e.value<double>());
             }
+            *p = out;
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            if (!n.is_array()) wrong("an array of integers");
+            std::vector<int64_t> out;
+            for (const auto& e : *n.as_array()) {
+              if (!e.is_integer()) wrong("an array of integers");
+              out.push_back(*e.value<int64_t>());
+            }
+            *p = out;
           }
-          *p = v;
-        } else if constexpr (std::is_same_v<T, int64_t>) {
-          if (!n.is_integer()) wrong("an integer");
-          int64_t v = *n.value<int64_t>();
-          check_range(f, static_cast<double>(v), pos, std::to_string(v));
-          *p = v;
-        } else if constexpr (std::is_same_v<T, double>) {
-          if (!n.is_number()) wrong("a number");
-          double v = *n.value<double>();
-          check_range(f, v, pos, fmt::format("{}", v));
-          *p = v;
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (!n.is_boolean()) wrong("true or false");
-          *p = *n.value<bool>();
-        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          if (!n.is_array()) wrong("an array of numbers");
-          std::vector<double> out;
-          for (const auto& e : *n.as_array()) {
-            if (!e.is_number()) wrong("an array of numbers");
-            out.push_back(*e.value<double>());
-          }
-          *p = out;
-        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-          if (!n.is_array()) wrong("an array of integers");
-          std::vector<int64_t> out;
-          for (const auto& e : *n.as_array()) {
-            if (!e.is_integer()) wrong("an array of integers");
-            out.push_back(*e.value<int64_t>());
-          }
-          *p = out;
         }
       },
       f.ptr);
@@ -331,49 +355,45 @@ void apply_override(std::vector<Field>& fields, const std::string& ov) {
 
 void validate(const Config& c) {
   const std::string src = c.source.empty() ? "<config>" : c.source;
-  if (c.model.preset.empty() && c.model.layers.empty())
-    DP_THROW_USER("{}: no model given: set model.preset (one of: mlp, cnn, resnet18, resnet50, cifar_resnet18) "
-                  "or write a [[layer]] list",
-                  src);
-  if (!c.model.preset.empty() && !c.model.layers.empty())
-    DP_THROW_USER("{}: both model.preset = \"{}\" and a [[layer]] list are given; keep one", src, c.model.preset);
+  const bool preset = c.model.preset != PresetKind::None;
+  if (!preset && c.model.layers.empty())
+    DP_THROW_USER("{}: no model given: set model.preset (one of: {}) or write a [[layer]] list", src,
+                  join(enum_name_list<PresetKind>()));
+  if (preset && !c.model.layers.empty())
+    DP_THROW_USER("{}: both model.preset = \"{}\" and a [[layer]] list are given; keep one", src,
+                  enum_name(c.model.preset));
   if (c.data.mean.size() != c.data.std.size())
     DP_THROW_USER("{}: data.mean has {} values but data.std has {}; give one per channel", src, c.data.mean.size(),
                   c.data.std.size());
   for (double s : c.data.std)
     if (!(s > 0)) DP_THROW_USER("{}: data.std values must be > 0, got {}", src, s);
-  if (c.data.dataset == "synthetic" && c.data.synthetic_shape.empty())
+  if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
 }
 
-std::string toml_value(const FieldPtr& p) {
-  return std::visit(
-      [](auto* v) -> std::string {
-        using T = std::remove_pointer_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          std::ostringstream os;
-          os << toml::value<std::string>(*v);
-          return os.str();
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return *v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, double>) {
-          std::ostringstream os;
-          os << toml::value<double>(*v);
-          return os.str();
-        } else if constexpr (std::is_same_v<T, int64_t>) {
-          return std::to_string(*v);
-        } else {
-          std::string s = "[";
-          for (size_t i = 0; i < v->size(); ++i) {
-            std::ostringstream os;
-            os << toml::value<typename T::value_type>((*v)[i]);
-            s += (i ? ", " : "") + os.str();
-          }
-          return s + "]";
-        }
-      },
-      p);
+template <class T>
+std::string toml_scalar(const T& v) {
+  std::ostringstream os;
+  os << toml::value<T>(v);
+  return os.str();
 }
+
+// A field's value in TOML syntax, as the resolved config.toml and the reference show it.
+struct TomlValue {
+  std::string operator()(const EnumRef& e) const { return toml_scalar(e.get()); }
+  std::string operator()(const std::string* v) const { return toml_scalar(*v); }
+  std::string operator()(const bool* v) const { return *v ? "true" : "false"; }
+  std::string operator()(const double* v) const { return toml_scalar(*v); }
+  std::string operator()(const int64_t* v) const { return std::to_string(*v); }
+  template <class T>
+  std::string operator()(const std::vector<T>* v) const {
+    std::string s = "[";
+    for (size_t i = 0; i < v->size(); ++i) s += (i ? ", " : "") + toml_scalar((*v)[i]);
+    return s + "]";
+  }
+};
+
+std::string toml_value(const FieldPtr& p) { return std::visit(TomlValue{}, p); }
 
 std::string arg_value(const ArgValue& v) {
   std::ostringstream os;
@@ -453,9 +473,9 @@ std::string config_reference() {
       out += fmt::format("\n### [{}]\n\n| key | default | allowed | meaning |\n|---|---|---|---|\n", section);
     }
     std::string allowed;
-    if (!f.choices.empty()) {
+    if (const EnumRef* e = f.choice()) {
       std::vector<std::string> q;
-      for (const auto& ch : f.choices) q.push_back("`\"" + ch + "\"`");
+      for (const auto& ch : e->names) q.push_back("`\"" + ch + "\"`");
       allowed = join(q);
     } else if (f.min != -kInf || f.max != kInf) {
       allowed = fmt::format("[{}, {}]", num_str(f.min), num_str(f.max));

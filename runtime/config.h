@@ -1,7 +1,10 @@
 // defines: Config (the typed run configuration) and load_config (TOML model.cfg + --set overrides).
 //
 // Every key is declared once in a schema (runtime/config.cpp: name, type, default, range or
-// choices, help). The schema drives parsing, validation, the resolved config written to the run
+// choices, help). A choice key is an enum, parsed once by the schema from the enum's name table
+// (runtime/enum_names.h); code downstream switches on it and never sees the word.
+// dist.bootstrap stays a string: besides its words it takes a folder (file:///dir), and
+// collectives/bootstrap/factory.h is what understands it. The schema drives parsing, validation, the resolved config written to the run
 // directory, and `dptrain --print-config-reference`. Problems in the user's file are one
 // UserError line naming file:line, the key and the closest valid key or the allowed values.
 #pragma once
@@ -9,7 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collective_backend.h"
+#include "runtime/cuda/device_choice.h"
+#include "runtime/data/dataset_kind.h"
+#include "runtime/data/sampler.h"
+#include "runtime/grad_compress.h"
 #include "runtime/layer_registry.h"
+#include "runtime/log_level.h"
+#include "runtime/optim/optimizer_kind.h"
+#include "runtime/optim/schedule.h"
+#include "runtime/precision.h"
+#include "runtime/preset_kind.h"
 
 namespace dp {
 
@@ -17,14 +30,14 @@ struct RunConfig {
   std::string name = "default";
   std::string dir = "runs";       // run directory root: <dir>/<name>/
   int64_t seed = 0;
-  std::string log_level = "info";
+  LogLevel log_level = LogLevel::Info;
   std::string log_levels;          // per subsystem: "ring=debug,ckpt=warn" (overrides log_level)
   bool tensorboard = true;         // rank 0 writes events.out.tfevents.* into the run directory
   int64_t progress_every_s = 10;   // plain progress lines when stdout is not a terminal (0 = per log_every)
 };
 
 struct DataConfig {
-  std::string dataset = "fashion_mnist";  // fashion_mnist | idx | cifar10 | synthetic
+  data::DatasetKind dataset = data::DatasetKind::FashionMnist;
   std::string path = "/usr/share/datasets/fashion-mnist";
   std::vector<double> mean = {0.2860};
   std::vector<double> std = {0.3530};
@@ -33,7 +46,7 @@ struct DataConfig {
   int64_t train_limit = 0;  // 0 = all training samples
   int64_t eval_limit = 0;   // 0 = all evaluation samples
   bool shuffle = true;
-  std::string permutation = "philox";  // philox (ours) | torch (torch.randperm's order, seed + epoch)
+  data::Permutation permutation = data::Permutation::Philox;  // ours, or torch.randperm's (seed + epoch)
   bool drop_last = false;
   int64_t synthetic_train = 10000;
   int64_t synthetic_eval = 1000;
@@ -42,7 +55,7 @@ struct DataConfig {
 };
 
 struct ModelConfig {
-  std::string preset;              // mlp | cnn | resnet18 | resnet50 | cifar_resnet18 ("" = [[layer]] list)
+  PresetKind preset = PresetKind::None;  // None: the [[layer]] list
   int64_t num_classes = 10;
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
   double dropout = 0.0;            // mlp/cnn presets
@@ -54,14 +67,14 @@ struct TrainConfig {
   int64_t epochs = 1;
   int64_t steps = 0;               // > 0: stop after this many steps (overrides epochs)
   int64_t batch_size = 128;        // per rank
-  std::string optimizer = "adamw"; // sgd | adamw
+  optim::OptimizerKind optimizer = optim::OptimizerKind::AdamW;
   double lr = 1e-3;
   double momentum = 0.9;
   double dampening = 0.0;
   bool nesterov = false;
   double weight_decay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  std::string schedule = "constant";  // constant | step | cosine
+  optim::ScheduleKind schedule = optim::ScheduleKind::Constant;
   int64_t warmup_steps = 0;
   double warmup_start_factor = 0.0;
   int64_t step_size = 1000;
@@ -70,8 +83,8 @@ struct TrainConfig {
   double label_smoothing = 0.0;
   int64_t eval_every = 0;          // steps; 0 = at the end of each epoch
   int64_t log_every = 50;          // steps between progress lines
-  std::string device = "auto";     // auto | cpu | cuda
-  std::string precision = "fp32";  // fp32 | bf16 | fp16
+  cuda::DeviceRequest device = cuda::DeviceRequest::Auto;
+  Precision precision = Precision::Fp32;
   int64_t threads = 0;             // CPU threads (0 = all cores)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
@@ -89,13 +102,13 @@ struct CheckpointConfig {
 
 struct DistConfig {
   std::string bootstrap = "auto";  // auto | pmix | pmi2 | env | slurm | single | file:///shared/dir
-  std::string backend = "ring";    // ring (our own collectives) | nccl (GPUs)
+  CollectiveBackend backend = CollectiveBackend::Ring;
   double timeout_s = 300;          // bootstrap waits and every collective
   double bucket_mb = 25;           // gradient bucket size after the first
   double first_bucket_mb = 1;      // the first bucket (starts communication early)
   bool overlap = true;             // reduce buckets during backward (false: after it)
   bool allow_unused = false;       // a parameter without a gradient in a step is not an error
-  std::string compress = "none";   // none | bf16 | fp16: gradients travel in 16 bits
+  GradCompress compress = GradCompress::None;  // gradients travel in 16 bits
 };
 
 struct ProfileConfig {

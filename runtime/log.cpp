@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "runtime/suggest.h"
 
 namespace dp::log {
 namespace {
@@ -41,19 +42,20 @@ std::string trim(const std::string& t) {
   return t.substr(b, t.find_last_not_of(" \t") - b + 1);
 }
 
-constexpr const char* kLevelWords = "trace, debug, info, warn, error, off";
-
-// Our own word list (not spdlog::level::from_str, which maps every unknown word to "off").
+// Our own word list (kLogLevelNames), not spdlog::level::from_str, which maps every unknown
+// word to "off".
 bool level_from_word(const std::string& w, spdlog::level::level_enum& out) {
-  static const std::pair<const char*, spdlog::level::level_enum> kWords[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-      {"warn", spdlog::level::warn},   {"error", spdlog::level::err},   {"off", spdlog::level::off}};
-  for (const auto& [word, lv] : kWords)
-    if (w == word) {
-      out = lv;
-      return true;
-    }
-  return false;
+  const auto lv = enum_from_name<LogLevel>(w);
+  if (lv) out = spdlog_level(*lv);
+  return lv.has_value();
+}
+
+std::string level_words() { return join(enum_name_list<LogLevel>()); }
+
+LogLevel level_of_word(const std::string& level) {
+  const auto lv = enum_from_name<LogLevel>(level);
+  if (!lv) DP_THROW_USER("unknown log level '{}': use one of {}", level, level_words());
+  return *lv;
 }
 
 void default_sinks(State& s) {
@@ -76,11 +78,19 @@ std::shared_ptr<spdlog::logger> get(const std::string& subsystem) {
   return lg;
 }
 
-spdlog::level::level_enum parse_level(const std::string& level) {
-  spdlog::level::level_enum lv;
-  if (!level_from_word(level, lv)) DP_THROW_USER("unknown log level '{}': use one of {}", level, kLevelWords);
-  return lv;
+spdlog::level::level_enum spdlog_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::Trace: return spdlog::level::trace;
+    case LogLevel::Debug: return spdlog::level::debug;
+    case LogLevel::Info: return spdlog::level::info;
+    case LogLevel::Warn: return spdlog::level::warn;
+    case LogLevel::Error: return spdlog::level::err;
+    case LogLevel::Off: return spdlog::level::off;
+  }
+  return spdlog::level::info;  // not reached: every enumerator is handled above
 }
+
+spdlog::level::level_enum parse_level(const std::string& level) { return spdlog_level(level_of_word(level)); }
 
 std::vector<std::pair<std::string, spdlog::level::level_enum>> parse_levels(const std::string& spec) {
   std::vector<std::pair<std::string, spdlog::level::level_enum>> out;
@@ -97,7 +107,7 @@ std::vector<std::pair<std::string, spdlog::level::level_enum>> parse_levels(cons
                     trim(entry), spec);
     spdlog::level::level_enum lv;
     if (!level_from_word(word, lv))
-      DP_THROW_USER("run.log_levels: unknown level '{}' for subsystem '{}' (use one of {})", word, sub, kLevelWords);
+      DP_THROW_USER("run.log_levels: unknown level '{}' for subsystem '{}' (use one of {})", word, sub, level_words());
     out.emplace_back(sub, lv);
   }
   // getline drops a trailing empty field: "ring=debug," is malformed too.
@@ -116,8 +126,12 @@ spdlog::level::level_enum level_of(const std::string& subsystem) {
 
 void configure(const std::string& level, const std::string& file_path, bool console_all,
                const std::string& subsystem_levels) {
+  configure(level_of_word(level), file_path, console_all, subsystem_levels);
+}
+
+void configure(LogLevel level, const std::string& file_path, bool console_all, const std::string& subsystem_levels) {
   // Parse everything before changing anything: a bad value leaves the logging as it was.
-  const auto lv = parse_level(level);
+  const auto lv = spdlog_level(level);
   const auto subs = parse_levels(subsystem_levels);
   auto& s = state();
   std::lock_guard lock(s.mu);

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/log_level.h"
+
 namespace dp::log {
 
 // The logger of one subsystem ("train", "data", "config", "coll", ...), created on first use.
@@ -20,11 +22,16 @@ std::shared_ptr<spdlog::logger> get(const std::string& subsystem);
 // subsystem_levels: run.log_levels, "sub=level,sub=level" (see parse_levels); also applies to
 // loggers created later. Safe to call again (reconfigures every logger).
 // Throws UserError (nothing changed) for an unknown level or a malformed entry.
+void configure(LogLevel level, const std::string& file_path = "", bool console_all = false,
+               const std::string& subsystem_levels = "");
+// The same with the level as a word (tests, $DPTRAIN_TEST_LOG): UserError for an unknown word.
 void configure(const std::string& level, const std::string& file_path = "", bool console_all = false,
                const std::string& subsystem_levels = "");
 
 // "trace|debug|info|warn|error|off" -> the level; UserError naming the allowed words otherwise.
 spdlog::level::level_enum parse_level(const std::string& level);
+// run.log_level -> spdlog's level.
+spdlog::level::level_enum spdlog_level(LogLevel level);
 
 // Parses run.log_levels: comma-separated "subsystem=level" entries, spaces around names allowed,
 // "" = none. The subsystem is any logger name (loggers are created on first use, so names are

@@ -196,7 +196,8 @@ std::vector<double> rank_pattern(int r) {
 
 struct Settings {
   std::vector<Op> ops;
-  std::string backend = "ring", bootstrap = "auto";
+  CollectiveBackend backend = CollectiveBackend::Ring;
+  std::string bootstrap = "auto";
   DType dtype = DType::F32;
   ReduceOp redop = ReduceOp::Sum;
   size_t min_bytes = 4, max_bytes = 256 << 20;
@@ -350,7 +351,7 @@ int run_worker(Settings s) {
     nodes = static_cast<int>(std::set<std::string>(ids.begin(), ids.end()).size());
   }
   std::unique_ptr<Communicator> comm;
-  if (s.backend == "ring") {
+  if (s.backend == CollectiveBackend::Ring) {
     comm = make_ring_communicator(*bs, s.timeout_s);
   } else {
     comm = make_communicator(s.backend, *bs, s.timeout_s);  // UserError without CUDA or a GPU
@@ -385,12 +386,13 @@ int main(int argc, char** argv) {
   CLI::App app{"collbench: nccl-tests-style benchmark of the collectives (size, time, algbw, busbw, max error).\n"
                "  collbench --nproc 4                      4 local ranks, every op\n"
                "  srun -n 8 collbench --op allreduce       ranks from the launcher (--bootstrap auto)"};
-  std::string op = "all", dtype = "f32", redop = "sum", min_b = "4", max_b = "256M";
+  std::string op = "all", backend = "ring", dtype = "f32", redop = "sum", min_b = "4", max_b = "256M";
   Settings s;
   int nproc = 1;
   app.add_option("--op", op, "allreduce, broadcast, allgather, reduce_scatter or all")
       ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reduce_scatter", "all"}));
-  app.add_option("--backend", s.backend, "collectives backend")->check(CLI::IsMember({"ring", "nccl"}));
+  app.add_option("--backend", backend, "collectives backend")
+      ->check(CLI::IsMember(enum_name_list<CollectiveBackend>()));
   app.add_option("--bootstrap", s.bootstrap, "auto, pmix, pmi2, env, slurm, single or file:///dir");
   app.add_option("--dtype", dtype, "f32, f16, bf16, f64 or i32")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "f64", "i32"}));
@@ -412,6 +414,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    s.backend = parse_collective_backend(backend);
     s.dtype = parse_dtype(dtype);
     s.redop = parse_redop(redop);
     s.min_bytes = parse_bytes(min_b);

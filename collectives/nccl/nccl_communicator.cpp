@@ -129,7 +129,7 @@ class NcclCommunicator final : public Communicator {
     // By default the trainer's rule (runtime/cuda/device_choice.h); no GPU at all is reported by
     // gpu_assignment_error below, on every rank.
     const Device chosen =
-        cuda::choose_local_device(cuda::DeviceRequest::Auto, bs.local_rank(), bs.local_size(), visible, "nccl").device;
+        cuda::choose_local_device(cuda::DeviceRequest::Auto, bs.local_rank(), bs.local_size(), visible, CollectiveBackend::Nccl).device;
     device_ = device >= 0 ? device : chosen.is_cuda() ? chosen.index : 0;
     const auto blobs = bs.allgather(nccl::encode_gpu_identity(identify(device_, visible)));
     std::vector<nccl::GpuIdentity> gpus;

@@ -3,14 +3,12 @@
 namespace dp::cuda {
 
 DeviceRequest parse_device_request(std::string_view s) {
-  if (s == "auto") return DeviceRequest::Auto;
-  if (s == "cpu") return DeviceRequest::Cpu;
-  if (s == "cuda") return DeviceRequest::Cuda;
+  if (const auto r = enum_from_name<DeviceRequest>(s)) return *r;
   DP_THROW_USER("train.device = \"{}\" is not a device; use \"auto\", \"cpu\" or \"cuda\"", s);
 }
 
 DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_size, int device_count,
-                                 std::string_view backend) {
+                                 CollectiveBackend backend) {
   DP_CHECK(local_size >= 1 && local_rank >= 0 && local_rank < local_size, "local rank {} of local size {}",
            local_rank, local_size);
   DP_CHECK(device_count >= 0, "device count {}", device_count);
@@ -27,7 +25,7 @@ DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_s
   // or a per-rank CUDA_VISIBLE_DEVICES) or ranks really share. Only the physical GPU ids tell,
   // so the backend that cannot share (nccl) checks them across ranks before it starts
   // (collectives/nccl/gpu_assignment.h); the ring backend shares GPUs fine.
-  if (backend == "nccl")
+  if (backend == CollectiveBackend::Nccl)
     return {Device::cuda(gpu), fmt::format("{} processes on this node, {} visible GPU(s) each; local rank {} uses GPU "
                                            "{} (the nccl backend checks that no two ranks drive one GPU)",
                                            local_size, device_count, local_rank, gpu)};

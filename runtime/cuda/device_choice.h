@@ -3,16 +3,24 @@
 // sits on its node (local rank and size), how many GPUs it sees and the collective backend.
 // No CUDA call here, so the decision is tested without a GPU (tests/runtime/cuda/).
 #pragma once
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "runtime/collective_backend.h"
+#include "runtime/enum_names.h"
 #include "runtime/tensor.h"
 
 namespace dp::cuda {
 
 enum class DeviceRequest { Auto, Cpu, Cuda };
 
-// "auto" | "cpu" | "cuda" (train.device); UserError naming the choices otherwise.
+inline constexpr EnumName<DeviceRequest> kDeviceRequestNames[] = {
+    {DeviceRequest::Auto, "auto"}, {DeviceRequest::Cpu, "cpu"}, {DeviceRequest::Cuda, "cuda"}};
+constexpr std::span<const EnumName<DeviceRequest>> enum_names(DeviceRequest) { return kDeviceRequestNames; }
+
+// "auto" | "cpu" | "cuda" named outside the config; UserError naming the choices otherwise. The
+// config schema parses train.device itself.
 DeviceRequest parse_device_request(std::string_view s);
 
 struct DeviceChoice {
@@ -31,6 +39,6 @@ struct DeviceChoice {
 //                                       is its UserError), the ring backend lets ranks share.
 // local_rank in [0, local_size) and device_count >= 0 are the bootstrap's invariants (DpError).
 DeviceChoice choose_local_device(DeviceRequest want, int local_rank, int local_size, int device_count,
-                                 std::string_view backend);
+                                 CollectiveBackend backend);
 
 }  // namespace dp::cuda

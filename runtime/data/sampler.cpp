@@ -10,12 +10,6 @@
 
 namespace dp::data {
 
-Permutation permutation_kind(const std::string& name) {
-  if (name == "philox") return Permutation::Philox;
-  if (name == "torch") return Permutation::Torch;
-  DP_THROW_USER("data.permutation = \"{}\": use \"philox\" (dptrain's own) or \"torch\" (torch.randperm's order)", name);
-}
-
 std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch, Permutation kind) {
   DP_CHECK(n >= 0, "dataset size {} < 0", n);
   std::vector<int64_t> p(static_cast<size_t>(n));

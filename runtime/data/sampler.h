@@ -14,8 +14,11 @@
 // sampler_indices_from_permutation takes any permutation (tests/oracle/test_sampler_torch.py).
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "runtime/enum_names.h"
 
 namespace dp::data {
 
@@ -25,10 +28,12 @@ namespace dp::data {
 // Torch: torch's CPU randperm: an MT19937 seeded with the low 32 bits of seed + epoch, then for
 // i = 0 .. n-2 swap p[i] with p[i + next() % (n - i)] (n below 2^32 / 20, as torch's own path).
 enum class Permutation { Philox, Torch };
+// data.permutation's words.
+inline constexpr EnumName<Permutation> kPermutationNames[] = {{Permutation::Philox, "philox"},
+                                                              {Permutation::Torch, "torch"}};
+constexpr std::span<const EnumName<Permutation>> enum_names(Permutation) { return kPermutationNames; }
 std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch,
                                          Permutation kind = Permutation::Philox);
-// data.permutation ("philox" | "torch") -> the kind; UserError otherwise.
-Permutation permutation_kind(const std::string& name);
 
 // Steps 2 and 3 above, for a given order (`perm` need not be a permutation: it is used as is).
 std::vector<int64_t> sampler_indices_from_permutation(const std::vector<int64_t>& perm, int world_size, int rank,

@@ -9,25 +9,27 @@
 
 namespace dp::optim {
 
+ScheduleKind parse_schedule_kind(const std::string& name) {
+  if (const auto kind = enum_from_name<ScheduleKind>(name)) return *kind;
+  const std::vector<std::string> kinds = enum_name_list<ScheduleKind>();
+  const std::string near = closest_match(name, kinds);
+  DP_THROW_USER("unknown lr schedule '{}'{}: use one of {}", name,
+                near.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", near), join(kinds));
+}
+
 void validate_schedule(const ScheduleOptions& o, int64_t total_steps) {
-  static const std::vector<std::string> kinds = {"constant", "step", "cosine"};
-  if (std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end()) {
-    std::string near = closest_match(o.kind, kinds);
-    DP_THROW_USER("unknown lr schedule '{}'{}: use one of {}", o.kind,
-                  near.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", near), join(kinds));
-  }
   if (!(o.base_lr >= 0) || !std::isfinite(o.base_lr))
     DP_THROW_USER("lr schedule: base_lr {} must be a finite value >= 0", o.base_lr);
   if (o.warmup_steps < 0) DP_THROW_USER("lr schedule: warmup_steps {} must be >= 0", o.warmup_steps);
   if (!(o.warmup_start_factor >= 0 && o.warmup_start_factor <= 1))
     DP_THROW_USER("lr schedule: warmup_start_factor {} must be in [0, 1]", o.warmup_start_factor);
   if (total_steps < 0) DP_THROW_USER("lr schedule: total_steps {} must be >= 0", total_steps);
-  if (o.kind == "step") {
+  if (o.kind == ScheduleKind::Step) {
     if (o.step_size <= 0) DP_THROW_USER("lr schedule 'step': step_size {} must be > 0", o.step_size);
     if (!(o.gamma > 0) || !std::isfinite(o.gamma))
       DP_THROW_USER("lr schedule 'step': gamma {} must be a finite value > 0", o.gamma);
   }
-  if (o.kind == "cosine") {
+  if (o.kind == ScheduleKind::Cosine) {
     if (!(o.min_lr >= 0 && o.min_lr <= o.base_lr))
       DP_THROW_USER("lr schedule 'cosine': min_lr {} must be in [0, base_lr = {}]", o.min_lr, o.base_lr);
     if (total_steps <= o.warmup_steps)
@@ -45,12 +47,16 @@ double lr_at(const ScheduleOptions& o, int64_t step, int64_t total_steps) {
     return o.base_lr * (f + (1.0 - f) * static_cast<double>(step) / static_cast<double>(o.warmup_steps));
   }
   const int64_t t = step - o.warmup_steps;
-  if (o.kind == "step") return o.base_lr * std::pow(o.gamma, static_cast<double>(t / o.step_size));
-  if (o.kind == "cosine") {
-    const int64_t T = total_steps - o.warmup_steps;
-    const double x = static_cast<double>(std::min(t, T)) / static_cast<double>(T);
-    return o.min_lr + (o.base_lr - o.min_lr) * (1.0 + std::cos(std::numbers::pi * x)) / 2.0;
+  switch (o.kind) {
+    case ScheduleKind::Constant: return o.base_lr;
+    case ScheduleKind::Step: return o.base_lr * std::pow(o.gamma, static_cast<double>(t / o.step_size));
+    case ScheduleKind::Cosine: {
+      const int64_t T = total_steps - o.warmup_steps;
+      const double x = static_cast<double>(std::min(t, T)) / static_cast<double>(T);
+      return o.min_lr + (o.base_lr - o.min_lr) * (1.0 + std::cos(std::numbers::pi * x)) / 2.0;
+    }
   }
+  DP_CHECK(false, "lr schedule kind {} is not handled", static_cast<int>(o.kind));
   return o.base_lr;
 }
 

@@ -1,4 +1,5 @@
-// defines: ScheduleOptions and lr_at, the learning-rate schedule as a pure function of the step.
+// defines: ScheduleKind (train.schedule) with its name table, ScheduleOptions and lr_at, the
+// learning-rate schedule as a pure function of the step.
 //
 // Optional linear warmup, then one of:
 //   constant  base_lr
@@ -10,12 +11,25 @@
 // f = warmup_start_factor: base_lr * f at step 0, rising linearly to base_lr at warmup_steps.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
+
+#include "runtime/enum_names.h"
 
 namespace dp::optim {
 
+enum class ScheduleKind { Constant, Step, Cosine };
+
+inline constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {
+    {ScheduleKind::Constant, "constant"}, {ScheduleKind::Step, "step"}, {ScheduleKind::Cosine, "cosine"}};
+constexpr std::span<const EnumName<ScheduleKind>> enum_names(ScheduleKind) { return kScheduleKindNames; }
+
+// A schedule named outside the config (tests/oracle/optim_dump's kind=...): UserError naming the
+// closest kind and all of them otherwise. The config schema parses train.schedule itself.
+ScheduleKind parse_schedule_kind(const std::string& name);
+
 struct ScheduleOptions {
-  std::string kind = "constant";  // constant | step | cosine
+  ScheduleKind kind = ScheduleKind::Constant;
   double base_lr = 0.1;
   int64_t warmup_steps = 0;
   double warmup_start_factor = 0.0;  // lr at step 0 = base_lr * factor, linear to base_lr at warmup_steps
@@ -24,7 +38,7 @@ struct ScheduleOptions {
   double min_lr = 0;                 // cosine: the floor
 };
 
-// Throws UserError naming the bad field (unknown kind lists constant, step, cosine).
+// Throws UserError naming the bad field.
 void validate_schedule(const ScheduleOptions& options, int64_t total_steps);
 
 // The learning rate for 0-based `step` of a run of `total_steps` (validates `options` first).

@@ -40,7 +40,7 @@ TEST(AssignBuckets, CoversTheArenaExactlyAndNeverSplitsASlot) {
 
 TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
   ModelConfig mc;
-  mc.preset = "mlp";
+  mc.preset = PresetKind::Mlp;
   mc.hidden = {8, 8};
   auto g = models::build_model(mc, {1, 4, 4}, 1);
   SingleProcessCommunicator comm;
@@ -77,7 +77,7 @@ TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
 // gradient comes back as exactly its 16-bit rounding.
 TEST(Reducer, CompressedGradientsComeBackRoundedTo16Bits) {
   ModelConfig mc;
-  mc.preset = "mlp";
+  mc.preset = PresetKind::Mlp;
   mc.hidden = {8};
   auto g = models::build_model(mc, {1, 4, 4}, 1);
   SingleProcessCommunicator comm;

@@ -32,7 +32,7 @@ namespace {
 
 std::unique_ptr<Graph> mlp(Device device) {
   ModelConfig mc;
-  mc.preset = "mlp";
+  mc.preset = PresetKind::Mlp;
   mc.hidden = {16, 8};
   return models::build_model(mc, {1, 6, 6}, 1, device);
 }

@@ -73,10 +73,10 @@ TEST(Train, SameSeedGivesBitwiseIdenticalWeights) {
 
 TEST(Train, NoGpuMeansCpuAndAskingForCudaIsAClearError) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
-  EXPECT_TRUE(choose_device("auto").is_cpu());
-  EXPECT_TRUE(choose_device("cpu").is_cpu());
+  EXPECT_TRUE(choose_device(cuda::DeviceRequest::Auto).is_cpu());
+  EXPECT_TRUE(choose_device(cuda::DeviceRequest::Cpu).is_cpu());
   try {
-    choose_device("cuda");
+    choose_device(cuda::DeviceRequest::Cuda);
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "train.device = \"cuda\" but no usable GPU was found (no driver, no device, or a build "

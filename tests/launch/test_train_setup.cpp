@@ -56,7 +56,7 @@ TEST(StepPlan, NoStepInAnEpochOrAScheduleLongerThanTheRunIsAUserError) {
 
 TEST(ReducerOptionsOf, BucketBytesOverlapAndWireFromDist) {
   DistConfig d;
-  d.first_bucket_mb = 0.5, d.bucket_mb = 4, d.overlap = false, d.allow_unused = true, d.compress = "bf16";
+  d.first_bucket_mb = 0.5, d.bucket_mb = 4, d.overlap = false, d.allow_unused = true, d.compress = GradCompress::Bf16;
   ReducerOptions ro = reducer_options_of(d, nullptr);
   EXPECT_EQ(ro.first_bucket_bytes, 500'000);
   EXPECT_EQ(ro.bucket_bytes, 4'000'000);
@@ -64,21 +64,21 @@ TEST(ReducerOptionsOf, BucketBytesOverlapAndWireFromDist) {
   EXPECT_TRUE(ro.allow_unused);
   EXPECT_EQ(ro.wire, DType::BF16);
   EXPECT_EQ(ro.gpu, nullptr);
-  d.compress = "fp16";
+  d.compress = GradCompress::Fp16;
   EXPECT_EQ(reducer_options_of(d, nullptr).wire, DType::F16);
-  d.compress = "none";
+  d.compress = GradCompress::None;
   EXPECT_EQ(reducer_options_of(d, nullptr).wire, DType::F32);
 }
 
 TEST(MakeOptimizer, NesterovNeedsMomentumAndNoDampening) {
   TrainConfig t;
-  t.optimizer = "sgd", t.nesterov = true, t.momentum = 0;
+  t.optimizer = optim::OptimizerKind::Sgd, t.nesterov = true, t.momentum = 0;
   EXPECT_THROW(make_optimizer(t, 10), UserError);
   t.momentum = 0.9, t.dampening = 0.1;
   EXPECT_THROW(make_optimizer(t, 10), UserError);
   t.dampening = 0;
   EXPECT_EQ(make_optimizer(t, 10)->name(), "sgd");
-  t.optimizer = "adamw";
+  t.optimizer = optim::OptimizerKind::AdamW;
   EXPECT_EQ(make_optimizer(t, 10)->name(), "adamw");
 }
 

@@ -122,7 +122,7 @@ TEST(Graph, WrongInputShapeIsAClearError) {
 TEST(Graph, SameSeedSameInitDifferentSeedDifferent) {
   auto a = residual_net(), b = residual_net();
   ModelConfig mc;
-  mc.preset = "mlp";
+  mc.preset = PresetKind::Mlp;
   mc.hidden = {8};
   auto c1 = models::build_model(mc, {1, 4, 4}, 1), c2 = models::build_model(mc, {1, 4, 4}, 2);
   EXPECT_EQ(0, std::memcmp(a->params().flat().raw(), b->params().flat().raw(), a->params().flat().nbytes()));

@@ -80,7 +80,7 @@ void run_optimizers(const std::string& path, uint64_t seed) {
       // Gradient scale varies per step, so the moments see a changing signal.
       grads.narrow0(s, 1).copy_from(randn(rng, {1, kNumel}, 0.1 + 0.2 * s));
       // A warmup + cosine schedule, so every step has its own lr.
-      ScheduleOptions so{.kind = "cosine", .base_lr = v.base_lr, .warmup_steps = 3, .warmup_start_factor = 0.2,
+      ScheduleOptions so{.kind = ScheduleKind::Cosine, .base_lr = v.base_lr, .warmup_steps = 3, .warmup_start_factor = 0.2,
                          .min_lr = v.base_lr / 10};
       lrs.data<double>()[s] = lr_at(so, s, kSteps);
     }
@@ -107,7 +107,7 @@ void print_lrs(int argc, char** argv) {
     auto eq = a.find('=');
     DP_CHECK(eq != std::string::npos, "argument '{}' is not key=value", a);
     std::string k = a.substr(0, eq), val = a.substr(eq + 1);
-    if (k == "kind") o.kind = val;
+    if (k == "kind") o.kind = parse_schedule_kind(val);
     else if (k == "base_lr") o.base_lr = std::stod(val);
     else if (k == "warmup_steps") o.warmup_steps = std::stoll(val);
     else if (k == "warmup_start_factor") o.warmup_start_factor = std::stod(val);

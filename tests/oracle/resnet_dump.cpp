@@ -4,10 +4,13 @@
 // tests/oracle/test_resnet_torchvision.py.
 //   resnet_dump <preset> <out.safetensors> [image_size] [num_classes]
 #include <cstdio>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/suggest.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -17,7 +20,12 @@ int main(int argc, char** argv) {
   try {
     const int64_t size = argc > 3 ? std::stoll(argv[3]) : 64;
     dp::ModelConfig mc;
-    mc.preset = argv[1];
+    const std::optional<dp::PresetKind> preset = dp::enum_from_name<dp::PresetKind>(argv[1]);
+    if (!preset || *preset == dp::PresetKind::None)
+      throw std::runtime_error(fmt::format("unknown preset '{}' (presets: {})", argv[1],
+                                           dp::join(dp::enum_name_list<dp::PresetKind>())));
+    mc.preset = *preset;
+    const std::string name(dp::enum_name(mc.preset));
     mc.num_classes = argc > 4 ? std::stoll(argv[4]) : 1000;
     auto g = dp::models::build_model(mc, {3, size, size}, /*seed=*/42);
     dp::Rng rng(7, 99);
@@ -35,8 +43,8 @@ int main(int argc, char** argv) {
     out.emplace_back("__input__", x);
     out.emplace_back("__logits__", logits);
     dp::write_safetensors(argv[2], out,
-                          {{"preset", mc.preset}, {"num_parameters", std::to_string(g->num_parameters())}});
-    std::printf("%s: %lld parameters, %zu state tensors\n", mc.preset.c_str(),
+                          {{"preset", name}, {"num_parameters", std::to_string(g->num_parameters())}});
+    std::printf("%s: %lld parameters, %zu state tensors\n", name.c_str(),
                 static_cast<long long>(g->num_parameters()), g->state().size());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resnet_dump: %s\n", e.what());

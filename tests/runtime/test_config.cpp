@@ -25,11 +25,11 @@ TEST(Config, ParsesTypedValues) {
       "m.cfg");
   EXPECT_EQ(c.run.name, "x");
   EXPECT_EQ(c.run.seed, 7);
-  EXPECT_EQ(c.model.preset, "cnn");
+  EXPECT_EQ(c.model.preset, PresetKind::Cnn);
   EXPECT_DOUBLE_EQ(c.train.lr, 0.5);
   EXPECT_EQ(c.train.batch_size, 32);
   EXPECT_TRUE(c.train.nesterov);
-  EXPECT_EQ(c.train.optimizer, "sgd");
+  EXPECT_EQ(c.train.optimizer, optim::OptimizerKind::Sgd);
   ASSERT_EQ(c.data.std.size(), 3u);
   EXPECT_DOUBLE_EQ(c.data.std[2], 3.0);  // integers are accepted where numbers are expected
 }

@@ -24,7 +24,7 @@ TEST(Schedule, Constant) {
 }
 
 TEST(Schedule, LinearWarmupFromZero) {
-  ScheduleOptions o{.kind = "constant", .base_lr = 0.2, .warmup_steps = 10};
+  ScheduleOptions o{.kind = ScheduleKind::Constant, .base_lr = 0.2, .warmup_steps = 10};
   EXPECT_DOUBLE_EQ(lr_at(o, 0, 100), 0.0);
   EXPECT_DOUBLE_EQ(lr_at(o, 1, 100), 0.02);
   EXPECT_DOUBLE_EQ(lr_at(o, 5, 100), 0.1);
@@ -44,7 +44,7 @@ TEST(Schedule, LinearWarmupFromAFactor) {
 }
 
 TEST(Schedule, StepDecay) {
-  ScheduleOptions o{.kind = "step", .base_lr = 0.1, .step_size = 30, .gamma = 0.1};
+  ScheduleOptions o{.kind = ScheduleKind::Step, .base_lr = 0.1, .step_size = 30, .gamma = 0.1};
   EXPECT_DOUBLE_EQ(lr_at(o, 0, 90), 0.1);
   EXPECT_DOUBLE_EQ(lr_at(o, 29, 90), 0.1);
   EXPECT_DOUBLE_EQ(lr_at(o, 30, 90), 0.1 * 0.1);
@@ -54,7 +54,7 @@ TEST(Schedule, StepDecay) {
 }
 
 TEST(Schedule, StepDecayAfterWarmup) {
-  ScheduleOptions o{.kind = "step", .base_lr = 1.0, .warmup_steps = 5, .step_size = 10, .gamma = 0.5};
+  ScheduleOptions o{.kind = ScheduleKind::Step, .base_lr = 1.0, .warmup_steps = 5, .step_size = 10, .gamma = 0.5};
   EXPECT_DOUBLE_EQ(lr_at(o, 0, 100), 0.0);
   EXPECT_DOUBLE_EQ(lr_at(o, 4, 100), 0.8);
   EXPECT_DOUBLE_EQ(lr_at(o, 5, 100), 1.0);   // decay counts from the end of warmup
@@ -64,7 +64,7 @@ TEST(Schedule, StepDecayAfterWarmup) {
 }
 
 TEST(Schedule, Cosine) {
-  ScheduleOptions o{.kind = "cosine", .base_lr = 1.0};
+  ScheduleOptions o{.kind = ScheduleKind::Cosine, .base_lr = 1.0};
   EXPECT_DOUBLE_EQ(lr_at(o, 0, 100), 1.0);
   EXPECT_NEAR(lr_at(o, 25, 100), (1 + std::sqrt(0.5)) / 2, 1e-15);  // 0.853553...
   EXPECT_NEAR(lr_at(o, 50, 100), 0.5, 1e-15);
@@ -74,7 +74,7 @@ TEST(Schedule, Cosine) {
 }
 
 TEST(Schedule, CosineWithFloorAndWarmup) {
-  ScheduleOptions o{.kind = "cosine", .base_lr = 0.1, .warmup_steps = 10, .warmup_start_factor = 0.5,
+  ScheduleOptions o{.kind = ScheduleKind::Cosine, .base_lr = 0.1, .warmup_steps = 10, .warmup_start_factor = 0.5,
                     .min_lr = 0.01};
   EXPECT_DOUBLE_EQ(lr_at(o, 0, 110), 0.05);
   EXPECT_DOUBLE_EQ(lr_at(o, 5, 110), 0.075);
@@ -93,21 +93,36 @@ std::string error_of(const ScheduleOptions& o, int64_t total = 100) {
   return "no error";
 }
 
+// A kind named outside the config (the config schema parses train.schedule itself).
+std::string kind_error_of(const std::string& name) {
+  try {
+    parse_schedule_kind(name);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Schedule, KindsParseByName) {
+  EXPECT_EQ(parse_schedule_kind("constant"), ScheduleKind::Constant);
+  EXPECT_EQ(parse_schedule_kind("step"), ScheduleKind::Step);
+  EXPECT_EQ(parse_schedule_kind("cosine"), ScheduleKind::Cosine);
+}
+
 TEST(Schedule, Validation) {
-  EXPECT_THAT(error_of({.kind = "cosin"}),
-              AllOf(HasSubstr("unknown lr schedule 'cosin'"), HasSubstr("did you mean 'cosine'"),
-                    HasSubstr("constant, step, cosine")));
-  EXPECT_THAT(error_of({.kind = "exponential"}), HasSubstr("use one of constant, step, cosine"));
+  EXPECT_THAT(kind_error_of("cosin"), AllOf(HasSubstr("unknown lr schedule 'cosin'"), HasSubstr("did you mean 'cosine'"),
+                                            HasSubstr("constant, step, cosine")));
+  EXPECT_THAT(kind_error_of("exponential"), HasSubstr("use one of constant, step, cosine"));
   EXPECT_THAT(error_of({.base_lr = -1}), HasSubstr("base_lr -1"));
   EXPECT_THAT(error_of({.warmup_steps = -3}), HasSubstr("warmup_steps -3"));
   EXPECT_THAT(error_of({.warmup_start_factor = 1.5}), HasSubstr("warmup_start_factor 1.5 must be in [0, 1]"));
-  EXPECT_THAT(error_of({.kind = "step", .step_size = 0}), HasSubstr("step_size 0 must be > 0"));
-  EXPECT_THAT(error_of({.kind = "step", .gamma = 0}), HasSubstr("gamma 0 must be"));
-  EXPECT_THAT(error_of({.kind = "cosine", .base_lr = 0.1, .min_lr = 0.2}), HasSubstr("min_lr 0.2"));
-  EXPECT_THAT(error_of({.kind = "cosine", .warmup_steps = 100}, 100),
+  EXPECT_THAT(error_of({.kind = ScheduleKind::Step, .step_size = 0}), HasSubstr("step_size 0 must be > 0"));
+  EXPECT_THAT(error_of({.kind = ScheduleKind::Step, .gamma = 0}), HasSubstr("gamma 0 must be"));
+  EXPECT_THAT(error_of({.kind = ScheduleKind::Cosine, .base_lr = 0.1, .min_lr = 0.2}), HasSubstr("min_lr 0.2"));
+  EXPECT_THAT(error_of({.kind = ScheduleKind::Cosine, .warmup_steps = 100}, 100),
               HasSubstr("total_steps 100 must exceed warmup_steps 100"));
   EXPECT_THAT(error_of({}, -1), HasSubstr("total_steps -1"));
-  EXPECT_NO_THROW(validate_schedule({.kind = "step"}, 10));
+  EXPECT_NO_THROW(validate_schedule({.kind = ScheduleKind::Step}, 10));
 }
 
 }  // namespace

@@ -23,18 +23,18 @@ TEST(DeviceChoice, ParsesTheThreeWordsAndNamesThemOtherwise) {
 
 TEST(DeviceChoice, CpuIsTheCpuWhateverTheGpus) {
   for (int gpus : {0, 1, 8}) {
-    DeviceChoice c = choose_local_device(DeviceRequest::Cpu, 3, 4, gpus, "nccl");
+    DeviceChoice c = choose_local_device(DeviceRequest::Cpu, 3, 4, gpus, CollectiveBackend::Nccl);
     EXPECT_EQ(c.device, Device::cpu()) << gpus;
     EXPECT_EQ(c.note, "");
   }
 }
 
 TEST(DeviceChoice, NoGpuAutoFallsBackWithOneLineCudaIsAnError) {
-  DeviceChoice c = choose_local_device(DeviceRequest::Auto, 0, 1, 0, "ring");
+  DeviceChoice c = choose_local_device(DeviceRequest::Auto, 0, 1, 0, CollectiveBackend::Ring);
   EXPECT_EQ(c.device, Device::cpu());
   EXPECT_EQ(c.note, "no GPU found; training on the CPU");
   try {
-    choose_local_device(DeviceRequest::Cuda, 0, 1, 0, "ring");
+    choose_local_device(DeviceRequest::Cuda, 0, 1, 0, CollectiveBackend::Ring);
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("train.device = \"cuda\" but no usable GPU was found"));
@@ -44,22 +44,22 @@ TEST(DeviceChoice, NoGpuAutoFallsBackWithOneLineCudaIsAnError) {
 TEST(DeviceChoice, EachLocalRankGetsItsOwnGpu) {
   for (int r = 0; r < 4; ++r) {
     for (DeviceRequest want : {DeviceRequest::Auto, DeviceRequest::Cuda}) {
-      DeviceChoice c = choose_local_device(want, r, 4, 4, "nccl");
+      DeviceChoice c = choose_local_device(want, r, 4, 4, CollectiveBackend::Nccl);
       EXPECT_EQ(c.device, Device::cuda(r));
       EXPECT_EQ(c.note, "");
     }
     // More GPUs than ranks: the first local_size ones.
-    EXPECT_EQ(choose_local_device(DeviceRequest::Auto, r, 4, 8, "nccl").device, Device::cuda(r));
+    EXPECT_EQ(choose_local_device(DeviceRequest::Auto, r, 4, 8, CollectiveBackend::Nccl).device, Device::cuda(r));
   }
 }
 
 TEST(DeviceChoice, RingSharesGpusRoundRobinAndSaysSo) {
   const int expected[6] = {0, 1, 0, 1, 0, 1};
   for (int r = 0; r < 6; ++r) {
-    DeviceChoice c = choose_local_device(DeviceRequest::Auto, r, 6, 2, "ring");
+    DeviceChoice c = choose_local_device(DeviceRequest::Auto, r, 6, 2, CollectiveBackend::Ring);
     EXPECT_EQ(c.device, Device::cuda(expected[r])) << r;
   }
-  EXPECT_EQ(choose_local_device(DeviceRequest::Cuda, 3, 4, 1, "ring").note,
+  EXPECT_EQ(choose_local_device(DeviceRequest::Cuda, 3, 4, 1, CollectiveBackend::Ring).note,
             "4 processes on this node share 1 GPU(s); local rank 3 uses GPU 0");
 }
 
@@ -68,22 +68,22 @@ TEST(DeviceChoice, RingSharesGpusRoundRobinAndSaysSo) {
 // nccl backend checks them (NcclGpuAssignment tests), not the device choice.
 TEST(DeviceChoice, NcclWithOneVisibleGpuPerRankUsesItAndLeavesSharingToTheUuidCheck) {
   for (int r = 0; r < 4; ++r) {
-    DeviceChoice c = choose_local_device(DeviceRequest::Auto, r, 4, 1, "nccl");
+    DeviceChoice c = choose_local_device(DeviceRequest::Auto, r, 4, 1, CollectiveBackend::Nccl);
     EXPECT_EQ(c.device, Device::cuda(0)) << r;
     EXPECT_EQ(c.note, fmt::format("4 processes on this node, 1 visible GPU(s) each; local rank {} uses GPU 0 (the "
                                   "nccl backend checks that no two ranks drive one GPU)",
                                   r));
   }
-  EXPECT_EQ(choose_local_device(DeviceRequest::Cuda, 3, 4, 2, "nccl").device, Device::cuda(1));
+  EXPECT_EQ(choose_local_device(DeviceRequest::Cuda, 3, 4, 2, CollectiveBackend::Nccl).device, Device::cuda(1));
   // With no GPU at all, nccl is the trainer's concern (it needs a GPU either way): auto -> CPU.
-  EXPECT_EQ(choose_local_device(DeviceRequest::Auto, 0, 4, 0, "nccl").device, Device::cpu());
+  EXPECT_EQ(choose_local_device(DeviceRequest::Auto, 0, 4, 0, CollectiveBackend::Nccl).device, Device::cpu());
 }
 
 TEST(DeviceChoice, BootstrapInvariantsAreChecked) {
-  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 2, 2, 1, "ring"), DpError);
-  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, -1, 2, 1, "ring"), DpError);
-  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 0, 1, "ring"), DpError);
-  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 1, -1, "ring"), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 2, 2, 1, CollectiveBackend::Ring), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, -1, 2, 1, CollectiveBackend::Ring), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 0, 1, CollectiveBackend::Ring), DpError);
+  EXPECT_THROW(choose_local_device(DeviceRequest::Auto, 0, 1, -1, CollectiveBackend::Ring), DpError);
 }
 
 }  // namespace
