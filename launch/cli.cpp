@@ -17,6 +17,7 @@
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
+#include "runtime/tunables.h"
 
 namespace dp::launch {
 
@@ -83,6 +84,7 @@ int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   Config cfg = load_config(a.cfg_path, overrides_of(a));
   models::validate_model(cfg.model);
   log::parse_levels(cfg.run.log_levels);  // fail at the prompt, not in the queue
+  check_tunables();                       // (sbatch hands the job this environment)
   namespace fs = std::filesystem;
   const std::string root = fs::absolute(cfg.run.dir).lexically_normal().string();
   SbatchJob job{.slurm = slurm,
@@ -123,13 +125,15 @@ int run_cli(int argc, char** argv) {
                "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
                "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)"};
   app.set_version_flag("--version", "dptrain 0.1.0");
+  app.footer(tunables_help());
   RunArgs run_args;
   bool reference = false, list_layers = false, reset = false;
   int nproc = 1;
   add_run_options(app, run_args);
   app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
       ->check(CLI::Range(1, 1024));
-  app.add_flag("--print-config-reference", reference, "print every cfg key (Markdown) and exit");
+  app.add_flag("--print-config-reference", reference,
+               "print every cfg key and environment tunable (Markdown) and exit");
   app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
   app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
 
@@ -179,6 +183,7 @@ int run_cli(int argc, char** argv) {
                  "`section.key`; override any of them with `--set section.key=value`.\n",
                  stdout);
       std::fputs(config_reference().c_str(), stdout);
+      std::fputs(tunables_reference().c_str(), stdout);
       return 0;
     }
     if (list_layers) {
@@ -197,8 +202,14 @@ int run_cli(int argc, char** argv) {
     }
     Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
     models::validate_model(cfg.model);
-    if (launcher) return run_local(nproc, worker_args_of(argc, argv));
+    // The environment's tunables: a bad one is refused here, before any rank waits for another.
+    // The launcher only checks them (its workers read their own).
+    if (launcher) {
+      check_tunables();
+      return run_local(nproc, worker_args_of(argc, argv));
+    }
     log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
+    tunables();  // read (and checked) once, logged by the trainer
     const TrainResult r = train(cfg, TrainOptions{.reset = reset});
     // Stopped by a signal after a checkpoint: SIGUSR1 (checkpoint, requeue) is a planned stop,
     // exit 0; SIGTERM/SIGINT exit as a signalled program does (128 + signal), so a scheduler or

@@ -16,6 +16,7 @@
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/sampler.h"
 #include "runtime/log.h"
+#include "runtime/tunables.h"
 
 namespace dp::launch {
 namespace {
@@ -29,13 +30,8 @@ std::shared_ptr<spdlog::logger> lg() { return log::get("train"); }
 // Fault injection for resume tests: DPTRAIN_FAULT_KILL_AFTER_STEP=N makes the process
 // SIGKILL itself right after step N (and any checkpoint due at N), as `kill -9` would.
 int64_t fault_kill_after_step() {
-  const char* v = std::getenv("DPTRAIN_FAULT_KILL_AFTER_STEP");
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  const long long n = std::strtoll(v, &end, 10);
-  if (*end != '\0' || n < 1) DP_THROW_USER("DPTRAIN_FAULT_KILL_AFTER_STEP = '{}' is not a step number >= 1", v);
-  log::get("train")->warn("DPTRAIN_FAULT_KILL_AFTER_STEP = {}: this process will kill itself after that step", n);
-  return n;
+  const Tunables t = tunables();  // checked there, logged by log_tunables (runtime/tunables.h)
+  return t.is_set(Tunable::FaultKillAfterStep) ? t.integer(Tunable::FaultKillAfterStep) : -1;
 }
 
 }  // namespace
@@ -158,6 +154,7 @@ void TrainSession::open_run_directory() {
   run_ = std::make_unique<RunDir>(cfg_.run.dir, cfg_.run.name);
   if (rank_ == 0) run_->write_text("config.toml", to_toml(cfg_));
   log::configure(cfg_.run.log_level, run_->file(fmt::format("logs/rank-{}.log", rank_)), false, cfg_.run.log_levels);
+  log_tunables();  // the DPTRAIN_* variables set, once: rank 0's console and every rank's file
   // Warnings reach the file at once (a killed run keeps them); the rest when the session ends
   // (the loggers share their sinks, so flushing one flushes the file).
   for (const char* sub : {"train", "ckpt"}) log::get(sub)->flush_on(spdlog::level::warn);

@@ -50,6 +50,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "runtime/tensor.h"
+#include "runtime/tunables.h"
 
 namespace {
 
@@ -344,6 +345,7 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
 
 int run_worker(Settings s) {
   auto bs = make_bootstrap(s.bootstrap, s.timeout_s);
+  if (bs->rank() == 0) log_tunables();  // the DPTRAIN_RING_* variables a sweep set
   const std::vector<std::string> hosts = bs->allgather(hostname());
   int nodes = 0;
   {

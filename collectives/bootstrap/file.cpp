@@ -199,6 +199,8 @@ class FileBootstrap final : public BootstrapBase {
 
 std::string launch_id(const EnvLookup& env) {
   std::string id;
+  // DPTRAIN_RUN_ID is a tunable (runtime/tunables.h), read here through the injectable lookup
+  // with the launchers' ids it stands in for.
   if (const char* v = env("DPTRAIN_RUN_ID")) id = v;
   else if (const char* job = env("SLURM_JOB_ID")) {
     const char* step = env("SLURM_STEP_ID");

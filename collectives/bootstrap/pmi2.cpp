@@ -17,6 +17,7 @@
 #include "collectives/bootstrap/hostlist.h"
 #include "base/error.h"
 #include "runtime/log.h"
+#include "runtime/tunables.h"
 
 namespace dp {
 
@@ -187,7 +188,7 @@ std::unique_ptr<Bootstrap> make_pmi2_bootstrap(double timeout_s) {
     DP_THROW_USER("bootstrap pmi2: PMI_FD is not set: there is no PMI2 server to talk to (launch with srun --mpi=pmi2, "
                   "or choose another bootstrap)");
   std::vector<std::string> names = {"libpmi2.so.0", "libpmi2.so"};
-  if (const char* lib = std::getenv("DPTRAIN_PMI2_LIB"); lib && *lib) names = {lib};
+  if (const Tunables t = tunables(); t.is_set(Tunable::Pmi2Lib)) names = {t.text(Tunable::Pmi2Lib)};
   auto api = std::make_unique<Pmi2Api>(names);
   if (!api->lib.handle())
     DP_THROW_USER("bootstrap pmi2: cannot load the PMI2 library ({}); install Slurm's libpmi2 (Debian: libpmi2-0) or "

@@ -17,6 +17,7 @@
 #include "collectives/bootstrap/dynlib.h"
 #include "base/error.h"
 #include "runtime/log.h"
+#include "runtime/tunables.h"
 
 namespace dp {
 namespace {
@@ -239,7 +240,7 @@ class PmixBootstrap final : public BootstrapBase {
 std::unique_ptr<Bootstrap> make_pmix_bootstrap(double timeout_s) {
   // DPTRAIN_PMIX_LIB names the library when it is elsewhere (or, in tests, nowhere).
   std::vector<std::string> names = {"libpmix.so.2", "libpmix.so"};
-  if (const char* lib = std::getenv("DPTRAIN_PMIX_LIB"); lib && *lib) names = {lib};
+  if (const Tunables t = tunables(); t.is_set(Tunable::PmixLib)) names = {t.text(Tunable::PmixLib)};
   auto api = std::make_unique<PmixApi>(names);
   if (!api->lib.handle())
     DP_THROW_USER("bootstrap pmix: cannot load the PMIx library ({}); install PMIx (Debian: libpmix2) or choose "

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "runtime/log.h"
+#include "runtime/tunables.h"
 
 namespace dp::ring {
 namespace {
@@ -133,7 +134,7 @@ void link_shared_memory(Mesh& m, const std::vector<std::string>& blobs, const Se
 }  // namespace
 
 std::string ring_listen_host(const Bootstrap& bs) {
-  if (const char* h = std::getenv("DPTRAIN_RING_HOST"); h && *h) return h;
+  if (const Tunables t = tunables(); t.is_set(Tunable::RingHost)) return t.text(Tunable::RingHost);
   if (bs.local_size() == bs.size()) return "127.0.0.1";
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";

@@ -1,7 +1,6 @@
 #include "collectives/ring/ring_communicator.h"
 
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -22,16 +21,6 @@ namespace {
 using ring::Algo;
 using ring::Kind;
 using kernels::cpu::ReduceKind;
-
-size_t env_size(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0') DP_THROW_USER("{}={} is not a number of bytes", name, v);
-  log::get("coll")->info("ring: {}={}", name, x);
-  return static_cast<size_t>(x);
-}
 
 ReduceKind kind_of(ReduceOp op) {
   switch (op) {
@@ -64,10 +53,9 @@ class RingCommunicator final : public Communicator {
     control_ = std::make_unique<ring::ControlPlane>(rank_, size_, std::move(mesh.control), [bell] {
       if (bell.valid()) bell.ring();
     });
-    double spin_us = opt.spin_us;
-    if (spin_us < 0) spin_us = 50;  // yielding: fine with more ranks than cores too (ring_communicator.h)
+    // The spin yields: fine with more ranks than cores too (ring_communicator.h).
     transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), std::move(mesh.shm), *control_,
-                                                   opt.timeout_s, spin_us,
+                                                   opt.timeout_s, opt.spin_us,
                                                    bs.local_size() <= static_cast<int>(std::thread::hardware_concurrency()));
     worker_ = std::thread([this] { loop(); });
     log::get("coll")->debug("ring communicator up: {} ranks, listening on {}, {} peers over shared memory", size_,
@@ -317,20 +305,19 @@ class RingCommunicator final : public Communicator {
 
 }  // namespace
 
-RingOptions ring_options_from_env(double timeout_s) {
+RingOptions ring_options_from_tunables(const Tunables& t, double timeout_s) {
   RingOptions o;
   o.timeout_s = timeout_s;
-  o.small_bytes = env_size("DPTRAIN_RING_SMALL_BYTES", o.small_bytes);
-  o.piece_bytes = std::max<size_t>(8, env_size("DPTRAIN_RING_PIECE_BYTES", o.piece_bytes));
-  o.socket_buffer_bytes = static_cast<int>(env_size("DPTRAIN_RING_SOCKET_BUFFER", o.socket_buffer_bytes));
-  o.shm_fifo_bytes = env_size("DPTRAIN_RING_SHM_BYTES", o.shm_fifo_bytes);
-  if (const char* v = std::getenv("DPTRAIN_RING_SPIN_US"); v && *v) {
-    o.spin_us = std::atof(v);
-    log::get("coll")->info("ring: DPTRAIN_RING_SPIN_US={}", o.spin_us);
-  }
-  if (const char* h = std::getenv("DPTRAIN_RING_HOST"); h && *h) o.listen_host = h;
+  o.small_bytes = static_cast<size_t>(t.integer(Tunable::RingSmallBytes));
+  o.piece_bytes = static_cast<size_t>(t.integer(Tunable::RingPieceBytes));
+  o.socket_buffer_bytes = static_cast<int>(t.integer(Tunable::RingSocketBuffer));
+  o.shm_fifo_bytes = static_cast<size_t>(t.integer(Tunable::RingShmBytes));
+  o.spin_us = t.number(Tunable::RingSpinUs);
+  o.listen_host = t.text(Tunable::RingHost);
   return o;
 }
+
+RingOptions ring_options_from_env(double timeout_s) { return ring_options_from_tunables(tunables(), timeout_s); }
 
 std::unique_ptr<Communicator> make_ring_communicator(Bootstrap& bs, double timeout_s) {
   return make_ring_communicator(bs, ring_options_from_env(timeout_s));

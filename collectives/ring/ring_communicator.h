@@ -7,7 +7,8 @@
 // hand-off to the worker and back costs two thread wake-ups, most of a small message's latency
 // (62 -> 4 us for 4 bytes on 2 ranks of a loaded 2-core VM, with the yielding spin below).
 //
-// Tunables, read once from the environment (and logged when set):
+// Tunables (DPTRAIN_*, declared with their ranges in runtime/tunables.cpp, read once from the
+// environment and logged when set):
 //   DPTRAIN_RING_SMALL_BYTES  allreduce and broadcast messages up to this size use the latency-
 //                             optimised algorithm (recursive doubling, binomial tree); larger
 //                             ones the ring / pipelined chain. Default 64 KiB, below the alpha-
@@ -34,6 +35,7 @@
 
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
+#include "runtime/tunables.h"
 
 namespace dp {
 
@@ -43,11 +45,13 @@ struct RingOptions {
   size_t piece_bytes = 256 << 10;
   int socket_buffer_bytes = 4 << 20;
   size_t shm_fifo_bytes = 1 << 20;
-  double spin_us = -1;  // < 0: 50
+  double spin_us = 50;
   std::string listen_host;  // empty: ring_listen_host(bootstrap)
 };
 
-// The defaults above, overridden by the DPTRAIN_RING_* variables.
+// The DPTRAIN_RING_* tunables of `t` (their defaults are the ones above).
+RingOptions ring_options_from_tunables(const Tunables& t, double timeout_s);
+// The same with this process's tunables (runtime/tunables.h).
 RingOptions ring_options_from_env(double timeout_s);
 
 // Collective over the bootstrap (every rank calls it); throws DpError naming the unreachable rank.

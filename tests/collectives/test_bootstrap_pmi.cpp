@@ -18,6 +18,7 @@
 #include "collectives/bootstrap/tcp_store.h"
 #include "multiproc.h"
 #include "base/error.h"
+#include "runtime/tunables.h"
 
 namespace dp {
 namespace {
@@ -248,12 +249,14 @@ TEST(BootstrapPmi2, MissingServerOrLibraryIsAClearError) {
     }
     ::setenv("PMI_FD", "3", 1);
     ::setenv("DPTRAIN_PMI2_LIB", "/nonexistent/libpmi2.so.0", 1);
+    reload_tunables();  // a tunable is read once per process: read it again
     try {
       make_pmi2_bootstrap(1);
     } catch (const UserError& e) {
       report += std::string(e.what()) + "\n";
     }
     ::setenv("DPTRAIN_PMI2_LIB", "libz.so.1", 1);
+    reload_tunables();
     try {
       make_pmi2_bootstrap(1);
     } catch (const UserError& e) {
@@ -275,12 +278,14 @@ TEST(BootstrapPmix, MissingLibraryOrServerIsAClearError) {
   if (!have_lib("libpmix.so.2")) GTEST_FAIL() << "libpmix.so.2 is not installed (Debian: libpmix2; tools/setup.sh installs it)";
   auto res = run_world(1, [&](int, std::string& report) {
     ::setenv("DPTRAIN_PMIX_LIB", "/nonexistent/libpmix.so.2", 1);
+    reload_tunables();
     try {
       make_pmix_bootstrap(1);
     } catch (const UserError& e) {
       report += std::string(e.what()) + "\n";
     }
     ::setenv("DPTRAIN_PMIX_LIB", "libz.so.1", 1);
+    reload_tunables();
     try {
       make_pmix_bootstrap(1);
     } catch (const UserError& e) {
@@ -288,6 +293,7 @@ TEST(BootstrapPmix, MissingLibraryOrServerIsAClearError) {
     }
     // The real library, PMIX_RANK set, no server.
     ::unsetenv("DPTRAIN_PMIX_LIB");
+    reload_tunables();
     ::setenv("PMIX_RANK", "0", 1);
     try {
       make_bootstrap("auto", 5);

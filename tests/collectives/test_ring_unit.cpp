@@ -1,10 +1,12 @@
 // The pieces of the ring backend that need no peers: half-precision conversions, the reduction
 // kernels, the block partition, Work, the single-process communicator, a ring communicator
-// of one rank, and the wording of the mismatched-collectives error.
+// of one rank, the wording of the mismatched-collectives error, and the options from the
+// DPTRAIN_RING_* tunables.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "collectives/communicator.h"
@@ -14,6 +16,7 @@
 #include "base/half.h"
 #include "kernels/cpu/reduce.h"
 #include "ring_harness.h"
+#include "runtime/tunables.h"
 
 namespace dp {
 namespace {
@@ -295,6 +298,40 @@ TEST(RingCommunicator, OneRankIsLocalAndChecksArguments) {
   EXPECT_THROW(c->broadcast(t, 1), DpError);
   Tensor f = Tensor::zeros({8});
   EXPECT_THROW(c->reduce_scatter(f, t, ReduceOp::Sum), DpError);  // dtypes differ
+}
+
+// ---- options from the tunables ----
+
+// RingOptions' own defaults (tests build communicators from them) are the tunables' defaults
+// (dptrain builds them from the environment), so the two behave alike.
+TEST(RingOptions, DefaultsAreTheTunablesDefaults) {
+  const RingOptions code;
+  const RingOptions env =
+      ring_options_from_tunables(read_tunables([](const char*) -> const char* { return nullptr; }), code.timeout_s);
+  EXPECT_EQ(env.small_bytes, code.small_bytes);
+  EXPECT_EQ(env.piece_bytes, code.piece_bytes);
+  EXPECT_EQ(env.socket_buffer_bytes, code.socket_buffer_bytes);
+  EXPECT_EQ(env.shm_fifo_bytes, code.shm_fifo_bytes);
+  EXPECT_EQ(env.spin_us, code.spin_us);
+  EXPECT_EQ(env.listen_host, code.listen_host);
+}
+
+TEST(RingOptions, TheRingTunablesSetTheirFields) {
+  const std::map<std::string, std::string> vars = {
+      {"DPTRAIN_RING_SMALL_BYTES", "1024"}, {"DPTRAIN_RING_PIECE_BYTES", "4096"}, {"DPTRAIN_RING_SOCKET_BUFFER", "0"},
+      {"DPTRAIN_RING_SHM_BYTES", "0"},      {"DPTRAIN_RING_SPIN_US", "7.5"},      {"DPTRAIN_RING_HOST", "10.1.2.3"}};
+  const RingOptions o = ring_options_from_tunables(read_tunables([&](const char* name) -> const char* {
+                                                     auto it = vars.find(name);
+                                                     return it == vars.end() ? nullptr : it->second.c_str();
+                                                   }),
+                                                   12);
+  EXPECT_EQ(o.timeout_s, 12);
+  EXPECT_EQ(o.small_bytes, 1024u);
+  EXPECT_EQ(o.piece_bytes, 4096u);
+  EXPECT_EQ(o.socket_buffer_bytes, 0);
+  EXPECT_EQ(o.shm_fifo_bytes, 0u);
+  EXPECT_EQ(o.spin_us, 7.5);
+  EXPECT_EQ(o.listen_host, "10.1.2.3");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "launch/cli.h"
+#include "runtime/tunables.h"
 
 namespace dp::launch {
 namespace {
@@ -146,12 +147,35 @@ TEST_F(Cli, HelpListsEveryOptionAndTheSubmitCommand) {
   for (const char* opt : {"--set", "--name", "--run-dir", "--log-level", "--dump-replicas", "--nproc",
                           "--print-config-reference", "--list-layers", "--reset", "--version", "--help", "submit"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from --help:\n" << r.out;
+  for (const auto& s : tunable_specs())  // and every environment tunable
+    EXPECT_NE(r.out.find("  " + std::string(s.name) + " "), std::string::npos) << s.name << " missing from --help";
   r = run({"submit", "--help"});
   EXPECT_EQ(r.code, 0);
   for (const char* opt : {"--nodes", "--gpus-per-node", "--ntasks-per-node", "--cpus-per-task", "--mem", "--partition",
                           "--time", "--account", "--qos", "--nodelist", "--dry-run", "--set", "--name", "--run-dir",
                           "--log-level", "--dump-replicas"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from submit --help:\n" << r.out;
+}
+
+// A bad DPTRAIN_* value stops dptrain with one error line, exit 2, before any run directory:
+// in a single process and in the launcher of --nproc alike.
+TEST_F(Cli, ABadTunableIsOneErrorBeforeAnyRunDirectory) {
+  const std::string dptrain = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
+  ASSERT_TRUE(std::filesystem::exists(dptrain)) << "build the dptrain target first";
+  const std::string p = write("[run]\ndir = \"" + dir_.string() + "/runs\"\n[model]\npreset = \"mlp\"\n");
+  const std::string err = (dir_ / "err.txt").string();
+  for (const char* nproc : {"1", "2"}) {
+    const std::string cmd = "env -u RANK DPTRAIN_RING_SPIN_US=fast " + dptrain + " --nproc " + nproc + " " + p +
+                            " >/dev/null 2>" + err;
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(st), 2) << cmd;
+    EXPECT_EQ(read_file(err),
+              "dptrain: error: environment variable DPTRAIN_RING_SPIN_US = \"fast\" is not allowed: expected a "
+              "number in [0, 1000000]; unset it for the default (50)\n")
+        << "--nproc " << nproc;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "runs")) << "--nproc " << nproc;
+  }
 }
 
 TEST_F(Cli, ConfigReferenceDocIsTheBinarysOutput) {
