@@ -99,19 +99,22 @@ bool BlockRunner::run(uint3 b) {
       if (t.status != ThreadStatus::Ready) continue;
       ran = true;
       run_thread(t);
-      if (!fault_.empty()) {
-        record_fault(fault_);
-        fault_.clear();
-        return false;
-      }
+      if (!fault_.empty()) return stop_on_fault();
     }
-    if (!ran && !open_barrier()) {
-      record_fault(fault_);
-      fault_.clear();
-      return false;
-    }
+    if (!ran && !open_barrier()) return stop_on_fault();
   }
   return true;
+}
+
+// Unwinds every started, unfinished thread (its wait throws FiberAbort), records the fault.
+bool BlockRunner::stop_on_fault() {
+  aborting_ = true;
+  for (EmuThread& t : threads_)
+    if (t.fiber.started() && !t.fiber.finished()) run_thread(t);
+  aborting_ = false;
+  record_fault(fault_);
+  fault_.clear();
+  return false;
 }
 
 void BlockRunner::run_thread(EmuThread& t) {
@@ -127,12 +130,14 @@ void BlockRunner::thread_main(void* self) {
   EmuThread& t = block->self();
   try {
     block->body_(block->body_arg_);
+    block->check_exit_leaves_no_waiter(t);
+  } catch (const FiberAbort&) {
+    // unwound: the block faulted
   } catch (const std::exception& e) {
-    block->fail(fmt::format("the kernel threw: {}", e.what()));
+    block->fault_ = block->where(t) + ": the kernel threw: " + e.what();
   } catch (...) {
-    block->fail("the kernel threw a non-standard exception");
+    block->fault_ = block->where(t) + ": the kernel threw a non-standard exception";
   }
-  block->check_exit_leaves_no_waiter(t);
   t.status = ThreadStatus::Exited;
   ++block->exited_;
 }
@@ -168,6 +173,7 @@ int BlockRunner::barrier(BarrierKind kind, int pred, std::source_location site) 
 
 void BlockRunner::wait() {
   running_->fiber.suspend();
+  if (aborting_) throw FiberAbort{};
   running_->status = ThreadStatus::Running;  // made Ready by the one that released it, now resumed
 }
 
@@ -184,7 +190,7 @@ bool BlockRunner::open_barrier() {
     count += t.barrier_arg;
   }
   if (!all_at_barrier || !same_site) {
-    fault_ = fmt::format("kernel {}, block {}: {}: {}", info_.kernel, coords_string(t_coords.block_idx),
+    fault_ = fmt::format("{}: {}: {}", where(),
                          all_at_barrier ? "divergent __syncthreads (threads wait at different barriers)"
                                         : "deadlock (a barrier or warp collective that can never complete)",
                          describe_stuck());
@@ -218,19 +224,21 @@ std::string BlockRunner::describe_stuck() const {
   return out;
 }
 
-std::string BlockRunner::where(const EmuThread& t) const {
-  return fmt::format("kernel {} ({}:{}), block {}, thread {}", info_.kernel, info_.file, info_.line,
-                     coords_string(t_coords.block_idx), coords_string(t.idx));
+std::string BlockRunner::where() const {
+  const char* file = std::strrchr(info_.file, '/');
+  return fmt::format("kernel {} (launched at {}:{}), block {}", info_.kernel, file ? file + 1 : info_.file,
+                     info_.line, coords_string(t_coords.block_idx));
 }
+
+std::string BlockRunner::where(const EmuThread& t) const { return where() + ", thread " + coords_string(t.idx); }
 
 void BlockRunner::fail(const std::string& what) {
   if (running_ == nullptr) {
     std::fprintf(stderr, "dp cuda emu: fault outside a CUDA thread: %s\n", what.c_str());
     std::abort();
   }
-  fault_ = where(*running_) + ": " + what;
-  running_->fiber.suspend();  // the scheduler sees the fault and never resumes this fiber
-  std::abort();
+  if (fault_.empty()) fault_ = where(*running_) + ": " + what;
+  throw FiberAbort{};
 }
 
 }  // namespace dp::emu

@@ -8,6 +8,10 @@
 // ready, either every thread waits at the same __syncthreads (the barrier opens) or the block can
 // never finish: a thread exited or waits elsewhere (deadlock), or threads wait at different
 // __syncthreads (divergent barrier) — a fault, reported instead of hanging.
+//
+// A fault (found by a CUDA thread, or by the scheduler as above) stops the block: every thread
+// that has started is resumed once more and unwound by a FiberAbort exception from its pending
+// wait, so its destructors run and its stack is clean for the next block; no later block runs.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -79,8 +83,8 @@ class BlockRunner {
 
   // From inside a CUDA thread:
   int barrier(BarrierKind kind, int pred, std::source_location site);
-  [[noreturn]] void fail(const std::string& what);
-  void wait();  // suspend until another thread makes this one Ready
+  [[noreturn]] void fail(const std::string& what);  // throws FiberAbort
+  void wait();  // suspend until another thread makes this one Ready (throws FiberAbort on a fault)
   EmuThread& self() { return *running_; }
   EmuThread* thread(unsigned linear) { return linear < threads_.size() ? &threads_[linear] : nullptr; }
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
@@ -90,12 +94,14 @@ class BlockRunner {
   unsigned char* dynamic_shared() { return dynamic_shared_; }
   const LaunchInfo& info() const { return info_; }
   bool racecheck() const { return racecheck_; }  // DP_EMU_RACECHECK, fixed for the launch
-  std::string where(const EmuThread& t) const;  // "kernel K, block (..), thread (..)"
+  std::string where() const;                    // "kernel K (file:line), block (..)"
+  std::string where(const EmuThread& t) const;  // ... ", thread (..)"
 
  private:
   static void thread_main(void* self);
   void run_thread(EmuThread& t);
   bool open_barrier();
+  bool stop_on_fault();
   std::string describe_stuck() const;
   void check_exit_leaves_no_waiter(const EmuThread& t);
 
@@ -109,9 +115,13 @@ class BlockRunner {
   uint64_t block_serial_ = 0, launch_serial_ = 0;
   unsigned char* dynamic_shared_ = nullptr;
   std::string fault_;
+  bool aborting_ = false;
   bool racecheck_ = false;
   BlockRunner* outer_ = nullptr;
 };
+
+// Thrown into a CUDA thread to unwind it when its block faulted; kernels must not catch it.
+struct FiberAbort {};
 
 // The block running on this host thread, or nullptr outside a launch.
 inline thread_local BlockRunner* t_block = nullptr;

@@ -16,7 +16,6 @@
 #endif
 
 #ifdef DP_EMU_ASAN
-#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -67,20 +66,16 @@ FiberStacks::Stack& FiberStacks::get(size_t i) {
       std::abort();
     }
     mprotect(p, page_size(), PROT_NONE);
-    stacks_.push_back(std::make_unique<Stack>(Stack{static_cast<char*>(p), bytes_, false}));
+    stacks_.push_back(std::make_unique<Stack>(Stack{static_cast<char*>(p), bytes_}));
   }
-  Stack& s = *stacks_[i];
-#ifdef DP_EMU_ASAN
-  if (s.dirty) __asan_unpoison_memory_region(s.bottom(), s.size);
-#endif
-  s.dirty = false;
-  return s;
+  return *stacks_[i];
 }
 
 void Fiber::start(FiberStacks::Stack& stack, Entry entry, void* arg) {
   stack_ = &stack;
   entry_ = entry;
   arg_ = arg;
+  started_ = false;
   finished_ = false;
   fake_stack_ = nullptr;
   // make_fcontext takes the top of the stack (it grows down) and the usable size.
@@ -91,8 +86,7 @@ void Fiber::start(FiberStacks::Stack& stack, Entry entry, void* arg) {
 Fiber* Fiber::current() { return t_current; }
 
 void Fiber::resume() {
-  // An abandoned (never finished) fiber's stack is dirty until this fiber is started anew.
-  stack_->dirty = true;
+  started_ = true;
   void* scheduler_fake = nullptr;
   t_current = this;
   start_switch(&scheduler_fake, stack_->bottom(), stack_->size);
@@ -100,7 +94,6 @@ void Fiber::resume() {
   finish_switch(scheduler_fake, nullptr, nullptr);
   t_current = nullptr;
   ctx_ = back.fctx;
-  if (finished_) stack_->dirty = false;
 }
 
 void Fiber::suspend() {

@@ -5,8 +5,9 @@
 // a few nanoseconds (ucontext's swapcontext makes a system call per switch).
 //
 // Under AddressSanitizer every switch is announced (__sanitizer_start/finish_switch_fiber), or
-// ASan takes the jump to another stack for a stack overflow; a fiber abandoned in the middle (its
-// block faulted) leaves poisoned frames behind, so its stack is unpoisoned before reuse.
+// ASan takes the jump to another stack for a stack overflow. A fiber must run to its end before
+// its stack is reused (BlockRunner unwinds the fibers of a faulted block), so no stale frame is
+// left on a stack.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -21,7 +22,6 @@ class FiberStacks {
   struct Stack {
     char* base = nullptr;  // the guard page; usable memory is [base + page, base + page + size)
     size_t size = 0;
-    bool dirty = false;    // abandoned by a faulted fiber: unpoison before reuse
     char* bottom() const;
   };
   explicit FiberStacks(size_t bytes);
@@ -45,6 +45,7 @@ class Fiber {
   void resume();
   // From inside the fiber: back to the scheduler, continuing here at the next resume().
   void suspend();
+  bool started() const { return started_; }
   bool finished() const { return finished_; }
   // The fiber that is running now on this host thread (nullptr in the scheduler).
   static Fiber* current();
@@ -56,6 +57,7 @@ class Fiber {
   FiberStacks::Stack* stack_ = nullptr;
   Entry entry_ = nullptr;
   void* arg_ = nullptr;
+  bool started_ = false;
   bool finished_ = false;
   void* fake_stack_ = nullptr;  // ASan's bookkeeping of this fiber's stack
   const void* caller_bottom_ = nullptr;
