@@ -86,6 +86,7 @@ bool BlockRunner::run(uint3 b) {
   block_serial_ = ++t_block_serial;
   barrier_gen_ = 1;
   exited_ = 0;
+  warp_collectives_ = false;
   t_coords = Coords{uint3{0, 0, 0}, b, info_.block, info_.grid};
   if (dynamic_shared_) std::memset(dynamic_shared_, kSharedPoison, info_.dynamic_shared);
   for (EmuThread& t : threads_) {
@@ -145,6 +146,7 @@ void BlockRunner::thread_main(void* self) {
 // A lane that exits while lanes of its warp wait for it in a collective: they would wait forever
 // (on a GPU: undefined behaviour, in practice a hang or garbage).
 void BlockRunner::check_exit_leaves_no_waiter(const EmuThread& t) {
+  if (!warp_collectives_) return;  // no lane can be waiting
   const unsigned lane = t.linear % 32, warp0 = t.linear - lane;
   for (unsigned l = 0; l < 32; ++l) {
     const EmuThread* o = thread(warp0 + l);
@@ -186,7 +188,8 @@ bool BlockRunner::open_barrier() {
   for (const EmuThread& t : threads_) {
     all_at_barrier = all_at_barrier && t.status == ThreadStatus::AtBarrier;
     same_site = same_site && t.site.line() == first.site.line() &&
-                std::strcmp(t.site.file_name(), first.site.file_name()) == 0;
+                (t.site.file_name() == first.site.file_name() ||
+                 std::strcmp(t.site.file_name(), first.site.file_name()) == 0);
     count += t.barrier_arg;
   }
   if (!all_at_barrier || !same_site) {

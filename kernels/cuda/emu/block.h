@@ -89,6 +89,7 @@ class BlockRunner {
   EmuThread* thread(unsigned linear) { return linear < threads_.size() ? &threads_[linear] : nullptr; }
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
   uint32_t barrier_generation() const { return barrier_gen_; }
+  void note_warp_collective() { warp_collectives_ = true; }
   uint64_t block_serial() const { return block_serial_; }
   uint64_t launch_serial() const { return launch_serial_; }
   unsigned char* dynamic_shared() { return dynamic_shared_; }
@@ -116,6 +117,7 @@ class BlockRunner {
   unsigned char* dynamic_shared_ = nullptr;
   std::string fault_;
   bool aborting_ = false;
+  bool warp_collectives_ = false;  // any in this block yet (else no exit can leave a lane waiting)
   bool racecheck_ = false;
   BlockRunner* outer_ = nullptr;
 };

@@ -102,6 +102,7 @@ uint64_t warp_collective(WarpOpKind kind, unsigned mask, uint64_t value, int arg
                          std::source_location site) {
   BlockRunner& b = running_block(warp_op_name(kind));
   EmuThread& me = b.self();
+  b.note_warp_collective();
   me.site = site;
   check_mask(b, me, kind, mask, width);
   me.op = WarpOp{kind, mask, value, arg, width, 0};
