@@ -16,12 +16,12 @@ namespace dp::emu {
 namespace {
 
 FiberStacks& stacks() {
-  thread_local FiberStacks s(options().stack_bytes);
+  thread_local FiberStacks s DP_EMU_TLS(options().stack_bytes);
   return s;
 }
 
-thread_local uint64_t t_block_serial = 0;
-thread_local uint64_t t_launch_serial = 0;
+thread_local uint64_t t_block_serial DP_EMU_TLS = 0;
+thread_local uint64_t t_launch_serial DP_EMU_TLS = 0;
 
 constexpr unsigned char kSharedPoison = 0xFF;  // shared memory starts undefined: NaN in floats
 

@@ -24,6 +24,13 @@
 
 namespace dp::emu {
 
+// The emulator's own per-host-thread state (in its .cpp files) is read on every switch:
+// initial-exec TLS is a plain %fs-relative load, where the general model (what -fPIC gives a
+// static library) calls __tls_get_addr, which ASan intercepts. Valid because the emulator is
+// linked into executables, never dlopen'ed. Not for the inline variables below: with it, GCC 12
+// and UBSan reported a null threadIdx in kernel code after a fiber switch (not pursued further).
+#define DP_EMU_TLS __attribute__((tls_model("initial-exec")))
+
 // threadIdx, blockIdx, blockDim, gridDim of the running CUDA thread (kernels/cuda/emu/builtins.h).
 struct Coords {
   uint3 thread_idx;

@@ -52,6 +52,7 @@ class Fiber {
 
  private:
   static void trampoline(void* transfer);
+  void leave();
   void* ctx_ = nullptr;     // where to resume the fiber
   void* caller_ = nullptr;  // where to return to the scheduler
   FiberStacks::Stack* stack_ = nullptr;

@@ -23,7 +23,7 @@ struct SharedTable {
 };
 
 SharedTable& table() {
-  thread_local SharedTable t;
+  thread_local SharedTable t DP_EMU_TLS;
   return t;
 }
 
