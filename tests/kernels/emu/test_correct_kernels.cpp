@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
+#include "tests/kernels/emu/block_sum_kernel.h"
 #include "tests/kernels/emu/emu_test_util.h"
 
 namespace dp::emu::test {
@@ -17,25 +18,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// out[b] = sum of x[b * 256 .. b * 256 + 255]: the classic shared-memory tree.
-__global__ void block_sum_kernel(int64_t* out, const int64_t* x) {
-  DP_SHARED(int64_t, part, [kThreads]);
-  const unsigned t = threadIdx.x;
-  part[t] = x[blockIdx.x * kThreads + t];
-  __syncthreads();
-  for (unsigned w = kThreads / 2; w > 0; w >>= 1) {
-    if (t < w) part[t] += part[t + w];
-    __syncthreads();
-  }
-  if (t == 0) out[blockIdx.x] = part[0];
-}
-
 TEST(EmuCorrectKernels, BlockReductionIsExact) {
   const int blocks = 37;
   std::vector<int64_t> x(blocks * kThreads);
   std::iota(x.begin(), x.end(), int64_t{-1000});
   DeviceArray<int64_t> dx(x), dout(blocks);
-  DP_LAUNCH(block_sum_kernel, blocks, kThreads, 0, cudaStream_t{})(dout.get(), dx.get());
+  DP_LAUNCH(block_sum_kernel<int64_t>, blocks, kThreads, 0, cudaStream_t{})(dout.get(), dx.get());
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   const std::vector<int64_t> out = dout.download();
   for (int b = 0; b < blocks; ++b) {

@@ -13,6 +13,7 @@
 #include "kernels/cuda/emu/options.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
+#include "tests/kernels/emu/block_sum_kernel.h"
 #include "tests/kernels/emu/emu_test_util.h"
 
 namespace dp::emu::test {
@@ -23,18 +24,6 @@ constexpr int kN = 1 << 20;
 
 __global__ void axpy_kernel(float* y, const float* x, float a, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = __fmaf_rn(a, x[i], y[i]);
-}
-
-__global__ void block_sum_kernel(float* out, const float* x) {
-  DP_SHARED(float, part, [kThreads]);
-  const unsigned t = threadIdx.x;
-  part[t] = x[blockIdx.x * kThreads + t];
-  __syncthreads();
-  for (unsigned w = kThreads / 2; w > 0; w >>= 1) {
-    if (t < w) part[t] += part[t + w];
-    __syncthreads();
-  }
-  if (t == 0) out[blockIdx.x] = part[0];
 }
 
 template <typename F>
@@ -66,7 +55,7 @@ void block_sums(bool racecheck) {
   for (int i = 0; i < kN; ++i) hx[i] = float(i % kThreads);
   DeviceArray<float> x(hx), out(kN / kThreads);
   const double ms = time_ms([&] {
-    DP_LAUNCH(block_sum_kernel, kN / kThreads, kThreads, 0, cudaStream_t{})(out.get(), x.get());
+    DP_LAUNCH(block_sum_kernel<float>, kN / kThreads, kThreads, 0, cudaStream_t{})(out.get(), x.get());
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   });
   set_racecheck(false);

@@ -12,6 +12,7 @@
 #include "kernels/cuda/emu/options.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
+#include "tests/kernels/emu/block_sum_kernel.h"
 #include "tests/kernels/emu/emu_test_util.h"
 
 namespace dp::emu::test {
@@ -77,22 +78,10 @@ TEST_F(RacecheckOn, MissingSyncthreadsInReductionIsARace) {
                                HasSubstr("thread (0,0,0) read it")));
 }
 
-// The same kernel with its barriers passes racecheck: no false alarm.
-__global__ void synced_sum_kernel(float* out, const float* x) {
-  DP_SHARED(float, part, [kThreads]);
-  const unsigned t = threadIdx.x;
-  part[t] = x[blockIdx.x * kThreads + t];
-  __syncthreads();
-  for (unsigned w = kThreads / 2; w > 0; w >>= 1) {
-    if (t < w) part[t] += part[t + w];
-    __syncthreads();
-  }
-  if (t == 0) out[blockIdx.x] = part[0];
-}
-
+// The same kernel with its barriers (block_sum_kernel) passes racecheck: no false alarm.
 TEST_F(RacecheckOn, ReductionWithBarriersIsClean) {
   DeviceArray<float> x(std::vector<float>(2 * kThreads, 1.0f)), out(2);
-  DP_LAUNCH(synced_sum_kernel, 2, kThreads, 0, cudaStream_t{})(out.get(), x.get());
+  DP_LAUNCH(block_sum_kernel<float>, 2, kThreads, 0, cudaStream_t{})(out.get(), x.get());
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(out.download(), (std::vector<float>{256.0f, 256.0f}));
 }
@@ -247,7 +236,7 @@ TEST(EmuFault, FaultIsReportedOnceThenTheNextLaunchRuns) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);                   // ...and only once
   // The fibers of the abandoned block are gone; a correct kernel runs on the same stacks.
   DeviceArray<float> x(std::vector<float>(kThreads, 2.0f)), sum(1);
-  DP_LAUNCH(synced_sum_kernel, 1, kThreads, 0, cudaStream_t{})(sum.get(), x.get());
+  DP_LAUNCH(block_sum_kernel<float>, 1, kThreads, 0, cudaStream_t{})(sum.get(), x.get());
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(sum.download()[0], 512.0f);
 }
