@@ -4,7 +4,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {

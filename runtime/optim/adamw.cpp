@@ -29,7 +29,7 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   // Scalars in double, as torch computes them in Python (adam.py, _single_tensor_adam).
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
-  kernels::cpu::AdamWScalars s;
+  kernels::AdamWScalars s;
   s.apply_decay = options_.weight_decay != 0;
   s.decay = static_cast<float>(1.0 - lr * options_.weight_decay);
   s.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);

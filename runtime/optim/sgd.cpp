@@ -26,7 +26,7 @@ Sgd::Sgd(int64_t numel, SgdOptions o) : Optimizer(numel), options_(o) {
 
 void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   check_step_args(params, grads, lr);
-  kernels::cpu::SgdScalars s;
+  kernels::SgdScalars s;
   s.neg_lr = static_cast<float>(-lr);
   s.weight_decay = static_cast<float>(options_.weight_decay);
   s.momentum = static_cast<float>(options_.momentum);
