@@ -1,6 +1,5 @@
 #include "runtime/cuda/buffers.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <utility>
 
 #include "runtime/cuda/log_failure.h"
@@ -51,4 +50,3 @@ void PinnedBuffer::release() noexcept {
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

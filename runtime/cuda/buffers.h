@@ -1,9 +1,7 @@
 // defines: DeviceBuffer (stream-ordered device memory) and PinnedBuffer (page-locked host
 // memory), move-only owners of raw bytes. Destructors log a failed free and never throw; a
 // moved-from or default-constructed buffer is empty (data() null, bytes() 0).
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -63,4 +61,3 @@ class PinnedBuffer {
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,6 +1,5 @@
 #include "runtime/cuda/cudnn_desc.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <limits>
 #include <utility>
 
@@ -69,4 +68,3 @@ void PoolDesc::set(cudnnPoolingMode_t mode, int64_t kernel, int64_t stride, int6
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

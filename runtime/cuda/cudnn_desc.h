@@ -1,9 +1,7 @@
 // defines: move-only owners of cuDNN descriptors (TensorDesc, FilterDesc, ConvDesc, PoolDesc)
 // and cudnn_dtype, the DType -> cudnnDataType_t map. The setters take the logical NCHW sizes
 // and the memory layout (NCHW, or NHWC with channels_last), as the layers hold them.
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cudnn.h>
 
 #include <cstdint>
@@ -84,4 +82,3 @@ class PoolDesc {
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

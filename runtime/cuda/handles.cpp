@@ -1,6 +1,5 @@
 #include "runtime/cuda/handles.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <utility>
 
 #include "runtime/cuda/log_failure.h"
@@ -76,4 +75,3 @@ void CudnnHandle::destroy() noexcept {
 void CudnnHandle::set_stream(cudaStream_t stream) const { CHECK_CUDNN(cudnnSetStream(h_, stream)); }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,9 +1,8 @@
 // defines: CublasHandle, CublasLtHandle, CudnnHandle, move-only owners of the library handles.
 // A handle is bound to the device current at creation; cuBLAS and cuDNN handles are also bound
 // to a stream (their work goes there). Destructors log a failed destroy and never throw; a
-// moved-from or default-constructed owner is empty. Only in a CUDA build (DPTRAIN_HAVE_CUDA).
+// moved-from or default-constructed owner is empty.
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -66,4 +65,3 @@ class CudnnHandle {
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,6 +1,5 @@
 #include "runtime/cuda/stream.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <utility>
 
 #include "runtime/cuda/log_failure.h"
@@ -64,4 +63,3 @@ float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

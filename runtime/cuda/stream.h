@@ -3,9 +3,7 @@
 // tiny-cuda-nn's habit: the destructor never throws; a failed destroy is logged (subsystem
 // "cuda") and otherwise ignored, so an owner can be destroyed during stack unwinding.
 // A moved-from or default-constructed owner is empty: get() is null and destruction is a no-op.
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 namespace dp::cuda {
@@ -65,4 +63,3 @@ class CudaEvent {
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA
