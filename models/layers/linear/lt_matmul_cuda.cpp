@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda/log_failure.h"
+#include "runtime/cuda/owner.h"
 #include "runtime/cuda/check.h"
 #include "runtime/log.h"
 
@@ -26,53 +26,49 @@ cudaDataType_t cuda_type(DType t) {
   }
 }
 
-// RAII owners (not copyable, not movable) of the three cuBLASLt descriptors, made per call:
-// host-side objects, cheap next to the matmul.
-class MatmulDesc {
+// Owners (runtime/cuda/owner.h) of the three cuBLASLt descriptors, made per call: host-side
+// objects, cheap next to the matmul.
+DP_CUDA_DESTROY(DestroyMatmulDesc, cublasLtMatmulDescDestroy);
+DP_CUDA_DESTROY(DestroyMatrixLayout, cublasLtMatrixLayoutDestroy);
+DP_CUDA_DESTROY(DestroyPreference, cublasLtMatmulPreferenceDestroy);
+
+cublasLtMatmulDesc_t new_matmul_desc() {
+  cublasLtMatmulDesc_t d = nullptr;
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  return d;
+}
+class MatmulDesc : public Owner<cublasLtMatmulDesc_t, DestroyMatmulDesc> {
  public:
-  MatmulDesc() { CHECK_CUBLAS(cublasLtMatmulDescCreate(&d_, CUBLAS_COMPUTE_32F, CUDA_R_32F)); }
-  ~MatmulDesc() { log_if_failed(cublasLtMatmulDescDestroy(d_), "cublasLtMatmulDescDestroy"); }
-  MatmulDesc(const MatmulDesc&) = delete;
-  MatmulDesc& operator=(const MatmulDesc&) = delete;
+  MatmulDesc() : Owner(new_matmul_desc()) {}
   template <typename T>
   void set(cublasLtMatmulDescAttributes_t attr, const T& v) {
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(d_, attr, &v, sizeof(v)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(get(), attr, &v, sizeof(v)));
   }
-  cublasLtMatmulDesc_t get() const { return d_; }
-
- private:
-  cublasLtMatmulDesc_t d_ = nullptr;
 };
 
-class MatrixLayout {
+cublasLtMatrixLayout_t new_matrix_layout(cudaDataType_t type, const LtLayout& l) {
+  cublasLtMatrixLayout_t m = nullptr;
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&m, type, static_cast<uint64_t>(l.rows), static_cast<uint64_t>(l.cols),
+                                          l.ld));
+  return m;
+}
+class MatrixLayout : public Owner<cublasLtMatrixLayout_t, DestroyMatrixLayout> {
  public:
-  MatrixLayout(cudaDataType_t type, const LtLayout& l) {
-    CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l_, type, static_cast<uint64_t>(l.rows), static_cast<uint64_t>(l.cols),
-                                            l.ld));
-  }
-  ~MatrixLayout() { log_if_failed(cublasLtMatrixLayoutDestroy(l_), "cublasLtMatrixLayoutDestroy"); }
-  MatrixLayout(const MatrixLayout&) = delete;
-  MatrixLayout& operator=(const MatrixLayout&) = delete;
-  cublasLtMatrixLayout_t get() const { return l_; }
-
- private:
-  cublasLtMatrixLayout_t l_ = nullptr;
+  MatrixLayout(cudaDataType_t type, const LtLayout& l) : Owner(new_matrix_layout(type, l)) {}
 };
 
-class Preference {
+cublasLtMatmulPreference_t new_preference() {
+  cublasLtMatmulPreference_t p = nullptr;
+  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&p));
+  return p;
+}
+class Preference : public Owner<cublasLtMatmulPreference_t, DestroyPreference> {
  public:
-  Preference() { CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&p_)); }
-  ~Preference() { log_if_failed(cublasLtMatmulPreferenceDestroy(p_), "cublasLtMatmulPreferenceDestroy"); }
-  Preference(const Preference&) = delete;
-  Preference& operator=(const Preference&) = delete;
+  Preference() : Owner(new_preference()) {}
   template <typename T>
   void set(cublasLtMatmulPreferenceAttributes_t attr, const T& v) {
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(p_, attr, &v, sizeof(v)));
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(get(), attr, &v, sizeof(v)));
   }
-  cublasLtMatmulPreference_t get() const { return p_; }
-
- private:
-  cublasLtMatmulPreference_t p_ = nullptr;
 };
 
 // The heuristic's first algorithm, or none (lt false): then the classic cuBLAS GEMM runs it.
