@@ -1,4 +1,5 @@
-// defines: Layer (the base of every layer), ParamDecl, StepContext.
+// defines: Layer (the base of every layer), ParamDecl, StepContext, and DP_LAYER_CUDA_PATH (how a
+// layer declares its GPU path).
 //
 // Caffe-style: the public forward/backward are non-virtual and dispatch on the tensors' device
 // to forward_cpu / forward_cuda. Shapes given to a layer at build time are per-sample (no batch

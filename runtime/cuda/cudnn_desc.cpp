@@ -12,11 +12,13 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-// Makes a descriptor with `create` (cudnnCreate*Descriptor), for an owner's constructor.
+// A descriptor made by `create` (cudnnCreate*Descriptor, named `what` in the error), for an
+// owner's constructor.
 template <typename D>
-D created(cudnnStatus_t (*create)(D*)) {
+D created(cudnnStatus_t (*create)(D*), const char* what) {
   D d = nullptr;
-  CHECK_CUDNN(create(&d));
+  const cudnnStatus_t s = create(&d);
+  if (s != CUDNN_STATUS_SUCCESS) fail_cudnn(s, what, __FILE__, __LINE__);
   return d;
 }
 }  // namespace
@@ -30,10 +32,10 @@ cudnnDataType_t cudnn_dtype(DType d) {
   }
 }
 
-TensorDesc::TensorDesc() : Owner(created(cudnnCreateTensorDescriptor)) {}
-FilterDesc::FilterDesc() : Owner(created(cudnnCreateFilterDescriptor)) {}
-ConvDesc::ConvDesc() : Owner(created(cudnnCreateConvolutionDescriptor)) {}
-PoolDesc::PoolDesc() : Owner(created(cudnnCreatePoolingDescriptor)) {}
+TensorDesc::TensorDesc() : Owner(created(cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor")) {}
+FilterDesc::FilterDesc() : Owner(created(cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor")) {}
+ConvDesc::ConvDesc() : Owner(created(cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor")) {}
+PoolDesc::PoolDesc() : Owner(created(cudnnCreatePoolingDescriptor, "cudnnCreatePoolingDescriptor")) {}
 
 void TensorDesc::set(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last) {
   CHECK_CUDNN(cudnnSetTensor4dDescriptor(get(), channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
