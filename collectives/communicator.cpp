@@ -2,10 +2,6 @@
 
 #include <chrono>
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include "runtime/cuda/check.h"
-#endif
-
 namespace dp {
 
 const char* reduce_op_name(ReduceOp op) {
@@ -72,19 +68,6 @@ void check_collective_dtype(const Tensor& t, const std::string& what) {
   const DType d = t.dtype();
   DP_CHECK(d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F64 || d == DType::I32,
            "{}: dtype {} is not supported by collectives (use f32, f16, bf16, f64 or i32)", what, dtype_name(d));
-}
-
-WorkPtr Communicator::allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) {
-#ifdef DPTRAIN_HAVE_CUDA
-  DP_CHECK(t.defined() && t.device().is_cuda(), "{} allreduce_stream_async: takes a device tensor, got {}", backend(),
-           t.defined() ? t.describe() : "an undefined tensor");
-  CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  return allreduce_async(t, op);
-#else
-  (void)op, (void)stream;
-  throw DpError(fmt::format("{} allreduce_stream_async of {}: this build has no CUDA", backend(),
-                            t.defined() ? t.describe() : "an undefined tensor"));
-#endif
 }
 
 void check_allgather_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what) {

@@ -42,7 +42,10 @@ class BatchFeed {
   bool next(Item& out);
 
  private:
-  bool pull();  // loads the next host batch and, on a GPU, submits it
+  // The GPU side (batch_feed_cuda.cpp): the next batch from the DeviceInput; pull() loads the
+  // next host batch and submits it to the DeviceInput.
+  bool next_device(Item& out);
+  bool pull();
   data::Loader loader_;
   DeviceInput* input_;
   uint64_t epoch_;

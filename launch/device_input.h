@@ -21,11 +21,9 @@
 #include "runtime/data/transform.h"
 #include "runtime/tensor.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include "runtime/cuda/buffers.h"
-#include "runtime/cuda/exec_context.h"
-#include "runtime/cuda/stream.h"
-#endif
+namespace dp::cuda {
+class ExecContext;
+}
 
 namespace dp::launch {
 
@@ -86,8 +84,7 @@ struct InputGeometry {
 };
 InputGeometry input_geometry(const Shape& sample_shape, bool channels_last);
 
-#ifdef DPTRAIN_HAVE_CUDA
-
+// The pipeline itself (device_input_cuda.cpp, CUDA builds only).
 class DeviceInput {
  public:
   // gpu must outlive this. t: the training transform (as given to the CPU loader), checked
@@ -126,15 +123,7 @@ class DeviceInput {
   int slots() const { return ring_.slots(); }
 
  private:
-  struct Slot {
-    cuda::PinnedBuffer pinned;  // SlotLayout
-    Tensor staging;             // u8 (layout.bytes) on the device: the copy of `pinned`
-    Tensor x;                   // (max_batch, C, H, W) compute dtype on the device
-    Tensor y;                   // i32 (max_batch): a view of staging at y_offset
-    cuda::CudaEvent copied, ready, released;
-    int64_t size = 0;
-    std::vector<int64_t> indices;
-  };
+  struct Slot;  // one slot's pinned and device buffers and its events (device_input_cuda.cpp)
 
   cuda::ExecContext& gpu_;
   const data::Transform t_;
@@ -149,7 +138,5 @@ class DeviceInput {
   std::vector<Slot> slots_;
   SlotRing ring_;
 };
-
-#endif  // DPTRAIN_HAVE_CUDA
 
 }  // namespace dp::launch

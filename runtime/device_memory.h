@@ -1,5 +1,6 @@
-// defines: the device-memory hooks Storage uses for non-CPU devices. Without CUDA they fail
-// with a clear error; the CUDA build implements them with the stream-ordered allocator.
+// defines: the device-memory hooks Storage uses for non-CPU devices. The CUDA build implements
+// them with the stream-ordered allocator (device_memory_cuda.cpp); without CUDA they fail with a
+// clear error (runtime/no_cuda.cpp).
 #pragma once
 #include <cstddef>
 

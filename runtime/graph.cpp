@@ -4,16 +4,6 @@
 
 #include "kernels/cpu/elementwise.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "kernels/cuda/accumulate.h"
-#include "kernels/cuda/cast.h"
-#include "kernels/cuda/elementwise.h"
-#include "runtime/cuda/exec_context.h"
-#include "runtime/cuda/check.h"
-#endif
-
 namespace dp {
 
 int Graph::add(std::unique_ptr<Layer> layer, const std::vector<std::string>& inputs) {
@@ -127,15 +117,6 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   refresh_compute_params();
 }
 
-#ifdef DPTRAIN_HAVE_CUDA
-void Graph::refresh_compute_params() {
-  if (compute_ == DType::F32 || !lp_params_.allocated()) return;
-  auto* dst = static_cast<uint16_t*>(lp_params_.flat().raw());
-  const auto* src = static_cast<const float*>(params_.flat().raw());
-  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, params_.numel(), gpu_->compute()));
-  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, params_.numel(), gpu_->compute()));
-}
-
 Tensor Graph::take_spare(const Shape& shape, DType dtype) {
   for (size_t k = 0; k < spare_.size(); ++k) {
     if (spare_[k].shape() == shape && spare_[k].dtype() == dtype) {
@@ -152,24 +133,6 @@ Tensor Graph::take_spare(const Shape& shape, DType dtype) {
 void Graph::give_spare(Tensor t) {
   if (t.defined() && t.byte_offset() == 0 && t.storage()->bytes() == t.nbytes()) spare_.push_back(std::move(t));
 }
-
-void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
-  const cudaStream_t s = gpu_->compute();
-  if (dst.dtype() == DType::F32)
-    CHECK_CUDA(kernels::cuda::add_inplace(static_cast<float*>(dst.raw()), static_cast<const float*>(src.raw()),
-                                          dst.numel(), s));
-  else
-    CHECK_CUDA(kernels::cuda::add_inplace_16(static_cast<uint16_t*>(dst.raw()), static_cast<const uint16_t*>(src.raw()),
-                                             dst.numel(), dst.dtype() == DType::BF16, s));
-}
-#else
-void Graph::refresh_compute_params() {}
-Tensor Graph::take_spare(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype, device_); }
-void Graph::give_spare(Tensor) {}
-void Graph::accumulate_device(const Tensor&, const Tensor&) const {
-  throw DpError("GPU gradient accumulation in a build without CUDA");
-}
-#endif
 
 namespace {
 Shape batched(int64_t n, const Shape& s) {
@@ -201,17 +164,7 @@ const Tensor& Graph::forward(const StepContext& ctx, const Tensor& x) {
       acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
     node.layer->forward(ctx, in, acts_[i]);
   }
-#ifdef DPTRAIN_HAVE_CUDA
-  if (compute_ != DType::F32) {  // the loss and the metrics read f32 scores
-    const Tensor& y = acts_.back();
-    if (!out32_.defined() || out32_.shape() != y.shape()) out32_ = Tensor::zeros(y.shape(), DType::F32, device_);
-    const auto* src = static_cast<const uint16_t*>(y.raw());
-    auto* dst = static_cast<float*>(out32_.raw());
-    if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::bf16_to_f32(dst, src, y.numel(), gpu_->compute()));
-    else CHECK_CUDA(kernels::cuda::f16_to_f32(dst, src, y.numel(), gpu_->compute()));
-    return out32_;
-  }
-#endif
+  if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
   return acts_.back();
 }
 
@@ -222,17 +175,8 @@ void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::functi
   const bool gpu = !device_.is_cpu();
   // dacts_[i]: gradient w.r.t. node i's output, summed over its consumers.
   std::vector<bool> have(nodes_.size(), false);
-  dacts_.back() = dy;
-#ifdef DPTRAIN_HAVE_CUDA
-  if (compute_ != DType::F32) {  // the loss gave an f32 gradient; the last layer takes 16-bit
-    if (!dy16_.defined() || dy16_.shape() != dy.shape()) dy16_ = Tensor::zeros(dy.shape(), compute_, device_);
-    auto* dst = static_cast<uint16_t*>(dy16_.raw());
-    const auto* src = static_cast<const float*>(dy.raw());
-    if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, dy.numel(), gpu_->compute()));
-    else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, dy.numel(), gpu_->compute()));
-    dacts_.back() = dy16_;
-  }
-#endif
+  // The loss gave an f32 gradient; under mixed precision the last layer takes 16-bit.
+  dacts_.back() = compute_ != DType::F32 ? output_grad_in_compute(dy) : dy;
   have.back() = true;
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     auto& node = nodes_[i];
@@ -265,32 +209,14 @@ void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::functi
     }
     if (gpu && i + 1 < static_cast<int>(nodes_.size())) give_spare(std::move(dacts_[i]));
     dacts_[i] = Tensor();  // free (or keep for reuse) as soon as consumed
-#ifdef DPTRAIN_HAVE_CUDA
-    if (node.low_precision) {
-      // The layer accumulated into its 16-bit gradients (zero before it): widen them into the
-      // fp32 master gradients and zero them again for the next micro-batch.
-      for (int slot : node.param_slots) {
-        const Tensor lp = lp_grads_.tensor(slot), g = grads_.tensor(slot);
-        CHECK_CUDA(kernels::cuda::widen_accumulate(static_cast<float*>(g.raw()), static_cast<const uint16_t*>(lp.raw()),
-                                                   g.numel(), compute_ == DType::BF16, gpu_->compute()));
-        CHECK_CUDA(cudaMemsetAsync(lp.raw(), 0, lp.nbytes(), gpu_->compute()));
-      }
-    }
-#endif
+    if (node.low_precision) widen_low_precision_grads(node);
     if (!node.param_slots.empty() && on_ready) on_ready(i);
   }
 }
 
 void Graph::zero_grad() {
-#ifdef DPTRAIN_HAVE_CUDA
-  if (!device_.is_cpu()) {
-    CHECK_CUDA(cudaMemsetAsync(grads_.flat().raw(), 0, grads_.flat().nbytes(), gpu_->compute()));
-    if (lp_grads_.allocated())
-      CHECK_CUDA(cudaMemsetAsync(lp_grads_.flat().raw(), 0, lp_grads_.flat().nbytes(), gpu_->compute()));
-    return;
-  }
-#endif
-  grads_.flat().zero_();
+  if (!device_.is_cpu()) zero_grad_device();
+  else grads_.flat().zero_();
 }
 
 std::vector<Graph::NamedTensor> Graph::state() const {

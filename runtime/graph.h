@@ -101,7 +101,14 @@ class Graph {
   std::vector<Tensor> spare_;
   Tensor take_spare(const Shape& shape, DType dtype);
   void give_spare(Tensor t);
+  // The GPU side, on the compute stream (graph_cuda.cpp): dst += src; mixed precision's output
+  // cast to f32 (out32_) and output-gradient cast to the compute dtype (dy16_); a node's 16-bit
+  // gradients widened into the fp32 arena and zeroed; the gradients zeroed.
   void accumulate_device(const Tensor& dst, const Tensor& src) const;
+  const Tensor& output_f32();
+  const Tensor& output_grad_in_compute(const Tensor& dy);
+  void widen_low_precision_grads(const Node& node);
+  void zero_grad_device();
   bool built_ = false;
 };
 

@@ -1,4 +1,5 @@
-// defines: Layer (the base of every layer), ParamDecl, StepContext.
+// defines: Layer (the base of every layer), ParamDecl, StepContext, and DP_LAYER_CUDA_PATH (how a
+// layer declares its GPU path).
 //
 // Caffe-style: the public forward/backward are non-virtual and dispatch on the tensors' device
 // to forward_cpu / forward_cuda. Shapes given to a layer at build time are per-sample (no batch
@@ -91,6 +92,8 @@ class Layer {
   virtual void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) = 0;
   virtual void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y,
                             const Tensor& dy, std::vector<Tensor>& dx) = 0;
+  // A layer with a GPU path overrides these with DP_LAYER_CUDA_PATH(); Layer's own say that
+  // there is no CUDA path (in this build, or for this layer).
   virtual void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y);
   virtual void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y,
                              const Tensor& dy, std::vector<Tensor>& dx);
@@ -100,3 +103,16 @@ class Layer {
 };
 
 }  // namespace dp
+
+// In a layer's protected section: DP_LAYER_CUDA_PATH(); declares its forward_cuda and
+// backward_cuda overrides, defined in its <op>_cuda.cpp. That file is compiled only in a CUDA
+// build (the top CMakeLists.txt), so in a build without CUDA the macro declares nothing and the
+// layer keeps Layer's, which say that this build has no CUDA path.
+#ifdef DPTRAIN_HAVE_CUDA
+#define DP_LAYER_CUDA_PATH()                                                                                   \
+  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;                 \
+  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,  \
+                     std::vector<Tensor>& dx) override
+#else
+#define DP_LAYER_CUDA_PATH() static_assert(true)
+#endif

@@ -1,5 +1,4 @@
 #include "collectives/nccl/nccl_communicator.h"
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -468,4 +467,3 @@ std::unique_ptr<Communicator> make_nccl_communicator(Bootstrap& bs, double timeo
 }
 
 }  // namespace dp
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,5 +1,5 @@
 // defines: make_nccl_communicator, the Communicator over NCCL for device (CUDA) tensors, one GPU
-// per rank. Compiled only in a CUDA build (DPTRAIN_HAVE_CUDA, which also links NCCL); elsewhere
+// per rank. Compiled only in a CUDA build (which also links NCCL); elsewhere
 // use make_communicator (collectives/make_communicator.h), which says why there is none.
 //
 // Setup (collective over the bootstrap): every rank picks its GPU (cuda::choose_local_device: local rank
@@ -18,7 +18,6 @@
 // (ncclCommAbort) and fails that collective and every later one with an error naming the op and
 // sequence number ("nccl allreduce #12 (f32, 1048576 elements, sum) [rank 0/4 on host]: ...").
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <memory>
 
 #include "collectives/bootstrap/bootstrap.h"
@@ -29,4 +28,3 @@ namespace dp {
 std::unique_ptr<Communicator> make_nccl_communicator(Bootstrap& bs, double timeout_s, int device = -1);
 
 }  // namespace dp
-#endif  // DPTRAIN_HAVE_CUDA

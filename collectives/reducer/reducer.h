@@ -28,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/pimpl_ptr.h"
 #include "collectives/communicator.h"
 #include "collectives/reducer/buckets.h"
 #include "runtime/graph.h"
@@ -67,7 +68,6 @@ struct ReducerStepTimes {
 class Reducer {
  public:
   Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options);
-  ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
   void prepare();             // before backward
@@ -79,7 +79,7 @@ class Reducer {
   const ReducerStepTimes& last_step() const { return times_; }
 
  private:
-  struct Gpu;  // the GPU path's events (reducer_gpu.cpp)
+  struct Gpu;  // the GPU path's events (reducer_cuda.cpp)
   void launch(size_t b);
   void init_gpu();
   void launch_gpu(size_t b);
@@ -96,7 +96,7 @@ class Reducer {
   std::vector<WorkPtr> works_;
   std::vector<Tensor> wire_;   // per bucket: the 16-bit copy that travels (compression only; on the GPU
                                // path on the device)
-  std::shared_ptr<Gpu> gpu_;   // set on the GPU path (shared: its deleter is made where Gpu is complete)
+  PimplPtr<Gpu> gpu_;          // set on the GPU path
   ReducerStepTimes times_;
 };
 

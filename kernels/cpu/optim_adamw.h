@@ -1,23 +1,13 @@
-// defines: adamw_step, the CPU reference kernel of AdamW (Loshchilov & Hutter, "Decoupled Weight
-// Decay Regularization", ICLR 2019) as torch.optim.AdamW computes it (raw pointers; the runtime
-// wrapper is runtime/optim/adamw.h).
+// defines: adamw_step, the CPU kernel of AdamW (Loshchilov & Hutter, "Decoupled Weight Decay
+// Regularization", ICLR 2019) as torch.optim.AdamW computes it (raw pointers; the runtime
+// wrapper is runtime/optim/adamw.h). Its element math is kernels/optim_math.h's adamw_update,
+// the same the CUDA kernel runs.
 #pragma once
 #include <cstdint>
 
-namespace dp::kernels::cpu {
+#include "kernels/optim_math.h"
 
-// Per-step scalars, computed in double by the caller exactly as torch does in Python and then
-// rounded to float (torch casts Python-float scalars to the tensor dtype).
-struct AdamWScalars {
-  float decay = 1;              // 1 - lr * weight_decay
-  float one_minus_beta1 = 0.1f; // lerp weight for the first moment
-  float beta2 = 0.999f;
-  float one_minus_beta2 = 0.001f;
-  float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t)
-  float neg_step_size = 0;          // -lr / (1 - beta1^t)
-  float eps = 1e-8f;
-  bool apply_decay = false;         // weight_decay != 0
-};
+namespace dp::kernels::cpu {
 
 // One step, elementwise over n parameters (t = the step number, starting at 1):
 //   p = p * (1 - lr * wd)

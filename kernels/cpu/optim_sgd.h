@@ -1,20 +1,12 @@
-// defines: sgd_step, the CPU reference kernel of SGD with momentum, dampening, weight decay and
-// Nesterov (raw pointers; the runtime wrapper is runtime/optim/sgd.h).
+// defines: sgd_step, the CPU kernel of SGD with momentum, dampening, weight decay and Nesterov
+// (raw pointers; the runtime wrapper is runtime/optim/sgd.h). Its element math is
+// kernels/optim_math.h's sgd_update, the same the CUDA kernel runs.
 #pragma once
 #include <cstdint>
 
-namespace dp::kernels::cpu {
+#include "kernels/optim_math.h"
 
-// Scalars as torch.optim.SGD uses them: torch casts each Python-float alpha to the tensor's
-// dtype, so the caller rounds the double hyper-parameters to float once, the same way.
-struct SgdScalars {
-  float neg_lr = 0;                // -lr
-  float weight_decay = 0;
-  float momentum = 0;
-  float one_minus_dampening = 1;   // 1 - dampening
-  bool nesterov = false;
-  bool first_step = false;         // momentum buffer is (re)initialised to the gradient
-};
+namespace dp::kernels::cpu {
 
 // One step, elementwise over n parameters:
 //   d = g + wd * p

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 
 namespace dp::kernels::cuda {
 

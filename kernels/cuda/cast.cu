@@ -2,7 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/cast.h"
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {

@@ -3,7 +3,8 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/convert.cuh"
-#include "kernels/cuda/host_device.h"
+#include "kernels/cuda/dispatch.cuh"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -120,21 +121,6 @@ cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, 
   DP_RETURN_LAUNCH();
 }
 
-namespace {
-
-// Calls f(T{}) with T the device element type of dtype; false for an unsupported dtype.
-template <typename F>
-bool dispatch(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::F32: f(float{}); return true;
-    case DType::BF16: f(__nv_bfloat16{}); return true;
-    case DType::F16: f(__half{}); return true;
-    default: return false;
-  }
-}
-
-}  // namespace
-
 bool elementwise_dtype_supported(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16;
 }
@@ -142,33 +128,33 @@ bool elementwise_dtype_supported(DType dtype) {
 cudaError_t relu_forward(DType dtype, void* y, const void* x, int64_t n, cudaStream_t stream) {
   if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     relu_forward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), n);
+    DP_RETURN_LAUNCH();
   });
-  DP_RETURN_LAUNCH();
 }
 
 cudaError_t relu_backward(DType dtype, void* dx, const void* dy, const void* y, int64_t n, cudaStream_t stream) {
   if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     relu_backward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
                                                                  static_cast<const T*>(y), n);
+    DP_RETURN_LAUNCH();
   });
-  DP_RETURN_LAUNCH();
 }
 
 cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, cudaStream_t stream) {
   if (n < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     add_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(a),
                                                        static_cast<const T*>(b), n);
+    DP_RETURN_LAUNCH();
   });
-  DP_RETURN_LAUNCH();
 }
 
 cudaError_t add_inplace(DType dtype, void* dst, const void* src, int64_t n, cudaStream_t stream) {
@@ -180,12 +166,12 @@ cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t
   if (outer < 0 || channels < 0 || inner < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
   const int64_t total = outer * channels * inner;
   if (total == 0) return cudaSuccess;
-  dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     bias_add_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(b), total,
                                                                 channels, inner);
+    DP_RETURN_LAUNCH();
   });
-  DP_RETURN_LAUNCH();
 }
 
 cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int64_t channels, int64_t inner,
@@ -193,12 +179,12 @@ cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int6
   if (outer < 0 || channels < 0 || inner < 0 || !elementwise_dtype_supported(dtype)) return cudaErrorInvalidValue;
   if (channels == 0) return cudaSuccess;  // outer * inner == 0 still launches: db += 0 (a no-op on values)
   const unsigned blocks = static_cast<unsigned>(channels < (int64_t{1} << 16) ? channels : (int64_t{1} << 16));
-  dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     bias_grad_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(db), static_cast<const T*>(dy), outer,
                                                          channels, inner);
+    DP_RETURN_LAUNCH();
   });
-  DP_RETURN_LAUNCH();
 }
 
 }  // namespace dp::kernels::cuda

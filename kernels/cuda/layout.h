@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "base/dtype.h"
 
 namespace dp::kernels::cuda {

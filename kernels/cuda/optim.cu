@@ -1,13 +1,13 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/optim.h"
-#include "kernels/cuda/optim_math.h"
+#include "kernels/optim_math.h"
 
 namespace dp::kernels::cuda {
 namespace {
 
 // The scalars travel by value in the kernel's parameter space (constant bank), one copy for
 // every thread.
-__global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, cpu::SgdScalars s) {
+__global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdScalars s) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     float pi = p[i], bi = 0.0f;
     if (buf && !s.first_step) bi = buf[i];
@@ -17,7 +17,7 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, cpu:
   }
 }
 
-__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, cpu::AdamWScalars s) {
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, AdamWScalars s) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     float pi = p[i], mi = m[i], vi = v[i];
     adamw_update(pi, g[i], mi, vi, s);
@@ -29,14 +29,14 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
 
 }  // namespace
 
-cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const cpu::SgdScalars& s, cudaStream_t stream) {
+cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s, cudaStream_t stream) {
   if (n < 0 || (s.momentum != 0.0f && !buf)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   sgd_kernel<<<grid_1d(n), kThreads, 0, stream>>>(p, g, s.momentum != 0.0f ? buf : nullptr, n, s);
   DP_RETURN_LAUNCH();
 }
 
-cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const cpu::AdamWScalars& s,
+cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s,
                        cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

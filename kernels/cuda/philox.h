@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 
 namespace dp::kernels::cuda {
 

@@ -1,14 +1,30 @@
 // defines: DeviceBuffer (stream-ordered device memory) and PinnedBuffer (page-locked host
-// memory), move-only owners of raw bytes. Destructors log a failed free and never throw; a
-// moved-from or default-constructed buffer is empty (data() null, bytes() 0).
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
+// memory), move-only owners of raw bytes (runtime/cuda/owner.h). Destruction logs a failed free
+// and never throws; a moved-from or default-constructed buffer is empty (data() null, bytes() 0).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 
+#include "runtime/cuda/owner.h"
+
 namespace dp::cuda {
+
+// A block of memory, its size and (device memory) the stream its free is ordered on.
+struct MemoryBlock {
+  void* p = nullptr;
+  size_t bytes = 0;
+  cudaStream_t stream = nullptr;
+  explicit operator bool() const { return p != nullptr; }
+};
+struct FreeDeviceBlock {
+  static constexpr const char* what = "cudaFreeAsync";
+  cudaError_t operator()(const MemoryBlock& b) const noexcept { return cudaFreeAsync(b.p, b.stream); }
+};
+struct FreePinnedBlock {
+  static constexpr const char* what = "cudaFreeHost";
+  cudaError_t operator()(const MemoryBlock& b) const noexcept { return cudaFreeHost(b.p); }
+};
 
 // Device memory from the device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync), not a
 // hand-written caching allocator: the pool reuses freed blocks in stream order without a device
@@ -16,51 +32,29 @@ namespace dp::cuda {
 // The allocation and the free are ordered on `stream`: work on another stream that touches the
 // buffer must wait for an event recorded on `stream` after construction, and `stream` must wait
 // for that work before the buffer is destroyed; `stream` must outlive the buffer.
-class DeviceBuffer {
+class DeviceBuffer : public Owner<MemoryBlock, FreeDeviceBlock> {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(size_t bytes, cudaStream_t stream);  // contents undefined
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  void* data() const { return p_; }
+  void* data() const { return get().p; }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
-  size_t bytes() const { return bytes_; }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  void release() noexcept;
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-  cudaStream_t stream_ = nullptr;
+  T* as() const { return static_cast<T*>(data()); }
+  size_t bytes() const { return get().bytes; }
+  cudaStream_t stream() const { return get().stream; }
 };
 
 // Page-locked host memory (cudaHostAlloc), the source and target of asynchronous copies (the
 // input pipeline's batches, the ring backend's staging). Portable: pinned for every device.
-class PinnedBuffer {
+class PinnedBuffer : public Owner<MemoryBlock, FreePinnedBlock> {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(size_t bytes);  // contents undefined
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept;
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
 
-  void* data() const { return p_; }
+  void* data() const { return get().p; }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void release() noexcept;
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
+  T* as() const { return static_cast<T*>(data()); }
+  size_t bytes() const { return get().bytes; }
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,6 +1,5 @@
 #include "runtime/cuda/check.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 namespace dp {
 namespace {
 [[noreturn]] void fail(const char* lib, const char* expr, const char* file, int line, const std::string& what,
@@ -50,4 +49,3 @@ void fail_nccl(ncclResult_t r, const char* expr, const char* file, int line) {
   fail("NCCL", expr, file, line, fmt::format("{} ({})", ncclGetErrorString(r), static_cast<int>(r)), nccl_hint(r));
 }
 }  // namespace dp
-#endif

@@ -1,9 +1,7 @@
 // defines: CHECK_CUDA, CHECK_CUDNN, CHECK_CUBLAS, CHECK_NCCL — the CUDA-library members of the
 // check-macro family in base/error.h. Same message shape:
 //   CUDA error: cudaMalloc(&p, n) at file.cu:12 [rank 0/4 on node1]: out of memory (2); hint: ...
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -46,4 +44,3 @@ std::string nccl_hint(ncclResult_t r);
     if (dp_r_ != ncclSuccess && dp_r_ != ncclInProgress) [[unlikely]]                        \
       ::dp::fail_nccl(dp_r_, #expr, __FILE__, __LINE__);                                     \
   } while (0)
-#endif  // DPTRAIN_HAVE_CUDA

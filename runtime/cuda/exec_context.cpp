@@ -1,6 +1,5 @@
 #include "runtime/cuda/exec_context.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/cuda/check.h"
 
@@ -40,4 +39,3 @@ void* ExecContext::workspace(size_t bytes) {
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

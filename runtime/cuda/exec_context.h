@@ -4,9 +4,7 @@
 //
 // One per process, made by the trainer once the device is chosen; layers reach it through
 // StepContext::gpu. Every layer launches on compute(); nothing uses the legacy default stream.
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cstddef>
 
 #include "runtime/cuda/buffers.h"
@@ -48,4 +46,3 @@ class ExecContext {
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,69 +1,43 @@
-// defines: CublasHandle, CublasLtHandle, CudnnHandle, move-only owners of the library handles.
-// A handle is bound to the device current at creation; cuBLAS and cuDNN handles are also bound
-// to a stream (their work goes there). Destructors log a failed destroy and never throw; a
-// moved-from or default-constructed owner is empty. Only in a CUDA build (DPTRAIN_HAVE_CUDA).
+// defines: CublasHandle, CublasLtHandle, CudnnHandle, move-only owners (runtime/cuda/owner.h) of
+// the library handles. A handle is bound to the device current at creation; cuBLAS and cuDNN
+// handles are also bound to a stream (their work goes there). Destruction logs a failed destroy
+// and never throws; a moved-from or default-constructed owner is empty.
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "runtime/cuda/owner.h"
+
 namespace dp::cuda {
 
-class CublasHandle {
+DP_CUDA_DESTROY(DestroyCublas, cublasDestroy);
+DP_CUDA_DESTROY(DestroyCublasLt, cublasLtDestroy);
+DP_CUDA_DESTROY(DestroyCudnn, cudnnDestroy);
+
+class CublasHandle : public Owner<cublasHandle_t, DestroyCublas> {
  public:
   CublasHandle() = default;
   explicit CublasHandle(cudaStream_t stream);
-  ~CublasHandle();
-  CublasHandle(CublasHandle&& o) noexcept;
-  CublasHandle& operator=(CublasHandle&& o) noexcept;
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return h_; }
-  explicit operator bool() const { return h_ != nullptr; }
   void set_stream(cudaStream_t stream) const;
-
- private:
-  void destroy() noexcept;
-  cublasHandle_t h_ = nullptr;
 };
 
 // cuBLASLt takes the stream per call (cublasLtMatmul), so the handle has none.
-class CublasLtHandle {
+class CublasLtHandle : public Owner<cublasLtHandle_t, DestroyCublasLt> {
  public:
   CublasLtHandle() = default;
   static CublasLtHandle create();  // a new handle (the default-constructed one is empty)
-  ~CublasLtHandle();
-  CublasLtHandle(CublasLtHandle&& o) noexcept;
-  CublasLtHandle& operator=(CublasLtHandle&& o) noexcept;
-  CublasLtHandle(const CublasLtHandle&) = delete;
-  CublasLtHandle& operator=(const CublasLtHandle&) = delete;
-  cublasLtHandle_t get() const { return h_; }
-  explicit operator bool() const { return h_ != nullptr; }
 
  private:
-  void destroy() noexcept;
-  cublasLtHandle_t h_ = nullptr;
+  explicit CublasLtHandle(cublasLtHandle_t h) : Owner(h) {}
 };
 
-class CudnnHandle {
+class CudnnHandle : public Owner<cudnnHandle_t, DestroyCudnn> {
  public:
   CudnnHandle() = default;
   explicit CudnnHandle(cudaStream_t stream);
-  ~CudnnHandle();
-  CudnnHandle(CudnnHandle&& o) noexcept;
-  CudnnHandle& operator=(CudnnHandle&& o) noexcept;
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
-  cudnnHandle_t get() const { return h_; }
-  explicit operator bool() const { return h_ != nullptr; }
   void set_stream(cudaStream_t stream) const;
-
- private:
-  void destroy() noexcept;
-  cudnnHandle_t h_ = nullptr;
 };
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,6 +1,5 @@
 #include "runtime/cuda/log_failure.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "base/error.h"
 #include "runtime/log.h"
 
@@ -27,4 +26,3 @@ void log_if_failed(cudnnStatus_t s, const char* what) noexcept {
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

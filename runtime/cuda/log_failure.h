@@ -2,7 +2,6 @@
 // (subsystem "cuda") and go on, never throw. A release during process teardown, after the CUDA
 // runtime has unloaded (cudaErrorCudartUnloading), is expected and not logged.
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -12,4 +11,3 @@ void log_if_failed(cudaError_t e, const char* what) noexcept;
 void log_if_failed(cublasStatus_t s, const char* what) noexcept;
 void log_if_failed(cudnnStatus_t s, const char* what) noexcept;
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

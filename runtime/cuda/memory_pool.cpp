@@ -1,6 +1,5 @@
 #include "runtime/cuda/memory_pool.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -40,4 +39,3 @@ void reset_memory_pool_peak(int device) {
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

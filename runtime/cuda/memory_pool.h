@@ -1,9 +1,7 @@
 // defines: configure_memory_pool, memory_pool_stats, reset_memory_pool_peak — the device's
 // default stream-ordered memory pool (the one cudaMallocAsync draws from), for DeviceBuffer and
 // for the end-of-run report ("peak device memory").
-// Only available in a CUDA build (DPTRAIN_HAVE_CUDA).
 #pragma once
-#ifdef DPTRAIN_HAVE_CUDA
 #include <cstdint>
 
 namespace dp::cuda {
@@ -24,4 +22,3 @@ MemoryPoolStats memory_pool_stats(int device);
 void reset_memory_pool_peak(int device);
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

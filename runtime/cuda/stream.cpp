@@ -1,54 +1,30 @@
 #include "runtime/cuda/stream.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include <utility>
-
-#include "runtime/cuda/log_failure.h"
 #include "runtime/cuda/check.h"
 
 namespace dp::cuda {
-
-CudaStream::CudaStream(int device, int priority) : device_(device) {
+namespace {
+StreamHandle create_stream(int device, int priority) {
   CHECK_CUDA(cudaSetDevice(device));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, priority));
+  StreamHandle h{nullptr, device};
+  CHECK_CUDA(cudaStreamCreateWithPriority(&h.stream, cudaStreamNonBlocking, priority));
+  return h;
 }
-CudaStream::~CudaStream() { destroy(); }
-CudaStream::CudaStream(CudaStream&& o) noexcept
-    : s_(std::exchange(o.s_, nullptr)), device_(std::exchange(o.device_, -1)) {}
-CudaStream& CudaStream::operator=(CudaStream&& o) noexcept {
-  if (this != &o) {
-    destroy();
-    s_ = std::exchange(o.s_, nullptr);
-    device_ = std::exchange(o.device_, -1);
-  }
-  return *this;
+cudaEvent_t create_event(bool timing) {
+  cudaEvent_t e = nullptr;
+  CHECK_CUDA(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return e;
 }
-void CudaStream::destroy() noexcept {
-  if (s_) log_if_failed(cudaStreamDestroy(s_), "cudaStreamDestroy");
-  s_ = nullptr;
-}
-void CudaStream::wait(const CudaEvent& e) const { CHECK_CUDA(cudaStreamWaitEvent(s_, e.get(), 0)); }
-void CudaStream::synchronize() const { CHECK_CUDA(cudaStreamSynchronize(s_)); }
+}  // namespace
 
-CudaEvent::CudaEvent(bool timing) {
-  CHECK_CUDA(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
-}
-CudaEvent::~CudaEvent() { destroy(); }
-CudaEvent::CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-CudaEvent& CudaEvent::operator=(CudaEvent&& o) noexcept {
-  if (this != &o) {
-    destroy();
-    e_ = std::exchange(o.e_, nullptr);
-  }
-  return *this;
-}
-void CudaEvent::destroy() noexcept {
-  if (e_) log_if_failed(cudaEventDestroy(e_), "cudaEventDestroy");
-  e_ = nullptr;
-}
-void CudaEvent::record(cudaStream_t stream) const { CHECK_CUDA(cudaEventRecord(e_, stream)); }
+CudaStream::CudaStream(int device, int priority) : Owner(create_stream(device, priority)) {}
+void CudaStream::wait(const CudaEvent& e) const { CHECK_CUDA(cudaStreamWaitEvent(get(), e.get(), 0)); }
+void CudaStream::synchronize() const { CHECK_CUDA(cudaStreamSynchronize(get())); }
+
+CudaEvent::CudaEvent(bool timing) : Owner(create_event(timing)) {}
+void CudaEvent::record(cudaStream_t stream) const { CHECK_CUDA(cudaEventRecord(get(), stream)); }
 bool CudaEvent::done() const {
-  const cudaError_t r = cudaEventQuery(e_);
+  const cudaError_t r = cudaEventQuery(get());
   if (r == cudaErrorNotReady) {
     (void)cudaGetLastError();  // not-ready is not sticky, but clear it so a later CHECK_LAUNCH does not see it
     return false;
@@ -56,12 +32,11 @@ bool CudaEvent::done() const {
   CHECK_CUDA(r);
   return true;
 }
-void CudaEvent::synchronize() const { CHECK_CUDA(cudaEventSynchronize(e_)); }
+void CudaEvent::synchronize() const { CHECK_CUDA(cudaEventSynchronize(get())); }
 float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
   float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start.get(), e_));
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start.get(), get()));
   return ms;
 }
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

@@ -2,10 +2,6 @@
 
 #include <cmath>
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include "kernels/cuda/optim.h"
-#include "runtime/cuda/check.h"
-#endif
 #include "kernels/cpu/optim_adamw.h"
 
 namespace dp::optim {
@@ -29,7 +25,7 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   // Scalars in double, as torch computes them in Python (adam.py, _single_tensor_adam).
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
-  kernels::cpu::AdamWScalars s;
+  kernels::AdamWScalars s;
   s.apply_decay = options_.weight_decay != 0;
   s.decay = static_cast<float>(1.0 - lr * options_.weight_decay);
   s.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
@@ -38,16 +34,11 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   s.bias_correction2_sqrt = static_cast<float>(std::pow(bias_correction2, 0.5));
   s.neg_step_size = static_cast<float>(-(lr / bias_correction1));
   s.eps = static_cast<float>(options_.eps);
-  if (device_.is_cuda()) {
-#ifdef DPTRAIN_HAVE_CUDA
-    CHECK_CUDA(kernels::cuda::adamw_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()),
-                                         static_cast<float*>(exp_avg_.raw()), static_cast<float*>(exp_avg_sq_.raw()),
-                                         numel_, s, static_cast<cudaStream_t>(stream_)));
-#endif
-  } else {
+  if (device_.is_cuda())
+    step_device(params, grads, s);
+  else
     kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
                              exp_avg_sq_.data<float>(), numel_, s);
-  }
   ++steps_;
 }
 

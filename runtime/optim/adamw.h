@@ -1,6 +1,7 @@
 // defines: AdamW, Adam with decoupled weight decay (Loshchilov & Hutter, ICLR 2019), with
 // torch.optim.AdamW's semantics (bias-corrected moments, eps added after sqrt(v_hat), no amsgrad).
 #pragma once
+#include "kernels/optim_math.h"
 #include "runtime/optim/optimizer.h"
 
 namespace dp::optim {
@@ -19,6 +20,8 @@ class AdamW : public Optimizer {
   void move_state(Device device) override;
 
  private:
+  // The fused kernel over the flat arena on the stream place() gave (adamw_cuda.cpp).
+  void step_device(const Tensor& params, const Tensor& grads, const kernels::AdamWScalars& s);
   AdamWOptions options_;
   Tensor exp_avg_;     // (numel,) f32, first moment m
   Tensor exp_avg_sq_;  // (numel,) f32, second moment v

@@ -2,10 +2,6 @@
 
 #include <cmath>
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include "kernels/cuda/optim.h"
-#include "runtime/cuda/check.h"
-#endif
 #include "kernels/cpu/optim_sgd.h"
 
 namespace dp::optim {
@@ -26,7 +22,7 @@ Sgd::Sgd(int64_t numel, SgdOptions o) : Optimizer(numel), options_(o) {
 
 void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   check_step_args(params, grads, lr);
-  kernels::cpu::SgdScalars s;
+  kernels::SgdScalars s;
   s.neg_lr = static_cast<float>(-lr);
   s.weight_decay = static_cast<float>(options_.weight_decay);
   s.momentum = static_cast<float>(options_.momentum);
@@ -34,14 +30,8 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   s.nesterov = options_.nesterov;
   s.first_step = steps_ == 0;
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
-  if (device_.is_cuda()) {
-#ifdef DPTRAIN_HAVE_CUDA
-    CHECK_CUDA(kernels::cuda::sgd_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf,
-                                       numel_, s, static_cast<cudaStream_t>(stream_)));
-#endif
-  } else {
-    kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s);
-  }
+  if (device_.is_cuda()) step_device(params, grads, buf, s);
+  else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s);
   ++steps_;
 }
 

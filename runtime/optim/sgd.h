@@ -1,6 +1,7 @@
 // defines: Sgd, stochastic gradient descent with momentum, dampening, weight decay and Nesterov,
 // with torch.optim.SGD's semantics (the momentum buffer starts as the first step's gradient).
 #pragma once
+#include "kernels/optim_math.h"
 #include "runtime/optim/optimizer.h"
 
 namespace dp::optim {
@@ -19,6 +20,9 @@ class Sgd : public Optimizer {
   void move_state(Device device) override;
 
  private:
+  // The fused kernel over the flat arena on the stream place() gave (sgd_cuda.cpp); buf: the
+  // momentum buffer or null.
+  void step_device(const Tensor& params, const Tensor& grads, float* buf, const kernels::SgdScalars& s);
   SgdOptions options_;
   Tensor momentum_buffer_;  // (numel,) f32; allocated only with momentum
 };

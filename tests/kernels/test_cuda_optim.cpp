@@ -1,5 +1,5 @@
 // kernels/cuda/optim.h against the CPU twins (kernels/cpu/optim_sgd.h, optim_adamw.h). The
-// element functions the kernels run (kernels/cuda/optim_math.h) are host-callable: here they
+// element functions the kernels run (kernels/optim_math.h) are host-callable: here they
 // must equal the twins bit for bit on fresh random inputs, without a GPU. On a GPU the fused
 // kernels over a whole arena must equal the twins within 1 ulp per element after 3 steps (0 is
 // expected: the device pass rounds every operation as the twin's source reads; the 1 ulp leaves
@@ -13,7 +13,7 @@
 
 #include "kernels/cpu/optim_adamw.h"
 #include "kernels/cpu/optim_sgd.h"
-#include "kernels/cuda/optim_math.h"
+#include "kernels/optim_math.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/optim.h"
@@ -25,8 +25,8 @@ namespace {
 
 bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
-std::vector<cpu::SgdScalars> sgd_cases() {
-  std::vector<cpu::SgdScalars> out;
+std::vector<SgdScalars> sgd_cases() {
+  std::vector<SgdScalars> out;
   for (float wd : {0.0f, 5e-4f})
     for (float mom : {0.0f, 0.9f})
       for (float damp : {0.0f, 0.1f})
@@ -39,8 +39,8 @@ std::vector<cpu::SgdScalars> sgd_cases() {
 }
 
 // torch's scalars for step t (runtime/optim/adamw.cpp computes them the same way).
-cpu::AdamWScalars adamw_scalars(double lr, double b1, double b2, double eps, double wd, int t) {
-  cpu::AdamWScalars s;
+AdamWScalars adamw_scalars(double lr, double b1, double b2, double eps, double wd, int t) {
+  AdamWScalars s;
   s.apply_decay = wd != 0;
   s.decay = static_cast<float>(1.0 - lr * wd);
   s.one_minus_beta1 = static_cast<float>(1.0 - b1);
@@ -52,8 +52,8 @@ cpu::AdamWScalars adamw_scalars(double lr, double b1, double b2, double eps, dou
   return s;
 }
 
-std::vector<cpu::AdamWScalars> adamw_cases() {
-  std::vector<cpu::AdamWScalars> out;
+std::vector<AdamWScalars> adamw_cases() {
+  std::vector<AdamWScalars> out;
   for (int t : {1, 2, 1000})
     for (double wd : {0.0, 0.01})
       for (double b1 : {0.9, 0.3})  // 0.3: 1 - beta1 >= 0.5, at::lerp's other formula
@@ -104,12 +104,12 @@ TEST(CudaOptimMath, AdamWElementEqualsTheCpuTwinBitForBit) {
 
 #ifdef DPTRAIN_HAVE_CUDA
 TEST(CudaOptim, ArgumentsAreCheckedBeforeAnyLaunch) {
-  cpu::SgdScalars s;
+  SgdScalars s;
   s.momentum = 0.9f;
   EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, 10, s, nullptr), cudaErrorInvalidValue);  // momentum needs buf
-  EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, -1, cpu::SgdScalars{}, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, 0, cpu::SgdScalars{}, nullptr), cudaSuccess);
-  EXPECT_EQ(adamw_step(nullptr, nullptr, nullptr, nullptr, -1, cpu::AdamWScalars{}, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, -1, SgdScalars{}, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, 0, SgdScalars{}, nullptr), cudaSuccess);
+  EXPECT_EQ(adamw_step(nullptr, nullptr, nullptr, nullptr, -1, AdamWScalars{}, nullptr), cudaErrorInvalidValue);
 }
 
 void expect_within_ulp(const std::vector<float>& got, const std::vector<float>& want, const char* what) {

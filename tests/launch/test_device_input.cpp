@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "base/half.h"
+#include "runtime/cuda/buffers.h"
 #include "runtime/cuda/check.h"
+#include "runtime/cuda/exec_context.h"
 #include "runtime/data/u8_dataset.h"
 #include "runtime/device_memory.h"
 #endif

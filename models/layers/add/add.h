@@ -18,12 +18,8 @@ class Add : public Layer {
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
 
-#ifdef DPTRAIN_HAVE_CUDA
   // GPU path (add_cuda.cpp): kernels/cuda/elementwise.h forward; each wanted input gradient is a device copy of dy.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   Shape shape_;

@@ -3,7 +3,6 @@
 // the output share it).
 #include "models/layers/add/add.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/elementwise.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -33,4 +32,3 @@ void Add::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, co
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,8 +1,7 @@
 // defines: BatchNorm2d, layer type "batchnorm2d" (PyTorch's nn.BatchNorm2d with affine=True and
 // track_running_stats=True; with set_sync(true), nn.SyncBatchNorm), and its registration.
 #pragma once
-#include <memory>
-
+#include "base/pimpl_ptr.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
@@ -43,7 +42,6 @@ class BatchNorm2d : public Layer {
   // collectives per layer and step) and checks that the backward is for that forward's input.
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
-#ifdef DPTRAIN_HAVE_CUDA
   // The same semantics on ctx.gpu->compute(): x, y, dy, dx in ctx.compute (NHWC under
   // channels_last); weight, bias, their gradients and the running statistics f32,
   // num_batches_tracked i64 (incremented on the device). Training without SyncBN runs cuDNN's
@@ -52,10 +50,7 @@ class BatchNorm2d : public Layer {
   // global statistics with models/layers/batchnorm2d/batchnorm2d_kernels.h and all-reduces device tensors (the compute
   // stream is synchronised before each all-reduce: the communicator's contract); its backward
   // reuses the forward's global statistics, as the CPU path does.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   void check_bound(DType dtype) const;
@@ -78,17 +73,12 @@ class BatchNorm2d : public Layer {
   // GPU state (batchnorm2d_cuda.cpp): cuDNN descriptors per batch shape, device statistics and
   // scratch sized once per shape, what the last training forward left for its backward.
   struct CudaState;
-  struct CudaStateDeleter {
-    void operator()(CudaState* s) const;
-  };
-  std::unique_ptr<CudaState, CudaStateDeleter> cuda_;
-#ifdef DPTRAIN_HAVE_CUDA
+  PimplPtr<CudaState> cuda_;
   CudaState& cuda_state(const StepContext& ctx);
   void check_bound_gpu() const;
   // Our kernels' batch statistics of x into the state's mean / 1/std (SyncBN: of all ranks'
   // batches); update_running: also the running statistics. Returns the value count behind them.
   double own_batch_stats(const StepContext& ctx, const Tensor& x, Communicator* comm, bool update_running);
-#endif
 };
 
 // momentum (float, 0.1, [0, 1]), eps (float, 1e-5, > 0).

@@ -17,7 +17,6 @@
 // so it is not used until it has been measured against the CPU twin on a GPU.
 #include "models/layers/batchnorm2d/batchnorm2d.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <algorithm>
 #include <compare>
 #include <map>
@@ -95,14 +94,13 @@ struct BatchNorm2d::CudaState {
   }
 };
 
-void BatchNorm2d::CudaStateDeleter::operator()(CudaState* s) const { delete s; }
-
 BatchNorm2d::CudaState& BatchNorm2d::cuda_state(const StepContext& ctx) {
   DP_CHECK(ctx.gpu != nullptr, "{}: GPU tensors without a GPU context (StepContext::gpu)", layer_str(*this));
   const Device dev = Device::cuda(ctx.gpu->device());
   if (!cuda_ || !(cuda_->device == dev)) {
     // Sized once per layer (C is fixed at setup): device-synchronous allocations, not per step.
-    std::unique_ptr<CudaState, CudaStateDeleter> st(new CudaState);
+    PimplPtr<CudaState> st;  // replaces cuda_ once complete
+    st.emplace();
     st->device = dev;
     st->saved_mean = Tensor::zeros({C_}, DType::F32, dev);
     st->saved_invvar = Tensor::zeros({C_}, DType::F32, dev);
@@ -311,12 +309,3 @@ void BatchNorm2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor
 }
 
 }  // namespace dp::models
-
-#else  // no CUDA: the layer has no GPU state
-
-namespace dp::models {
-struct BatchNorm2d::CudaState {};
-void BatchNorm2d::CudaStateDeleter::operator()(CudaState* s) const { delete s; }
-}  // namespace dp::models
-
-#endif  // DPTRAIN_HAVE_CUDA

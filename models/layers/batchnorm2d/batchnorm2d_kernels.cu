@@ -5,6 +5,7 @@
 
 #include "models/layers/batchnorm2d/batchnorm2d_kernels.h"
 #include "kernels/cuda/convert.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -178,17 +179,6 @@ __global__ void increment_kernel(int64_t* counter) { *counter += 1; }
 
 bool valid(const BnDims& d) { return d.N >= 0 && d.C >= 0 && d.HW >= 0; }
 
-// Calls fn(T{}) with the element type of dtype; other dtypes are invalid.
-template <typename Fn>
-cudaError_t dispatch(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: return fn(float{});
-    case DType::BF16: return fn(__nv_bfloat16{});
-    case DType::F16: return fn(__half{});
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 // The two stages of a per-channel sum: out0 (and out1 when Op::K == 2) of C values.
 template <typename Op>
 cudaError_t run_sums(double* out0, double* out1, const Op& op, const BnDims& d, void* scratch, size_t scratch_bytes,
@@ -236,7 +226,7 @@ size_t batchnorm_scratch_bytes(const BnDims& d) {
 cudaError_t batchnorm_channel_sum(double* sum, const void* x, DType dtype, const BnDims& d, void* scratch,
                                   size_t scratch_bytes, cudaStream_t stream) {
   if (!valid(d)) return cudaErrorInvalidValue;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     return run_sums(sum, nullptr, SumOp<T>{static_cast<const T*>(x)}, d, scratch, scratch_bytes, stream);
   });
@@ -245,7 +235,7 @@ cudaError_t batchnorm_channel_sum(double* sum, const void* x, DType dtype, const
 cudaError_t batchnorm_channel_sqdev(double* sqdev, const void* x, DType dtype, const double* mean, const BnDims& d,
                                     void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   if (!valid(d)) return cudaErrorInvalidValue;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     return run_sums(sqdev, nullptr, SqdevOp<T>{static_cast<const T*>(x), mean}, d, scratch, scratch_bytes, stream);
   });
@@ -255,7 +245,7 @@ cudaError_t batchnorm_grad_sums(double* sum_dy, double* sum_dy_xhat, const void*
                                 const double* mean, const double* invstd, const BnDims& d, void* scratch,
                                 size_t scratch_bytes, cudaStream_t stream) {
   if (!valid(d)) return cudaErrorInvalidValue;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     const GradOp<T> op{static_cast<const T*>(dy), static_cast<const T*>(x), mean, invstd};
     return run_sums(sum_dy, sum_dy_xhat, op, d, scratch, scratch_bytes, stream);
@@ -266,7 +256,7 @@ cudaError_t batchnorm_forward(void* y, const void* x, DType dtype, const float* 
                               const double* invstd, const BnDims& d, cudaStream_t stream) {
   if (!valid(d)) return cudaErrorInvalidValue;
   const int64_t total = d.N * d.C * d.HW;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
     forward_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), w, b,
@@ -281,7 +271,7 @@ cudaError_t batchnorm_grad_input(void* dx, const void* dy, const void* x, DType 
   if (!valid(d) || (sum_dy == nullptr) != (sum_dy_xhat == nullptr) || (sum_dy && !(count > 0)))
     return cudaErrorInvalidValue;
   const int64_t total = d.N * d.C * d.HW;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
     grad_input_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(

@@ -2,8 +2,7 @@
 // kernel, NCHW), and its registration. CPU path: conv2d.cpp (models/layers/conv2d/conv2d_ref.h); CUDA path:
 // conv2d_cuda.cpp (cuDNN).
 #pragma once
-#include <memory>
-
+#include "base/pimpl_ptr.h"
 #include "models/layers/conv2d/conv2d_ref.h"
 #include "runtime/layer_registry.h"
 
@@ -32,14 +31,9 @@ class Conv2d : public Layer {
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
-#ifdef DPTRAIN_HAVE_CUDA
   // cuDNN (conv2d_cuda.cpp): forward, backward data (into dx when defined), backward filter and
   // bias accumulated (+=) into the gradients; NCHW, or NHWC activations under ctx.channels_last.
-  // A CPU-only build keeps Layer's, which say there is no CUDA path.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   kernels::cpu::Conv2dDims dims(int64_t batch) const;
@@ -47,17 +41,13 @@ class Conv2d : public Layer {
   Conv2dArgs a_;
   int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
 
-#ifdef DPTRAIN_HAVE_CUDA
-  // The cuDNN side, made by the first CUDA step: descriptors for the last batch size, chosen
-  // algorithms, the KRSC weight copy and gradient scratch of channels-last mode. Defined in
-  // conv2d_cuda.cpp, so that this header needs no cuDNN; shared_ptr because its deleter is
-  // bound where the type is complete (a unique_ptr would need it complete in conv2d.cpp too).
+  // The cuDNN side (conv2d_cuda.cpp), made by the first CUDA step: descriptors for the last batch
+  // size, chosen algorithms, the KRSC weight copy and gradient scratch of channels-last mode.
   struct CudaState;
   CudaState& cuda_state(const StepContext& ctx, DType dtype, int64_t batch);
   // check_params' GPU twin: weight and bias (and with `grads` their gradients) `dtype` on `dev`.
   void check_params_cuda(DType dtype, Device dev, bool grads) const;
-  std::shared_ptr<CudaState> cuda_;
-#endif
+  PimplPtr<CudaState> cuda_;
 };
 
 // out_channels (int, required, >= 1), kernel (int, required, >= 1), stride (int, 1, >= 1),

@@ -1,5 +1,5 @@
 // Conv2d's CUDA path: cuDNN's legacy convolution API with algorithms measured once per shape
-// (models/layers/conv2d/conv_algos.h).
+// (models/layers/conv2d/conv_algos_cuda.h).
 //
 // Layouts: in NCHW mode (f32) x/y and the bound KCRS weight and gradient go to cuDNN as they
 // are. Under ctx.channels_last x/y/dx/dy are NHWC and cuDNN wants the filter in KRSC, while
@@ -12,13 +12,12 @@
 // bf16/f16 data runs on tensor cores with f32 accumulation.
 #include "models/layers/conv2d/conv2d.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <optional>
 
 #include "models/layers/conv2d/filter_layout.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/buffers.h"
-#include "models/layers/conv2d/conv_algos.h"
+#include "models/layers/conv2d/conv_algos_cuda.h"
 #include "runtime/cuda/cudnn_desc.h"
 #include "runtime/cuda/exec_context.h"
 #include "runtime/cuda/check.h"
@@ -112,7 +111,7 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
                           // Channels last hands cuDNN the layer's own KRSC buffers (fresh
                           // allocations); NCHW the arena's views of the weight and its gradient.
                           .align = ctx.channels_last ? 256 : cuda::pointer_alignment({params_[0].raw(), grads_[0].raw()})};
-  if (!cuda_) cuda_ = std::make_shared<CudaState>();
+  if (!cuda_) cuda_.emplace();
   CudaState& st = *cuda_;
   if (st.gpu == ctx.gpu && st.key == key) return st;
 
@@ -235,4 +234,3 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,13 +1,12 @@
 // defines: how the cuDNN convolution algorithms are chosen: ConvKey (everything a choice depends
 // on), AlgoPerf (one measured candidate), choose_algo (pure: the fastest candidate that fits),
-// ConvAlgoCache (chosen once per pass and key, process-wide, mutex-protected) and, in a CUDA
-// build, find_forward_algo / find_backward_data_algo / find_backward_filter_algo, which measure
-// the candidates with cudnnFind*AlgorithmEx on the layer's real buffers on a cache miss.
+// ConvAlgoCache (chosen once per pass and key, process-wide, mutex-protected); the measuring of
+// the candidates with cudnnFind*AlgorithmEx on a cache miss is conv_algos_cuda.h.
 //
 // As PyTorch's cudnn.benchmark: the first step of each shape measures every algorithm once
-// (with a workspace of the context's whole limit), later steps look the choice up. Everything
-// but the find_* functions is library-free and compiled in every build, so the choice and the
-// cache are tested on the host with made-up results.
+// (with a workspace of the context's whole limit), later steps look the choice up. All of this
+// is library-free and compiled in every build, so the choice and the cache are tested on the host
+// with made-up results.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,10 +19,6 @@
 #include <vector>
 
 #include "base/dtype.h"
-
-#ifdef DPTRAIN_HAVE_CUDA
-#include <cudnn.h>
-#endif
 
 namespace dp::cuda {
 
@@ -54,8 +49,8 @@ struct ConvKeyHash {
   size_t operator()(const ConvKey& k) const noexcept;
 };
 
-// cuDNN's enum values that choose_algo weighs, library-free (conv_algos.cpp checks them
-// against cudnn.h in a CUDA build).
+// cuDNN's enum values that choose_algo weighs, library-free (conv_algos_cuda.cpp checks them
+// against cudnn.h).
 constexpr int kCudnnStatusSuccess = 0;  // CUDNN_STATUS_SUCCESS
 constexpr int kCudnnFmaMath = 3;        // CUDNN_FMA_MATH
 
@@ -105,26 +100,5 @@ class ConvAlgoCache {
   mutable std::mutex mu_;
   std::unordered_map<PassKey, AlgoPerf, PassKeyHash> chosen_;
 };
-
-#ifdef DPTRAIN_HAVE_CUDA
-class ExecContext;
-
-// The layer's algorithm for `key` through ConvAlgoCache::global(). On a miss they run
-// cudnnFind*AlgorithmEx on gpu.cudnn() with gpu.workspace(gpu.workspace_limit()), which
-// overwrites the output: call them before the real call, which then writes the right result.
-// y / dx are the real outputs (overwritten). Backward filter measures into a scratch of
-// dw_bytes it allocates itself, so a gradient that is accumulated into is not clobbered.
-AlgoPerf find_forward_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
-                           cudnnTensorDescriptor_t x_desc, const void* x, cudnnFilterDescriptor_t w_desc,
-                           const void* w, cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc, void* y);
-AlgoPerf find_backward_data_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
-                                 cudnnFilterDescriptor_t w_desc, const void* w, cudnnTensorDescriptor_t dy_desc,
-                                 const void* dy, cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t dx_desc,
-                                 void* dx);
-AlgoPerf find_backward_filter_algo(ExecContext& gpu, const ConvKey& key, const std::string& who,
-                                   cudnnTensorDescriptor_t x_desc, const void* x, cudnnTensorDescriptor_t dy_desc,
-                                   const void* dy, cudnnConvolutionDescriptor_t conv, cudnnFilterDescriptor_t dw_desc,
-                                   size_t dw_bytes);
-#endif
 
 }  // namespace dp::cuda

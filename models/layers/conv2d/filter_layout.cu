@@ -2,7 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "models/layers/conv2d/filter_layout.h"
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {

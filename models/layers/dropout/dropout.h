@@ -23,13 +23,9 @@ class Dropout : public Layer {
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
 
-#ifdef DPTRAIN_HAVE_CUDA
   // GPU path (dropout_cuda.cpp): models/layers/dropout/dropout_kernels.h, the CPU mask bit for bit: a channels-last 4-D tensor is
   // masked by its logical NCHW index (the _nhwc kernels), so every layout gets the same mask.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   double p_;

@@ -4,7 +4,6 @@
 // logical index wherever it lies in memory. Eval or p = 0: a device copy.
 #include "models/layers/dropout/dropout.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "models/layers/dropout/dropout_kernels.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -58,4 +57,3 @@ void Dropout::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/convert.cuh"
+#include "kernels/cuda/dispatch.cuh"
 #include "models/layers/dropout/dropout_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layout.h"
@@ -58,17 +59,10 @@ cudaError_t apply_mask(T* out, const T* in, int64_t n, double p, uint64_t seed, 
 template <typename Map>
 cudaError_t apply_mask(DType dtype, void* out, const void* in, int64_t n, double p, uint64_t seed, uint64_t stream_id,
                        Map at, cudaStream_t stream) {
-  switch (dtype) {
-    case DType::F32:
-      return apply_mask(static_cast<float*>(out), static_cast<const float*>(in), n, p, seed, stream_id, at, stream);
-    case DType::BF16:
-      return apply_mask(static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(in), n, p, seed,
-                        stream_id, at, stream);
-    case DType::F16:
-      return apply_mask(static_cast<__half*>(out), static_cast<const __half*>(in), n, p, seed, stream_id, at, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return dispatch_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return apply_mask(static_cast<T*>(out), static_cast<const T*>(in), n, p, seed, stream_id, at, stream);
+  });
 }
 
 cudaError_t apply_mask_nhwc(DType dtype, void* out, const void* in, int64_t N, int64_t C, int64_t H, int64_t W,

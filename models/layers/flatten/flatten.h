@@ -16,13 +16,9 @@ class Flatten : public Layer {
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
 
-#ifdef DPTRAIN_HAVE_CUDA
   // GPU path (flatten_cuda.cpp): a device copy, or for a channels-last 4-D input the NHWC -> NCHW transpose
   // (kernels/cuda/layout.h), so the output is in PyTorch's flatten order; backward the inverse.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   Shape in_;

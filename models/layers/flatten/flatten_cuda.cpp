@@ -4,7 +4,6 @@
 // (kernels/cuda/layout.h). Backward is the inverse: a copy, or NCHW -> NHWC.
 #include "models/layers/flatten/flatten.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/layout.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -41,4 +40,3 @@ void Flatten::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -15,13 +15,9 @@ class GlobalAvgPool : public Layer {
   void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
-#ifdef DPTRAIN_HAVE_CUDA
   // models/layers/global_avgpool/global_avgpool_kernels.h on ctx.gpu->compute(): x and dx in ctx.compute, NHWC under
   // channels_last; y and dy [N, C, 1, 1], the same memory in either layout. dx is overwritten.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   int64_t C_ = 0, H_ = 0, W_ = 0;

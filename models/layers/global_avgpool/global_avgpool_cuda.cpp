@@ -2,7 +2,6 @@
 // kernels/cpu/pool2d.h's global_avgpool_*).
 #include "models/layers/global_avgpool/global_avgpool.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "models/layers/global_avgpool/global_avgpool_kernels.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -31,4 +30,3 @@ void GlobalAvgPool::backward_cuda(const StepContext& ctx, const std::vector<Tens
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -3,7 +3,8 @@
 
 #include "models/layers/global_avgpool/global_avgpool_kernels.h"
 #include "kernels/cuda/convert.cuh"
-#include "kernels/cuda/host_device.h"
+#include "kernels/cuda/dispatch.cuh"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -49,23 +50,13 @@ __global__ void backward_kernel(T* dx, const T* dy, int64_t total, int64_t C, in
   }
 }
 
-template <typename Fn>
-cudaError_t dispatch(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::F32: return fn(float{});
-    case DType::BF16: return fn(__nv_bfloat16{});
-    case DType::F16: return fn(__half{});
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 cudaError_t global_avgpool_forward(void* y, const void* x, DType dtype, int64_t N, int64_t C, int64_t HW, bool nhwc,
                                    cudaStream_t stream) {
   if (N < 0 || C < 0 || HW < 1) return cudaErrorInvalidValue;
   const int64_t NC = N * C;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (NC == 0) return cudaSuccess;
     if (nhwc)
@@ -82,7 +73,7 @@ cudaError_t global_avgpool_backward(void* dx, const void* dy, DType dtype, int64
                                     cudaStream_t stream) {
   if (N < 0 || C < 0 || HW < 1) return cudaErrorInvalidValue;
   const int64_t total = N * C * HW;
-  return dispatch(dtype, [&](auto tag) {
+  return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
     backward_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(dy), total,

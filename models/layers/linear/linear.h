@@ -20,13 +20,9 @@ class Linear : public Layer {
   void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                     std::vector<Tensor>& dx) override;
 
-#ifdef DPTRAIN_HAVE_CUDA
   // GPU path (linear_cuda.cpp): one cuBLASLt matmul with the bias epilogue forward; dx = dy W, dW += dy^T x
   // (cuBLASLt, beta 1) and db += column sums of dy (kernels/cuda/elementwise.h bias_grad).
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   void check_params(DType dtype) const;

@@ -6,7 +6,6 @@
 //   db (out) += column sums of dy          kernels/cuda/elementwise.h bias_grad, f32 sums
 #include "models/layers/linear/linear.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/elementwise.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -75,4 +74,3 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -1,7 +1,7 @@
 // defines: lt_matmul, one row-major GEMM through cuBLASLt, D = alpha op(A) op(B) + beta C with
 // an optional bias epilogue, on the compute stream; LtGemm (its description), LtKey (what the
 // algorithm choice depends on) and column_major_gemm (the row-major -> column-major mapping),
-// the pure parts, compiled in every build and tested on the host.
+// the pure parts (lt_matmul.cpp), compiled in every build and tested on the host.
 //
 // Row-major to column-major. cuBLAS is column-major: a row-major matrix X (r, c) with leading
 // dimension c is, read column-major, X^T (c, r) with the same leading dimension c. Our
@@ -16,6 +16,7 @@
 // the m rows -- a linear layer's bias per output feature.
 #pragma once
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 
 #include "base/dtype.h"
@@ -77,13 +78,7 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g);
 // when beta != 0).
 void check_lt_gemm(const LtGemm& g);
 
-}  // namespace dp::cuda
-
-#ifdef DPTRAIN_HAVE_CUDA
-#include <cstddef>
-
-namespace dp::cuda {
-
+// The cuBLASLt path (lt_matmul_cuda.cpp, CUDA builds only).
 class ExecContext;
 
 // Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for lt_key(g)
@@ -98,4 +93,3 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g);
 size_t lt_matmul_cache_size();
 
 }  // namespace dp::cuda
-#endif  // DPTRAIN_HAVE_CUDA

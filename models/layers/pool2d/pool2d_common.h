@@ -2,8 +2,7 @@
 // pooling window against a [C, H, W] input, and Pool2dLayer, the base that holds the window and
 // checks each batch's tensors, so a pooling layer only names its kernels.
 #pragma once
-#include <memory>
-
+#include "base/pimpl_ptr.h"
 #include "kernels/cpu/pool2d.h"
 #include "runtime/layer_registry.h"
 
@@ -34,26 +33,19 @@ class Pool2dLayer : public Layer {
   // the call for dtype and shape: forward y (N, C, OH, OW); backward dy, then dx (N, C, H, W).
   kernels::cpu::Pool2dDims forward_dims(const Tensor& x, const Tensor& y) const;
   kernels::cpu::Pool2dDims backward_dims(const Tensor& x, const Tensor& dy, const Tensor& dx) const;
-#ifdef DPTRAIN_HAVE_CUDA
   // cuDNN pooling on ctx.gpu->compute() (pool2d_cuda.cpp): x, y, dy, dx in ctx.compute, NHWC
   // under channels_last. Max: CUDNN_POOLING_MAX_DETERMINISTIC with NaN propagated (as
   // F.max_pool2d); the backward routes dy to the maxima cuDNN finds again from x and y. Average:
   // CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (count_include_pad=True; floor mode is cuDNN's
   // only mode). dx is overwritten.
-  void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                     std::vector<Tensor>& dx) override;
-#endif
+  DP_LAYER_CUDA_PATH();
 
  private:
   int64_t kernel_, stride_, padding_;
   kernels::cpu::Pool2dDims d_{};
   // GPU state (pool2d_cuda.cpp): the pooling descriptor and tensor descriptors per batch shape.
   struct CudaState;
-  struct CudaStateDeleter {
-    void operator()(CudaState* s) const;
-  };
-  std::unique_ptr<CudaState, CudaStateDeleter> cuda_;
+  PimplPtr<CudaState> cuda_;
 };
 
 }  // namespace dp::models

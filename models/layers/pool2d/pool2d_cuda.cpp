@@ -2,7 +2,6 @@
 // kernels/cpu/pool2d.h, and pool2d_common.h says what each mode computes.
 #include "models/layers/pool2d/pool2d_common.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include <compare>
 #include <limits>
 #include <map>
@@ -49,15 +48,13 @@ struct Pool2dLayer::CudaState {
   }
 };
 
-void Pool2dLayer::CudaStateDeleter::operator()(CudaState* s) const { delete s; }
-
 void Pool2dLayer::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(ctx.gpu != nullptr, "{}: GPU tensors without a GPU context (StepContext::gpu)", layer_str(*this));
   kernels::cpu::Pool2dDims d = d_;
   d.N = x[0].dim(0);
   check_gpu_tensor(*this, x[0], ctx.compute, {d.N, d.C, d.H, d.W}, "input");
   check_gpu_tensor(*this, y, ctx.compute, {d.N, d.C, d.OH, d.OW}, "output");
-  if (!cuda_) cuda_.reset(new CudaState(kind(), d_));
+  if (!cuda_) cuda_.emplace(kind(), d_);
   const auto& ds = cuda_->descs_for(d, ctx.compute, is_channels_last(ctx, x[0]), *this);
   const float one = 1.0f, zero = 0.0f;  // float blend factors for f32/f16/bf16 data
   CHECK_CUDNN(cudnnPoolingForward(ctx.gpu->cudnn(), cuda_->pool.get(), &one, ds.x.get(), x[0].raw(), &zero,
@@ -74,7 +71,7 @@ void Pool2dLayer::backward_cuda(const StepContext& ctx, const std::vector<Tensor
   check_gpu_tensor(*this, y, ctx.compute, {d.N, d.C, d.OH, d.OW}, "output");
   check_gpu_tensor(*this, dy, ctx.compute, {d.N, d.C, d.OH, d.OW}, "output gradient");
   check_gpu_tensor(*this, dx[0], ctx.compute, {d.N, d.C, d.H, d.W}, "input gradient");
-  if (!cuda_) cuda_.reset(new CudaState(kind(), d_));
+  if (!cuda_) cuda_.emplace(kind(), d_);
   const auto& ds = cuda_->descs_for(d, ctx.compute, is_channels_last(ctx, x[0]), *this);
   const float one = 1.0f, zero = 0.0f;  // dx overwritten (beta 0)
   CHECK_CUDNN(cudnnPoolingBackward(ctx.gpu->cudnn(), cuda_->pool.get(), &one, ds.y.get(), y.raw(), ds.y.get(),
@@ -82,12 +79,3 @@ void Pool2dLayer::backward_cuda(const StepContext& ctx, const std::vector<Tensor
 }
 
 }  // namespace dp::models
-
-#else  // no CUDA: the layer has no GPU state
-
-namespace dp::models {
-struct Pool2dLayer::CudaState {};
-void Pool2dLayer::CudaStateDeleter::operator()(CudaState* s) const { delete s; }
-}  // namespace dp::models
-
-#endif  // DPTRAIN_HAVE_CUDA

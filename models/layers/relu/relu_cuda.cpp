@@ -2,7 +2,6 @@
 // f16); elementwise, so the same whatever the memory layout.
 #include "models/layers/relu/relu.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/elementwise.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
@@ -30,4 +29,3 @@ void ReLU::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, c
 }
 
 }  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

@@ -4,13 +4,11 @@
 
 namespace dp::models {
 
-namespace {
-[[noreturn]] void throw_bad_label(int32_t label, int64_t index, int64_t K) {
+void SoftmaxCrossEntropy::throw_bad_label(int32_t label, int64_t index, int64_t K) {
   throw DpError(fmt::format("softmax cross entropy: label {} at batch index {} is outside [0, {}) (the model has "
                             "{} classes)",
                             label, index, K, K));
 }
-}  // namespace
 
 SoftmaxCrossEntropy::SoftmaxCrossEntropy(double label_smoothing) : smoothing_(label_smoothing) {
   DP_CHECK(smoothing_ >= 0 && smoothing_ <= 1, "label_smoothing = {} outside [0, 1]", smoothing_);
@@ -39,78 +37,3 @@ double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor&
 }
 
 }  // namespace dp::models
-
-#ifdef DPTRAIN_HAVE_CUDA
-#include <cmath>
-#include <vector>
-
-#include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
-#include "runtime/cuda/buffers.h"
-#include "runtime/cuda/check.h"
-
-namespace dp::models {
-
-// Device scratch of the GPU call: row losses (N) then the mean (1), f32, on `stream`; and the
-// pinned float the mean is read back through.
-struct SoftmaxCrossEntropy::DeviceScratch {
-  cudaStream_t stream = nullptr;
-  int64_t rows = -1;
-  cuda::DeviceBuffer device;  // (rows + 1) f32
-  cuda::PinnedBuffer host{sizeof(float)};
-};
-
-SoftmaxCrossEntropy::~SoftmaxCrossEntropy() = default;
-SoftmaxCrossEntropy::SoftmaxCrossEntropy(SoftmaxCrossEntropy&&) noexcept = default;
-SoftmaxCrossEntropy& SoftmaxCrossEntropy::operator=(SoftmaxCrossEntropy&&) noexcept = default;
-
-double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
-                                             cudaStream_t stream) const {
-  DP_CHECK(logits.defined() && logits.ndim() == 2 && logits.dim(0) >= 1 && logits.dim(1) >= 1 &&
-               logits.dtype() == DType::F32 && logits.device().is_cuda(),
-           "softmax cross entropy: logits must be a non-empty f32 (N, K) GPU tensor, got {}", logits.describe());
-  const int64_t N = logits.dim(0), K = logits.dim(1);
-  DP_CHECK(labels.defined() && labels.dtype() == DType::I32 && labels.shape() == Shape{N} &&
-               labels.device() == logits.device(),
-           "softmax cross entropy: labels must be i32[{}] on {}, got {}", N, logits.device().str(),
-           labels.describe());
-  const bool want_grad = dlogits && dlogits->defined();
-  if (want_grad)
-    DP_CHECK(dlogits->dtype() == DType::F32 && dlogits->shape() == logits.shape() &&
-                 dlogits->device() == logits.device(),
-             "softmax cross entropy: dlogits is {}, expected {}", dlogits->describe(), logits.describe());
-
-  if (!scratch_) scratch_ = std::make_unique<DeviceScratch>();
-  DeviceScratch& s = *scratch_;
-  if (s.rows < N || s.stream != stream) {
-    s.device = cuda::DeviceBuffer();  // freed in the old stream's order
-    s.device = cuda::DeviceBuffer(static_cast<size_t>(N + 1) * sizeof(float), stream);
-    s.rows = N;
-    s.stream = stream;
-  }
-  float* row_loss = s.device.as<float>();
-  float* mean = row_loss + s.rows;
-  CHECK_CUDA(kernels::cuda::softmax_xent(logits.data<float>(), labels.data<int32_t>(),
-                                         want_grad ? dlogits->data<float>() : nullptr, row_loss, mean, N, K,
-                                         smoothing_, stream));
-  CHECK_CUDA(cudaMemcpyAsync(s.host.data(), mean, sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  const double loss = *s.host.as<float>();
-  if (std::isnan(loss)) {
-    // NaN logits, or a label out of range (the kernel's NaN): name the label as the CPU path does.
-    std::vector<int32_t> y(static_cast<size_t>(N));
-    CHECK_CUDA(cudaMemcpyAsync(y.data(), labels.raw(), y.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    for (int64_t n = 0; n < N; ++n)
-      if (y[n] < 0 || y[n] >= K) throw_bad_label(y[n], n, K);
-  }
-  return loss;
-}
-
-}  // namespace dp::models
-#else
-namespace dp::models {
-SoftmaxCrossEntropy::~SoftmaxCrossEntropy() = default;
-SoftmaxCrossEntropy::SoftmaxCrossEntropy(SoftmaxCrossEntropy&&) noexcept = default;
-SoftmaxCrossEntropy& SoftmaxCrossEntropy::operator=(SoftmaxCrossEntropy&&) noexcept = default;
-}  // namespace dp::models
-#endif  // DPTRAIN_HAVE_CUDA

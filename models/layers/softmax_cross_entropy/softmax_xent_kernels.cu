@@ -1,6 +1,6 @@
 #include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
 
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {

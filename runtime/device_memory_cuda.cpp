@@ -1,15 +1,13 @@
+// The device-memory hooks (runtime/device_memory.h) on CUDA.
 #include "runtime/device_memory.h"
+
+#include <cuda_runtime.h>
 
 #include "base/error.h"
 #include "runtime/log.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
-
 namespace dp {
 
-#ifdef DPTRAIN_HAVE_CUDA
 namespace {
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
@@ -69,17 +67,5 @@ int cuda_device_count() {
   }
   return n;
 }
-#else
-void* device_alloc(size_t, Device device) {
-  throw DpError(fmt::format("cannot allocate on {} [{}]: this dptrain was built without CUDA", device.str(),
-                            identity_string()));
-}
-void device_free(void*, Device) noexcept {}
-void device_copy(void*, Device, const void*, Device, size_t) {
-  throw DpError("device copy requested in a build without CUDA");
-}
-void device_memset_zero(void*, Device, size_t) { throw DpError("device memset requested in a build without CUDA"); }
-int cuda_device_count() { return 0; }
-#endif
 
 }  // namespace dp

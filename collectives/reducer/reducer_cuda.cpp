@@ -2,16 +2,12 @@
 // 16-bit wire casts on the comm stream, zeros for unused parameters on compute.
 #include "collectives/reducer/reducer.h"
 
-#ifdef DPTRAIN_HAVE_CUDA
 #include "kernels/cuda/cast.h"
 #include "runtime/cuda/exec_context.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check.h"
-#endif
 
 namespace dp {
-
-#ifdef DPTRAIN_HAVE_CUDA
 
 struct Reducer::Gpu {
   cuda::ExecContext* ctx;
@@ -19,15 +15,13 @@ struct Reducer::Gpu {
   cuda::CudaEvent reduced;             // recorded on comm after the last bucket's result
 };
 
-Reducer::~Reducer() = default;
-
 void Reducer::init_gpu() {
   const Device dev = graph_.grads().flat().device();
   DP_CHECK(dev == Device::cuda(opt_.gpu->device()),
            "reducer: the gradient arena is {} but the GPU path runs on cuda:{} (build the model on that device)",
            graph_.grads().flat().describe(), opt_.gpu->device());
   CHECK_CUDA(cudaSetDevice(opt_.gpu->device()));
-  gpu_ = std::make_shared<Gpu>();
+  gpu_.emplace();
   gpu_->ctx = opt_.gpu;
   for (size_t b = 0; b < buckets_.size(); ++b) gpu_->ready.emplace_back(/*timing=*/false);
   gpu_->reduced = cuda::CudaEvent(/*timing=*/false);
@@ -84,20 +78,5 @@ void Reducer::finish_gpu() {
   gpu_->reduced.record(comm);
   CHECK_CUDA(cudaStreamWaitEvent(compute, gpu_->reduced.get(), 0));
 }
-
-#else  // no CUDA: no GPU path
-
-struct Reducer::Gpu {};
-
-Reducer::~Reducer() = default;
-
-void Reducer::init_gpu() {
-  throw DpError("reducer: ReducerOptions::gpu is set but this build has no CUDA");
-}
-void Reducer::launch_gpu(size_t) {}
-void Reducer::zero_unused_gpu() {}
-void Reducer::finish_gpu() {}
-
-#endif  // DPTRAIN_HAVE_CUDA
 
 }  // namespace dp

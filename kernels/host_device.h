@@ -1,12 +1,15 @@
-// defines: DP_HD (a function both nvcc's device pass and any host compiler can build) and
+// defines: DP_HD (a function both nvcc's device pass and any host compiler can build),
 // fp::{add, sub, mul, div, sqrt, fma}, one IEEE single-precision operation each, rounded to
-// nearest even.
+// nearest even, and DP_FMA_CLONES, which gives a host loop over fp::fma an FMA-instruction clone.
 //
 // Why: nvcc contracts a * b + c into one fused multiply-add by default (--fmad=true), which
-// changes the bits; the CPU twins (kernels/cpu/) fix their order of operations to match
+// changes the bits; the CPU kernels (kernels/cpu/) fix their order of operations to match
 // PyTorch. The device pass uses the _rn intrinsics, which are never contracted; the host pass
 // uses the plain operators, so the element functions built on these (optim_math.h, philox.h)
-// can be compared with the CPU twins bit for bit by an ordinary host test, without a GPU.
+// run in the CPU kernels and can be compared with the device's bit for bit by an ordinary host
+// test, without a GPU. A host source that calls them must not let the compiler contract either:
+// GCC does by default (-ffp-contract=fast), so such sources are built with -ffp-contract=off
+// (kernels/CMakeLists.txt).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -17,7 +20,16 @@
 #define DP_HD inline
 #endif
 
-namespace dp::kernels::cuda::fp {
+// std::fma (fp::fma on the host) is one instruction on FMA hardware but a libm call when
+// compiling for baseline x86-64; an FMA clone selected at load time keeps a host loop fast
+// without changing its results (fma is exactly rounded either way).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#define DP_FMA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DP_FMA_CLONES
+#endif
+
+namespace dp::kernels::fp {
 
 #if defined(__CUDA_ARCH__)
 DP_HD float add(float a, float b) { return __fadd_rn(a, b); }
@@ -39,4 +51,4 @@ DP_HD uint32_t mulhi(uint32_t a, uint32_t b) {
 }
 #endif
 
-}  // namespace dp::kernels::cuda::fp
+}  // namespace dp::kernels::fp

@@ -1,0 +1,69 @@
+// Graph's GPU side (runtime/graph.h): mixed precision's casts between the fp32 master copies and
+// the layers' 16-bit ones, and gradient sums and zeroing on the compute stream.
+#include "runtime/graph.h"
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/accumulate.h"
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/elementwise.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda/check.h"
+
+namespace dp {
+
+void Graph::refresh_compute_params() {
+  if (compute_ == DType::F32 || !lp_params_.allocated()) return;
+  auto* dst = static_cast<uint16_t*>(lp_params_.flat().raw());
+  const auto* src = static_cast<const float*>(params_.flat().raw());
+  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, params_.numel(), gpu_->compute()));
+  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, params_.numel(), gpu_->compute()));
+}
+
+void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
+  const cudaStream_t s = gpu_->compute();
+  if (dst.dtype() == DType::F32)
+    CHECK_CUDA(kernels::cuda::add_inplace(static_cast<float*>(dst.raw()), static_cast<const float*>(src.raw()),
+                                          dst.numel(), s));
+  else
+    CHECK_CUDA(kernels::cuda::add_inplace_16(static_cast<uint16_t*>(dst.raw()), static_cast<const uint16_t*>(src.raw()),
+                                             dst.numel(), dst.dtype() == DType::BF16, s));
+}
+
+const Tensor& Graph::output_f32() {
+  const Tensor& y = acts_.back();
+  if (!out32_.defined() || out32_.shape() != y.shape()) out32_ = Tensor::zeros(y.shape(), DType::F32, device_);
+  const auto* src = static_cast<const uint16_t*>(y.raw());
+  auto* dst = static_cast<float*>(out32_.raw());
+  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::bf16_to_f32(dst, src, y.numel(), gpu_->compute()));
+  else CHECK_CUDA(kernels::cuda::f16_to_f32(dst, src, y.numel(), gpu_->compute()));
+  return out32_;
+}
+
+const Tensor& Graph::output_grad_in_compute(const Tensor& dy) {
+  if (!dy16_.defined() || dy16_.shape() != dy.shape()) dy16_ = Tensor::zeros(dy.shape(), compute_, device_);
+  auto* dst = static_cast<uint16_t*>(dy16_.raw());
+  const auto* src = static_cast<const float*>(dy.raw());
+  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, dy.numel(), gpu_->compute()));
+  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, dy.numel(), gpu_->compute()));
+  return dy16_;
+}
+
+// The layer accumulated into its 16-bit gradients (zero before it): widen them into the fp32
+// master gradients and zero them again for the next micro-batch.
+void Graph::widen_low_precision_grads(const Node& node) {
+  for (int slot : node.param_slots) {
+    const Tensor lp = lp_grads_.tensor(slot), g = grads_.tensor(slot);
+    CHECK_CUDA(kernels::cuda::widen_accumulate(static_cast<float*>(g.raw()), static_cast<const uint16_t*>(lp.raw()),
+                                               g.numel(), compute_ == DType::BF16, gpu_->compute()));
+    CHECK_CUDA(cudaMemsetAsync(lp.raw(), 0, lp.nbytes(), gpu_->compute()));
+  }
+}
+
+void Graph::zero_grad_device() {
+  CHECK_CUDA(cudaMemsetAsync(grads_.flat().raw(), 0, grads_.flat().nbytes(), gpu_->compute()));
+  if (lp_grads_.allocated())
+    CHECK_CUDA(cudaMemsetAsync(lp_grads_.flat().raw(), 0, lp_grads_.flat().nbytes(), gpu_->compute()));
+}
+
+}  // namespace dp

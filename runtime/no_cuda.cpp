@@ -1,0 +1,44 @@
+// What a build without CUDA has instead of runtime's CUDA halves (the *_cuda.cpp files, which
+// only a CUDA build compiles; the top CMakeLists.txt compiles this file only without CUDA): no
+// device memory, and GPU paths that say the build has none. Nothing here is reached in such a
+// build, where no device tensor can be allocated, but for cuda_device_count() and the no-ops.
+#include "base/error.h"
+#include "runtime/device_memory.h"
+#include "runtime/graph.h"
+#include "runtime/optim/adamw.h"
+#include "runtime/optim/sgd.h"
+
+namespace dp {
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw DpError(fmt::format("{} requested in a build without CUDA [{}]", what, identity_string()));
+}
+}  // namespace
+
+// device_memory.h
+void* device_alloc(size_t, Device device) {
+  throw DpError(fmt::format("cannot allocate on {} [{}]: this dptrain was built without CUDA", device.str(),
+                            identity_string()));
+}
+void device_free(void*, Device) noexcept {}
+void device_copy(void*, Device, const void*, Device, size_t) {
+  throw DpError("device copy requested in a build without CUDA");
+}
+void device_memset_zero(void*, Device, size_t) { throw DpError("device memset requested in a build without CUDA"); }
+int cuda_device_count() { return 0; }
+
+// graph.h: a graph on the CPU computes in f32, so there are no 16-bit copies to refresh.
+void Graph::refresh_compute_params() {}
+void Graph::accumulate_device(const Tensor&, const Tensor&) const { no_cuda("GPU gradient accumulation"); }
+const Tensor& Graph::output_f32() { no_cuda("a GPU output cast"); }
+const Tensor& Graph::output_grad_in_compute(const Tensor&) { no_cuda("a GPU output-gradient cast"); }
+void Graph::widen_low_precision_grads(const Node&) { no_cuda("GPU gradient widening"); }
+void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
+
+namespace optim {
+void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }
+void Sgd::step_device(const Tensor&, const Tensor&, float*, const kernels::SgdScalars&) { no_cuda("an sgd GPU step"); }
+}  // namespace optim
+
+}  // namespace dp
