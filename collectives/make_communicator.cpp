@@ -4,28 +4,22 @@
 #include "runtime/device_memory.h"
 #include "base/error.h"
 #include "runtime/suggest.h"
-
-#ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
-#endif
 
 namespace dp {
 namespace {
 
 std::unique_ptr<Communicator> make_nccl(Bootstrap& boot, double timeout_s) {
-#ifndef DPTRAIN_HAVE_CUDA
-  (void)boot, (void)timeout_s;
-  DP_THROW_USER("backend \"nccl\": this dptrain was built without CUDA (and so without NCCL) [{}]; rebuild on a "
-                "machine with the CUDA toolkit, or use backend \"ring\"",
-                identity_string());
-#else
+  if (!built_with_cuda())
+    DP_THROW_USER("backend \"nccl\": this dptrain was built without CUDA (and so without NCCL) [{}]; rebuild on a "
+                  "machine with the CUDA toolkit, or use backend \"ring\"",
+                  identity_string());
   if (cuda_device_count() == 0)
     DP_THROW_USER("backend \"nccl\" needs a GPU and this process sees none [{}] (no GPU, no driver, or "
                   "CUDA_VISIBLE_DEVICES hides them all); use backend \"ring\"",
                   identity_string());
   if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
   return make_nccl_communicator(boot, timeout_s);
-#endif
 }
 
 }  // namespace

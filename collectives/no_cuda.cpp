@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "collectives/communicator.h"
 #include "collectives/device_staging.h"
+#include "collectives/nccl/nccl_communicator.h"
 #include "collectives/reducer/reducer.h"
 
 namespace dp {
@@ -31,6 +32,11 @@ char* DeviceStaging::Lease::host() const { return nullptr; }
 void DeviceStaging::Lease::copy_in(const Tensor&, size_t, void*) {}
 void DeviceStaging::Lease::wait_in() {}
 void DeviceStaging::Lease::copy_out(size_t, const Tensor&) {}
+
+// nccl/nccl_communicator.h: make_communicator refuses nccl in this build before it gets here.
+std::unique_ptr<Communicator> make_nccl_communicator(Bootstrap&, double, int) {
+  throw DpError("the nccl backend needs a CUDA build");
+}
 
 // reducer/reducer.h
 void Reducer::init_gpu() { throw DpError("reducer: ReducerOptions::gpu is set but this build has no CUDA"); }

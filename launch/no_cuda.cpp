@@ -3,6 +3,7 @@
 // choice never picks a GPU in such a build, so none of this is reached.
 #include "base/error.h"
 #include "launch/batch_feed.h"
+#include "launch/gpu_run.h"
 
 namespace dp::launch {
 
@@ -15,5 +16,28 @@ DeviceInputPtr make_device_input(GpuRun&, const data::Transform&, const data::Da
 
 bool BatchFeed::next_device(Item&) { return false; }
 bool BatchFeed::pull() { return false; }
+
+// gpu_run.h: never constructed (the device choice picks the CPU)
+struct GpuRun::Impl {};
+GpuRun::GpuRun(const TrainConfig&, int) {
+  DP_THROW_USER("this dptrain was built without CUDA; set train.device = \"cpu\"");
+}
+GpuRun::~GpuRun() = default;
+cuda::ExecContext* GpuRun::exec() const { return nullptr; }
+void* GpuRun::compute_stream() const { return nullptr; }
+StepContext GpuRun::context(bool training, uint64_t seed, uint64_t step, Communicator* comm) const {
+  return StepContext{training, seed, step, comm};
+}
+float GpuRun::loss_scale() const { return 1.0f; }
+double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&, Tensor&, double) const {
+  return 0;
+}
+bool GpuRun::unscale_and_update(Graph&) { return true; }
+void GpuRun::synchronize() const {}
+uint64_t GpuRun::peak_bytes() const { return 0; }
+uint64_t GpuRun::reserved_peak_bytes() const { return 0; }
+void GpuRun::profile_window(const std::string&) {}
+void GpuRun::before_step(int64_t) {}
+void GpuRun::after_step(int64_t) {}
 
 }  // namespace dp::launch

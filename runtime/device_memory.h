@@ -13,4 +13,6 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 void device_memset_zero(void* p, Device device, size_t bytes);
 // Number of usable CUDA devices; 0 when built without CUDA or when no driver/GPU is present.
 int cuda_device_count();
+// True in a CUDA build (the toolkit was found at configure time), whether or not a GPU is present.
+bool built_with_cuda();
 }  // namespace dp

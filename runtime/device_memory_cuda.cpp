@@ -58,6 +58,8 @@ void device_memset_zero(void* p, Device device, size_t bytes) {
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a memset");
 }
 
+bool built_with_cuda() { return true; }
+
 int cuda_device_count() {
   int n = 0;
   // No driver (error 35) or no device means "use the CPU", never a failure.

@@ -27,6 +27,7 @@ void device_copy(void*, Device, const void*, Device, size_t) {
 }
 void device_memset_zero(void*, Device, size_t) { throw DpError("device memset requested in a build without CUDA"); }
 int cuda_device_count() { return 0; }
+bool built_with_cuda() { return false; }
 
 // graph.h: a graph on the CPU computes in f32, so there are no 16-bit copies to refresh.
 void Graph::refresh_compute_params() {}

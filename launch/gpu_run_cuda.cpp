@@ -1,0 +1,111 @@
+// GpuRun's CUDA half: the execution context, the fp16 loss scaler with its found-inf flag, the
+// profiler capture window (launch/gpu_run.h).
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/elementwise.h"
+#include "launch/gpu_run.h"
+#include "runtime/cuda/buffers.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/cuda/loss_scale.h"
+#include "runtime/cuda/memory_pool.h"
+#include "runtime/log.h"
+#include "runtime/metrics/capture_range.h"
+
+namespace dp::launch {
+
+struct GpuRun::Impl {
+  Impl(const TrainConfig& t, int device)
+      : exec(device, static_cast<size_t>(t.workspace_mb) << 20), scaler(scale_options(t)),
+        found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)) {}
+  static cuda::LossScaleOptions scale_options(const TrainConfig& t) {
+    cuda::LossScaleOptions o;
+    o.init_scale = static_cast<float>(t.loss_scale_init);
+    o.growth_interval = t.loss_scale_growth_interval;
+    return o;
+  }
+  cuda::ExecContext exec;
+  cuda::LossScaler scaler;
+  cuda::DeviceBuffer found_inf;  // one float: GradScaler's found_inf flag
+  cuda::PinnedBuffer found_host;
+  std::unique_ptr<metrics::CaptureRange> capture;
+};
+
+GpuRun::GpuRun(const TrainConfig& t, int device)
+    : impl_(std::make_unique<Impl>(t, device)), compute_(compute_dtype_of(t.precision)) {}
+GpuRun::~GpuRun() = default;
+
+cuda::ExecContext* GpuRun::exec() const { return &impl_->exec; }
+void* GpuRun::compute_stream() const { return impl_->exec.compute(); }
+
+StepContext GpuRun::context(bool training, uint64_t seed, uint64_t step, Communicator* comm) const {
+  StepContext ctx{training, seed, step, comm};
+  ctx.gpu = &impl_->exec;
+  ctx.compute = compute_;
+  ctx.channels_last = channels_last();
+  return ctx;
+}
+
+float GpuRun::loss_scale() const { return scaling() ? impl_->scaler.scale() : 1.0f; }
+
+double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
+                             Tensor& dlogits, double weight) const {
+  if (!dlogits.defined() || dlogits.shape() != logits.shape())
+    dlogits = Tensor::zeros(logits.shape(), DType::F32, logits.device());
+  const cudaStream_t s = impl_->exec.compute();
+  const double l = loss.forward_backward(logits, labels, &dlogits, s);
+  const double f = weight * loss_scale();
+  if (f != 1.0) {
+    auto* g = static_cast<float*>(dlogits.raw());
+    CHECK_CUDA(kernels::cuda::scale(g, g, static_cast<float>(f), dlogits.numel(), s));
+  }
+  return l;
+}
+
+bool GpuRun::unscale_and_update(Graph& model) {
+  if (!scaling()) return true;
+  const cudaStream_t s = impl_->exec.compute();
+  float* flag = impl_->found_inf.as<float>();
+  CHECK_CUDA(cudaMemsetAsync(flag, 0, sizeof(float), s));
+  const Tensor& g = model.grads().flat();
+  CHECK_CUDA(kernels::cuda::unscale_f32(static_cast<float*>(g.raw()), g.numel(), impl_->scaler.inverse_scale(), flag, s));
+  CHECK_CUDA(cudaMemcpyAsync(impl_->found_host.data(), flag, sizeof(float), cudaMemcpyDeviceToHost, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  const bool found = *impl_->found_host.as<float>() != 0.0f;
+  const float before = impl_->scaler.scale();
+  const bool apply = impl_->scaler.update(found);
+  if (!apply) {
+    ++skipped_;
+    log::get("train")->warn("fp16 gradients overflowed (inf/NaN): step skipped, loss scale {} -> {}", before,
+                            impl_->scaler.scale());
+  }
+  return apply;
+}
+
+void GpuRun::synchronize() const { CHECK_CUDA(cudaStreamSynchronize(impl_->exec.compute())); }
+
+uint64_t GpuRun::peak_bytes() const { return cuda::memory_pool_stats(impl_->exec.device()).used_high_bytes; }
+uint64_t GpuRun::reserved_peak_bytes() const {
+  return cuda::memory_pool_stats(impl_->exec.device()).reserved_high_bytes;
+}
+
+void GpuRun::profile_window(const std::string& steps) {
+  impl_->capture = std::make_unique<metrics::CaptureRange>(
+      metrics::parse_step_range(steps, "profile.steps"), [this](bool start) {
+        // The capture covers the steps' GPU work, not what an earlier step left in flight.
+        synchronize();
+        if (start) CHECK_CUDA(cudaProfilerStart());
+        else CHECK_CUDA(cudaProfilerStop());
+        log::get("train")->info("profile.steps: cudaProfiler{}", start ? "Start" : "Stop");
+      });
+}
+void GpuRun::before_step(int64_t step) {
+  if (impl_->capture) impl_->capture->before_step(step);
+}
+void GpuRun::after_step(int64_t step) {
+  if (impl_->capture) impl_->capture->after_step(step);
+}
+
+}  // namespace dp::launch
