@@ -1,5 +1,5 @@
-// defines: Layer (the base of every layer), ParamDecl, StepContext, and DP_LAYER_CUDA_PATH (how a
-// layer declares its GPU path).
+// defines: Layer (the base of every layer), ParamDecl, StepContext, and DP_LAYER_CPU_PATH /
+// DP_LAYER_CUDA_PATH (how a layer declares its CPU and GPU paths).
 //
 // Caffe-style: the public forward/backward are non-virtual and dispatch on the tensors' device
 // to forward_cpu / forward_cuda. Shapes given to a layer at build time are per-sample (no batch
@@ -104,10 +104,15 @@ class Layer {
 
 }  // namespace dp
 
-// In a layer's protected section: DP_LAYER_CUDA_PATH(); declares its forward_cuda and
+// In a layer's protected section: DP_LAYER_CPU_PATH(); declares its forward_cpu and backward_cpu
+// overrides (defined in its <op>.cpp), DP_LAYER_CUDA_PATH(); its forward_cuda and
 // backward_cuda overrides, defined in its <op>_cuda.cpp. That file is compiled only in a CUDA
 // build (the top CMakeLists.txt), so in a build without CUDA the macro declares nothing and the
 // layer keeps Layer's, which say that this build has no CUDA path.
+#define DP_LAYER_CPU_PATH()                                                                                    \
+  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;                  \
+  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,   \
+                    std::vector<Tensor>& dx) override
 #ifdef DPTRAIN_HAVE_CUDA
 #define DP_LAYER_CUDA_PATH()                                                                                   \
   void forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;                 \

@@ -13,10 +13,8 @@ class Add : public Layer {
   Shape setup(const std::vector<Shape>& in) override;
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   // Both inputs receive dy (where their gradient is wanted).
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 
   // GPU path (add_cuda.cpp): kernels/cuda/elementwise.h forward; each wanted input gradient is a device copy of dy.
   DP_LAYER_CUDA_PATH();

@@ -35,13 +35,11 @@ class BatchNorm2d : public Layer {
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
   // the running ones (momentum, unbiased variance) exactly as torch does; eval: running stats.
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   // Plain BN recomputes the batch statistics from x rather than caching them: the layer keeps no
   // state between forward and backward, so a backward can never see another batch's statistics.
   // SyncBN keeps its forward's global statistics instead (recomputing them would cost two more
   // collectives per layer and step) and checks that the backward is for that forward's input.
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
   // The same semantics on ctx.gpu->compute(): x, y, dy, dx in ctx.compute (NHWC under
   // channels_last); weight, bias, their gradients and the running statistics f32,
   // num_batches_tracked i64 (incremented on the device). Training without SyncBN runs cuDNN's

@@ -28,9 +28,7 @@ class Conv2d : public Layer {
   bool low_precision_params() const override { return true; }
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
   // cuDNN (conv2d_cuda.cpp): forward, backward data (into dx when defined), backward filter and
   // bias accumulated (+=) into the gradients; NCHW, or NHWC activations under ctx.channels_last.
   DP_LAYER_CUDA_PATH();

@@ -18,10 +18,8 @@ class Dropout : public Layer {
 
  protected:
   // Training: y = x * keep / (1 - p), keep ~ Bernoulli(1 - p); eval: y = x.
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   // Recomputes the same mask from ctx (the graph passes the forward's ctx).
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 
   // GPU path (dropout_cuda.cpp): models/layers/dropout/dropout_kernels.h, the CPU mask bit for bit: a channels-last 4-D tensor is
   // masked by its logical NCHW index (the _nhwc kernels), so every layout gets the same mask.

@@ -12,9 +12,7 @@ class Flatten : public Layer {
   Shape setup(const std::vector<Shape>& in) override;
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 
   // GPU path (flatten_cuda.cpp): a device copy, or for a channels-last 4-D input the NHWC -> NCHW transpose
   // (kernels/cuda/layout.h), so the output is in PyTorch's flatten order; backward the inverse.

@@ -12,9 +12,7 @@ class GlobalAvgPool : public Layer {
   Shape setup(const std::vector<Shape>& in) override;
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
   // models/layers/global_avgpool/global_avgpool_kernels.h on ctx.gpu->compute(): x and dx in ctx.compute, NHWC under
   // channels_last; y and dy [N, C, 1, 1], the same memory in either layout. dx is overwritten.
   DP_LAYER_CUDA_PATH();

@@ -16,9 +16,7 @@ class Linear : public Layer {
   bool low_precision_params() const override { return true; }
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 
   // GPU path (linear_cuda.cpp): one cuBLASLt matmul with the bias epilogue forward; dx = dy W, dW += dy^T x
   // (cuBLASLt, beta 1) and db += column sums of dy (kernels/cuda/elementwise.h bias_grad).

@@ -11,9 +11,7 @@ class MaxPool2d : public Pool2dLayer {
   PoolKind kind() const override { return PoolKind::Max; }
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 };
 
 // kernel (int, required, >= 1), stride (int, 0 = kernel), padding (int, 0, at most kernel/2).

@@ -11,10 +11,8 @@ class ReLU : public Layer {
   Shape setup(const std::vector<Shape>& in) override;  // any shape -> same
 
  protected:
-  void forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) override;
   // Uses y (y > 0 <=> x > 0), as torch's threshold_backward does.
-  void backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
-                    std::vector<Tensor>& dx) override;
+  DP_LAYER_CPU_PATH();
 
   // GPU path (relu_cuda.cpp): kernels/cuda/elementwise.h, elementwise whatever the layout.
   DP_LAYER_CUDA_PATH();
