@@ -11,8 +11,8 @@
 #include <filesystem>
 
 #include "collectives/bootstrap/factory.h"
-#include "collectives//ring/ring_communicator.h"
-#include "ring_harness.h"
+#include "collectives/ring/ring_communicator.h"
+#include "tests/collectives/ring_harness.h"
 
 namespace dp {
 namespace {

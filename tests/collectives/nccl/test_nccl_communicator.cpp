@@ -16,7 +16,7 @@
 #include "collectives/make_communicator.h"
 #include "collectives/nccl/gpu_assignment.h"
 #include "runtime/device_memory.h"
-#include "ring_harness.h"
+#include "tests/collectives/ring_harness.h"
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
 #endif

@@ -15,7 +15,7 @@
 #include "collectives/ring/transport.h"
 #include "base/half.h"
 #include "kernels/cpu/reduce.h"
-#include "ring_harness.h"
+#include "tests/collectives/ring_harness.h"
 #include "runtime/tunables.h"
 
 namespace dp {

@@ -25,7 +25,7 @@
 #include "collectives/ring/algorithms.h"
 #include "collectives/ring/ring_communicator.h"
 #include "kernels/cpu/reduce.h"
-#include "ring_harness.h"
+#include "tests/collectives/ring_harness.h"
 
 namespace dp {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "collectives/bootstrap/factory.h"
 #include "collectives/bootstrap/slurm.h"
-#include "multiproc.h"
+#include "tests/collectives/multiproc.h"
 #include "base/error.h"
 
 namespace dp {

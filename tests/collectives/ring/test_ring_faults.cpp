@@ -10,7 +10,7 @@
 #include <regex>
 
 #include "collectives/ring/ring_communicator.h"
-#include "ring_harness.h"
+#include "tests/collectives/ring_harness.h"
 
 namespace dp {
 namespace {

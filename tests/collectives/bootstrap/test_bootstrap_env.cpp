@@ -9,7 +9,7 @@
 #include "collectives/bootstrap/factory.h"
 #include "collectives/bootstrap/env.h"
 #include "collectives/bootstrap/tcp_store.h"
-#include "multiproc.h"
+#include "tests/collectives/multiproc.h"
 #include "base/error.h"
 
 namespace dp {

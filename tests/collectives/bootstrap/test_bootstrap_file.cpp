@@ -8,7 +8,7 @@
 
 #include "collectives/bootstrap/factory.h"
 #include "collectives/bootstrap/file.h"
-#include "multiproc.h"
+#include "tests/collectives/multiproc.h"
 #include "base/error.h"
 
 namespace dp {

@@ -16,7 +16,7 @@
 #include "collectives/bootstrap/pmi2.h"
 #include "collectives/bootstrap/pmix.h"
 #include "collectives/bootstrap/tcp_store.h"
-#include "multiproc.h"
+#include "tests/collectives/multiproc.h"
 #include "base/error.h"
 #include "runtime/tunables.h"
 

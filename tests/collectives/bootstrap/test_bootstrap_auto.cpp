@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "collectives/bootstrap/factory.h"
-#include "multiproc.h"
+#include "tests/collectives/multiproc.h"
 #include "base/error.h"
 
 namespace dp {
