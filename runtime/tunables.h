@@ -28,6 +28,11 @@ enum class Tunable {
   PmixLib,
   Pmi2Lib,
   RunId,
+  JobToken,
+  StoreBind,
+  StoreMaxFrameBytes,
+  StoreMaxPending,
+  StoreHandshakeS,
   FaultKillAfterStep,
 };
 inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultKillAfterStep) + 1;
