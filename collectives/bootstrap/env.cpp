@@ -90,7 +90,7 @@ StoreAddress store_address(const EnvLookup& env, std::string addr, int port) {
   StoreAddress at;
   at.addr = std::move(addr);
   at.port = port;
-  at.token = job_token_from_env(env);
+  at.token = job_token_from_env(env("DPTRAIN_JOB_TOKEN"));
   if (const char* b = env("DPTRAIN_STORE_BIND"); b && *b) at.bind = b;
   return at;
 }

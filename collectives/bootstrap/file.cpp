@@ -244,7 +244,7 @@ std::unique_ptr<Bootstrap> make_file_bootstrap(const std::string& dir, double ti
   info.node_id = env_int(env, who, torch ? "GROUP_RANK" : "SLURM_NODEID", -1, 0, info.size - 1);
   if (torch) info.local_size = env_int(env, who, "LOCAL_WORLD_SIZE", -1, 1, info.size);
   return std::make_unique<FileBootstrap>(dir, info, timeout_s, launch_id(env), host_key(env),
-                                         job_token_from_env(env));
+                                         job_token_from_env(env("DPTRAIN_JOB_TOKEN")));
 }
 
 }  // namespace dp

@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <string>
 
-#include "collectives/bootstrap/common.h"
 
 namespace dp {
 
@@ -34,9 +33,10 @@ std::string job_id(const std::string& token);
 // knows the token, bound to both nonces: HMAC(token, role | 0 | nonce_a | nonce_b).
 std::string token_proof(const std::string& token, const std::string& role, const std::string& nonce_a,
                         const std::string& nonce_b);
-// DPTRAIN_JOB_TOKEN from `env` ("" when unset or empty). UserError when shorter than
-// kMinTokenChars or holding anything but printable ASCII (a truncated or mangled variable).
-std::string job_token_from_env(const EnvLookup& env);
+// The value of DPTRAIN_JOB_TOKEN (`value`: nullptr when unset; "" for unset or empty). UserError
+// when shorter than kMinTokenChars or holding anything but printable ASCII (a truncated or
+// mangled variable).
+std::string job_token_from_env(const char* value);
 // "0123456789abcdef" for raw bytes.
 std::string to_hex(const std::string& bytes);
 
