@@ -166,6 +166,19 @@ void check_range(const Field& f, double v, const std::string& pos, const std::st
     DP_THROW_USER("{}: {} = {} is out of range [{}, {}]", pos, f.full(), shown, num_str(f.min), num_str(f.max));
 }
 
+// A number key's value: a float, or an integer that a double holds exactly (|v| <= 2^53). toml++
+// answers value<double>() of a larger integer with an empty optional, which must never be read.
+double number_of(const Field& f, const toml::node& n, const std::string& pos) {
+  if (n.is_floating_point()) return *n.value<double>();
+  const int64_t v = *n.value<int64_t>();
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (v > kExact || v < -kExact)
+    DP_THROW_USER("{}: {} = {} is an integer beyond 2^53, which no number holds exactly; write it as a float (e.g. "
+                  "{:.4g}) if you mean it",
+                  pos, f.full(), v, static_cast<double>(v));
+  return static_cast<double>(v);
+}
+
 // A choice: one of the enum's words, else the closest word and all of them (the empty word,
 // model.preset's "use the [[layer]] list", is allowed but not offered).
 void assign_choice(const Field& f, const EnumRef& e, const toml::node& n, const std::string& pos) {
@@ -202,8 +215,8 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             *p = v;
           } else if constexpr (std::is_same_v<T, double>) {
             if (!n.is_number()) wrong("a number");
-            double v = *n.value<double>();
-            check_range(f, v, pos, fmt::format("{}", v));
+            double v = number_of(f, n, pos);
+            check_range(f, v, pos, n.is_integer() ? std::to_string(*n.value<int64_t>()) : fmt::format("{}", v));
             *p = v;
           } else if constexpr (std::is_same_v<T, bool>) {
             if (!n.is_boolean()) wrong("true or false");
@@ -213,7 +226,7 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             std::vector<double> out;
             for (const auto& e : *n.as_array()) {
               if (!e.is_number()) wrong("an array of numbers");
-              out.push_back(*e.value<double>());
+              out.push_back(number_of(f, e, pos));
             }
             *p = out;
           } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
