@@ -368,6 +368,13 @@ void apply_override(std::vector<Field>& fields, const std::string& ov) {
 
 void validate(const Config& c) {
   const std::string src = c.source.empty() ? "<config>" : c.source;
+  // The run directory is <run.dir>/<run.name>: a name with a separator or "." / ".." would put
+  // it (and everything the run writes or deletes) somewhere else.
+  const std::string& n = c.run.name;
+  if (n.empty() || n == "." || n == ".." || n.find_first_of(std::string("/\0", 2)) != std::string::npos)
+    DP_THROW_USER("{}: run.name = \"{}\" is not a single folder name (no '/', not empty, '.' or '..'): the run "
+                  "directory is <run.dir>/<run.name>; to put runs elsewhere set run.dir (--run-dir)",
+                  src, n);
   const bool preset = c.model.preset != PresetKind::None;
   if (!preset && c.model.layers.empty())
     DP_THROW_USER("{}: no model given: set model.preset (one of: {}) or write a [[layer]] list", src,

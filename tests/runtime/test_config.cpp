@@ -86,6 +86,16 @@ TEST(Config, IntegersBeyondADoubleInNumberKeysAreRangeCheckedNotGarbage) {
   EXPECT_EQ(c.data.std, (std::vector<double>{9007199254740992.0}));  // 2^53 itself is exact
 }
 
+TEST(Config, RunNameIsOneFolderName) {
+  // "../x" used to write outside run.dir.
+  for (const std::string name : {"../x", "a/b", "..", ".", "", "/abs"})
+    EXPECT_EQ(error_of(kMin, {"run.name=\"" + name + "\""}),
+              "m.cfg: run.name = \"" + name + "\" is not a single folder name (no '/', not empty, '.' or '..'): the "
+              "run directory is <run.dir>/<run.name>; to put runs elsewhere set run.dir (--run-dir)")
+        << name;
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"run.name=\"..x.y\""}).run.name, "..x.y");
+}
+
 TEST(Config, NotAnAllowedValue) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\noptimizer = \"adam\"\n"),
             "m.cfg:4: train.optimizer = \"adam\" is not allowed (did you mean \"adamw\"?); use one of: sgd, adamw");
