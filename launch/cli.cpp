@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "launch/check_config.h"
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
 #include "launch/submit.h"
@@ -127,7 +128,7 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", "dptrain 0.1.0");
   app.footer(tunables_help());
   RunArgs run_args;
-  bool reference = false, list_layers = false, reset = false;
+  bool reference = false, list_layers = false, reset = false, check = false;
   int nproc = 1;
   add_run_options(app, run_args);
   app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
@@ -136,6 +137,9 @@ int run_cli(int argc, char** argv) {
                "print every cfg key and environment tunable (Markdown) and exit");
   app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
   app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
+  app.add_flag("--check", check,
+               "check model.cfg and its data files, print the resolved model (parameters, shapes) and exit; writes "
+               "nothing");
 
   CLI::App* sub = app.add_subcommand(
       "submit", "write an sbatch script for model.cfg into the run directory (<run.dir>/<run.name>/submit.sbatch) and "
@@ -202,6 +206,10 @@ int run_cli(int argc, char** argv) {
     }
     Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
     models::validate_model(cfg.model);
+    if (check) {
+      log::configure("warn", "", false, cfg.run.log_levels);  // the summary is the output
+      return check_config(cfg, run_args.cfg_path);
+    }
     // The environment's tunables: a bad one is refused here, before any rank waits for another.
     // The launcher only checks them (its workers read their own).
     if (launcher) {

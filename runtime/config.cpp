@@ -74,11 +74,11 @@ std::vector<Field> schema(Config& c) {
       {"data", "drop_last", "drop the last incomplete batch", &c.data.drop_last},
       {"data", "synthetic_train", "synthetic data: training samples", &c.data.synthetic_train, 1, 9.2e18},
       {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
-      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape},
+      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape, 1, 65536},
       {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
       {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
       {"model", "num_classes", "output classes of a preset", &c.model.num_classes, 2, 1e9},
-      {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
+      {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden, 1, 16777216},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
       {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
@@ -234,7 +234,13 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             std::vector<int64_t> out;
             for (const auto& e : *n.as_array()) {
               if (!e.is_integer()) wrong("an array of integers");
-              out.push_back(*e.value<int64_t>());
+              const int64_t v = *e.value<int64_t>();
+              // Each element against the key's range (a size: a huge one would fail later as an
+              // allocation error that names no key).
+              if (!(static_cast<double>(v) >= f.min && static_cast<double>(v) <= f.max))
+                DP_THROW_USER("{}: {}[{}] = {} is out of range [{}, {}]", pos, f.full(), out.size(), v, num_str(f.min),
+                              num_str(f.max));
+              out.push_back(v);
             }
             *p = out;
           }

@@ -1,6 +1,7 @@
 #include "runtime/data/idx.h"
 
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "runtime/data/file_bytes.h"
@@ -22,9 +23,23 @@ struct IdxFile {
   uint64_t payload() const { return bytes.size() - header; }
 };
 
+// The size an IDX header declares: 4 + 4 x ndim header bytes, then the product of the dimensions.
+std::optional<uint64_t> idx_declared_size(const uint8_t* p, size_t n) {
+  if (n < 4) return std::nullopt;
+  const size_t ndim = p[3];
+  const size_t header = 4 + 4 * ndim;
+  if (n < header) return std::nullopt;
+  unsigned __int128 total = 1;
+  for (size_t d = 0; d < ndim; ++d) {
+    total *= be32(p + 4 + 4 * d);
+    if (total > (uint64_t{1} << 50)) return uint64_t{1} << 50;  // nonsense: the payload check names it
+  }
+  return header + static_cast<uint64_t>(total);
+}
+
 IdxFile read_idx(const std::string& path, uint32_t magic, const char* what) {
   IdxFile f;
-  f.bytes = read_file_bytes(path);
+  f.bytes = read_file_bytes(path, idx_declared_size);
   if (f.bytes.size() < 4)
     DP_THROW_USER("{}: truncated: {} bytes, too short for an IDX header (expected {})", path, f.bytes.size(), what);
   uint32_t found = be32(f.bytes.data());

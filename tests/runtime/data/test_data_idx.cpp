@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -203,6 +204,28 @@ TEST(DataIdx, DimensionMismatch) {
   write_bytes(d / "im", images_file(3, 0, 4, {}), false);
   EXPECT_EQ(user_error([&] { open_idx(d / "im", d / "lb"); }),
             d / "im" + ": dimension mismatch: images are 0 x 4, expected both dimensions > 0");
+}
+
+TEST(DataIdx, GzipThatInflatesFarBeyondItsHeaderIsRefusedEarly) {
+  // A ~300 KB gzip inflating to 300 MB behind a header that declares 24 bytes of pixels: refused
+  // after 16 MiB past the declared size, not after inflating (and holding) all of it.
+  TempDir d;
+  {
+    gzFile f = gzopen((d / "bomb.gz").c_str(), "wb9");
+    ASSERT_NE(f, nullptr);
+    const std::vector<uint8_t> head = images_file(3, 2, 4, {});
+    gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    for (int i = 0; i < 300; ++i) gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
+    ASSERT_EQ(gzclose(f), Z_OK);
+  }
+  ASSERT_LT(fs::file_size(d / "bomb.gz"), 2u << 20);
+  write_bytes(d / "lb", labels_file(3, kLabels), false);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(user_error([&] { open_idx(d / "bomb.gz", d / "lb"); }),
+            d / "bomb.gz" + ": holds more than 16777256 bytes, far beyond the 40 its header declares (a damaged file, "
+                            "or a compressed file that inflates far beyond its data); reading stopped there");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
 }
 
 TEST(DataIdx, CountMismatch) {

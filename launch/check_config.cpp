@@ -1,0 +1,36 @@
+#include "launch/check_config.h"
+
+#include <cstdio>
+
+#include "launch/datasets.h"
+#include "launch/size_context.h"
+#include "launch/train_setup.h"
+#include "models/build.h"
+#include "runtime/enum_names.h"
+
+namespace dp::launch {
+
+int check_config(const Config& cfg, const std::string& cfg_path) {
+  Datasets ds;
+  with_size_context("opening the data", data_size_keys(cfg.data), [&] { ds = open_datasets(cfg.data); });
+  std::unique_ptr<Graph> model;
+  // On the CPU whatever train.device says: the shapes and the parameter count are the same.
+  with_size_context("building the model", model_size_keys(cfg.model), [&] {
+    model = models::build_model(cfg.model, ds.train.dataset->sample_shape(), static_cast<uint64_t>(cfg.run.seed));
+  });
+  check_model_fits_data(*model, ds.train.dataset->num_classes());
+  make_optimizer(cfg.train, model->num_parameters());
+  std::printf("%s: ok (nothing written)\n", cfg_path.c_str());
+  std::printf("data: train %s (%zu samples), eval %zu samples, input %s, %lld classes\n",
+              ds.train.dataset->describe().c_str(), ds.train.indices.size(), ds.eval.indices.size(),
+              shape_str(ds.train.dataset->sample_shape()).c_str(),
+              static_cast<long long>(ds.train.dataset->num_classes()));
+  std::printf("model %s: %lld parameters (%.2f MB in f32)\n",
+              cfg.model.preset == PresetKind::None ? "from the [[layer]] list" : enum_name(cfg.model.preset).data(),
+              static_cast<long long>(model->num_parameters()), model->num_parameters() * 4 / 1e6);
+  std::fputs(model->summary().c_str(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace dp::launch

@@ -1,0 +1,71 @@
+// dptrain --check model.cfg: validates the cfg and the data files, prints the resolved model and
+// writes nothing (issue 14).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "launch/cli.h"
+
+namespace dp::launch {
+namespace {
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out dptrain(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  args.insert(args.begin(), "dptrain");
+  for (auto& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  int code = run_cli(static_cast<int>(argv.size()), argv.data());
+  std::fflush(stdout);
+  std::string out = testing::internal::GetCapturedStdout();
+  return {code, out, testing::internal::GetCapturedStderr()};
+}
+
+class Check : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("dptrain_check_" + std::to_string(::getpid()));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  const std::string mlp_ = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_mlp.cfg";
+};
+
+TEST_F(Check, PrintsTheResolvedModelAndWritesNothing) {
+  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), mlp_ + ": ok (nothing written)");
+  EXPECT_NE(r.out.find("\ndata: train Fashion-MNIST"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(60000 samples), eval 10000 samples, input [1, 28, 28], 10 classes\n"), std::string::npos)
+      << r.out;
+  // 784-512-256-10: 401920 + 131328 + 2570 parameters.
+  EXPECT_NE(r.out.find("\nmodel mlp: 535818 parameters (2.14 MB in f32)\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_)) << "--check created " << dir_;
+  // The overrides count: a wider hidden layer.
+  r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "model.hidden=[100]"});
+  EXPECT_NE(r.out.find("\nmodel mlp: 79510 parameters"), std::string::npos) << r.out;  // 784*100+100 + 100*10+10
+}
+
+TEST_F(Check, BadDataFilesAreTheError) {
+  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "data.path=\"" + dir_.string() + "/none\""});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("dptrain: error: "), std::string::npos);
+  EXPECT_NE(r.err.find(dir_.string() + "/none"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "fmnist_mlp"));
+}
+
+TEST_F(Check, ModelThatDoesNotFitTheDataIsTheError) {
+  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "model.num_classes=5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: the model outputs 5 classes but the data set has 10; set model.num_classes = 10\n");
+}
+
+}  // namespace
+}  // namespace dp::launch
