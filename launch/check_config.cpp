@@ -21,10 +21,8 @@ int check_config(const Config& cfg, const std::string& cfg_path) {
   check_model_fits_data(*model, ds.train.dataset->num_classes());
   make_optimizer(cfg.train, model->num_parameters());
   std::printf("%s: ok (nothing written)\n", cfg_path.c_str());
-  std::printf("data: train %s (%zu samples), eval %zu samples, input %s, %lld classes\n",
-              ds.train.dataset->describe().c_str(), ds.train.indices.size(), ds.eval.indices.size(),
-              shape_str(ds.train.dataset->sample_shape()).c_str(),
-              static_cast<long long>(ds.train.dataset->num_classes()));
+  std::printf("data: train %s (%zu samples used), eval %zu samples\n", ds.train.dataset->describe().c_str(),
+              ds.train.indices.size(), ds.eval.indices.size());
   std::printf("model %s: %lld parameters (%.2f MB in f32)\n",
               cfg.model.preset == PresetKind::None ? "from the [[layer]] list" : enum_name(cfg.model.preset).data(),
               static_cast<long long>(model->num_parameters()), model->num_parameters() * 4 / 1e6);

@@ -41,8 +41,14 @@ TEST_F(Check, PrintsTheResolvedModelAndWritesNothing) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), mlp_ + ": ok (nothing written)");
-  EXPECT_NE(r.out.find("\ndata: train Fashion-MNIST"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(60000 samples), eval 10000 samples, input [1, 28, 28], 10 classes\n"), std::string::npos)
+  EXPECT_NE(r.out.find("\ndata: train IDX /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(": 60000 x [1, 28, 28], 10 classes (60000 samples used), eval 10000 samples\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  fc1                          linear           out [512]              params 401920\n"),
+            std::string::npos)
       << r.out;
   // 784-512-256-10: 401920 + 131328 + 2570 parameters.
   EXPECT_NE(r.out.find("\nmodel mlp: 535818 parameters (2.14 MB in f32)\n"), std::string::npos) << r.out;
