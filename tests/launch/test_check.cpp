@@ -4,27 +4,13 @@
 
 #include <filesystem>
 
-#include "launch/cli.h"
+#include "tests/launch/cli_capture.h"
 
 namespace dp::launch {
 namespace {
 
-struct Out {
-  int code;
-  std::string out, err;
-};
-
-Out dptrain(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  args.insert(args.begin(), "dptrain");
-  for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStderr();
-  testing::internal::CaptureStdout();
-  int code = run_cli(static_cast<int>(argv.size()), argv.data());
-  std::fflush(stdout);
-  std::string out = testing::internal::GetCapturedStdout();
-  return {code, out, testing::internal::GetCapturedStderr()};
-}
+using testcli::Outcome;
+Outcome dptrain(std::vector<std::string> args) { return testcli::dptrain_cli(std::move(args)); }
 
 class Check : public testing::Test {
  protected:
@@ -37,7 +23,7 @@ class Check : public testing::Test {
 };
 
 TEST_F(Check, PrintsTheResolvedModelAndWritesNothing) {
-  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string()});
+  Outcome r = dptrain({"--check", mlp_, "--run-dir", dir_.string()});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), mlp_ + ": ok (nothing written)");
@@ -59,7 +45,7 @@ TEST_F(Check, PrintsTheResolvedModelAndWritesNothing) {
 }
 
 TEST_F(Check, BadDataFilesAreTheError) {
-  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "data.path=\"" + dir_.string() + "/none\""});
+  Outcome r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "data.path=\"" + dir_.string() + "/none\""});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("dptrain: error: "), std::string::npos);
   EXPECT_NE(r.err.find(dir_.string() + "/none"), std::string::npos) << r.err;
@@ -68,7 +54,7 @@ TEST_F(Check, BadDataFilesAreTheError) {
 }
 
 TEST_F(Check, ModelThatDoesNotFitTheDataIsTheError) {
-  Out r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "model.num_classes=5"});
+  Outcome r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "model.num_classes=5"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: the model outputs 5 classes but the data set has 10; set model.num_classes = 10\n");
 }

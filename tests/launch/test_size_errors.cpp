@@ -4,25 +4,13 @@
 
 #include <filesystem>
 
-#include "launch/cli.h"
+#include "tests/launch/cli_capture.h"
 #include "runtime/tensor.h"
 
 namespace dp::launch {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string err;
-};
-
-CliResult run_dptrain(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  args.insert(args.begin(), "dptrain");
-  for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStderr();
-  int code = run_cli(static_cast<int>(argv.size()), argv.data());
-  return {code, testing::internal::GetCapturedStderr()};
-}
+using CliResult = testcli::Outcome;
 
 class SizeErrors : public testing::Test {
  protected:
@@ -35,7 +23,7 @@ class SizeErrors : public testing::Test {
                                      dir_.string(), "--log-level", "error", "--set", "train.steps=1",
                                      "data.train_limit=256", "data.eval_limit=64"};
     args.insert(args.end(), sets.begin(), sets.end());
-    return run_dptrain(args);
+    return testcli::dptrain_cli(args);
   }
   std::filesystem::path dir_;
 };
