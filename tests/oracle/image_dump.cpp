@@ -7,6 +7,8 @@
 //                    answer line gives where it lies ("x0", "y0") and the reduced size
 //   "center"         "resize", "size", "scaled": Resize(resize) + CenterCrop(size), (3, size, size)
 //   "resized_crop"   "box": [top, left, height, width], "size", "scaled", (3, size, size)
+//   "list_folder"    the image folder `file` as dptrain lists it: {"classes", "files", "labels"}
+//   "npy"            "labels": a y .npy: the data set of x `file` + y, every sample as f32 (n, *shape)
 // Prints one JSON object per job (shape, offsets) and writes <out_dir>/<out>.bin; a job that fails
 // prints {"error": message}.
 #include <cstdio>
@@ -19,6 +21,8 @@
 
 #include "runtime/data/image/decode.h"
 #include "runtime/data/image/sample.h"
+#include "runtime/data/image_folder.h"
+#include "runtime/data/npy.h"
 
 namespace img = dp::data::image;
 using nlohmann::json;
@@ -38,6 +42,20 @@ void spill(const std::string& path, const std::vector<uint8_t>& v) {
 
 json run(const json& job, const std::string& dir) {
   const std::string file = job["file"], op = job["op"], out = dir + "/" + job["out"].get<std::string>() + ".bin";
+  if (op == "list_folder") {
+    const dp::data::FolderListing l = dp::data::list_image_folder(file);
+    return {{"classes", l.classes}, {"files", l.files}, {"labels", l.labels}};
+  }
+  if (op == "npy") {
+    auto ds = dp::data::open_npy(file, job["labels"]);
+    std::vector<float> all(static_cast<size_t>(ds->size() * ds->sample_numel()));
+    std::vector<int32_t> labels;
+    for (int64_t i = 0; i < ds->size(); ++i) labels.push_back(ds->get(i, all.data() + i * ds->sample_numel()));
+    const auto* p = reinterpret_cast<const uint8_t*>(all.data());
+    spill(out, std::vector<uint8_t>(p, p + all.size() * sizeof(float)));
+    return {{"shape", ds->sample_shape()}, {"labels", labels}, {"num_classes", ds->num_classes()},
+            {"bytes", ds->holds_bytes()}};
+  }
   const std::vector<uint8_t> bytes = slurp(file);
   json r;
   if (op == "decode" || op == "region") {
