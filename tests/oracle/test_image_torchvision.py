@@ -13,7 +13,8 @@ Images are made here with PIL (13, which bundles libjpeg-turbo) and numpy:
 3. transforms, on each image: Resize(R) + CenterCrop(S) equals torchvision's transforms on the
    PIL image exactly (several R, S), and the resized crop of random boxes equals
    torchvision.transforms.functional.resized_crop exactly (RandomResizedCrop given the same
-   box). Tolerance 0: the resize is Pillow 13's bilinear antialias, pass order included.
+   box). Tolerance 0: the resize is Pillow 13's bilinear antialias, pass order included (1 with
+   an older Pillow, which always resizes horizontally first).
 4. decode_scaled = true on a 1700x1200 photo-like JPEG: Resize 256 + CenterCrop 224 and large
    resized crops stay within mean |difference| 3 and max 40 of the full-decode result (measured
    about 1.4 and 11 on this noisy image: the documented deviation, as PIL's draft mode).
@@ -36,6 +37,7 @@ import tempfile
 import zlib
 
 import numpy as np
+import PIL
 import torchvision.datasets as datasets
 import torchvision.transforms as T
 import torchvision.transforms.functional as F
@@ -177,10 +179,12 @@ def transforms(build, d, out, rng):
             refs[k] = np.asarray(F.resized_crop(im, top, left, h, w, [size, size])).transpose(2, 0, 1)
             jobs.append({"file": f"{d}/{n}", "op": "resized_crop", "box": [top, left, h, w], "size": size, "out": k})
     res = dump(build, out, jobs)
-    bad = [k for k in refs if "error" in res[k] or maxdiff(load(out, k, res[k]), refs[k])]
+    # Pillow 12 and older always resize horizontally first (13 picks the order): up to 1 apart.
+    tol = 0 if int(PIL.__version__.split(".")[0]) >= 13 else 1
+    bad = [k for k in refs if "error" in res[k] or maxdiff(load(out, k, res[k]), refs[k]) > tol]
     centers = sum(1 for k in refs if "-c" in k)
     check(not bad, f"Resize + CenterCrop ({centers}) and resized_crop ({len(refs) - centers}) equal torchvision's "
-                   f"exactly (differing: {bad[:5]})")
+                   f"within {tol} on Pillow {PIL.__version__} (differing: {bad[:5]})")
 
 
 def scaled(build, d, out):
