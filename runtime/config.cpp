@@ -412,6 +412,7 @@ void resolve_defaults(Config& c) {
     c.data.std.clear();
   }
   if (c.data.resize == 0) c.data.resize = (c.data.image_size * 8 + 3) / 7;  // round(image_size * 8 / 7)
+  if (!given("model.num_classes")) c.model.num_classes = 0;  // the data's count, once the data is open
 }
 
 // The image keys: two-value ranges, a resize no smaller than the crop.
@@ -547,6 +548,7 @@ std::string to_toml(const Config& cfg) {
 
 std::string config_reference() {
   Config c;
+  c.model.num_classes = 0;  // what a cfg without the key gets (resolve_defaults)
   auto fields = schema(c);
   std::string out, section;
   for (const auto& f : fields) {

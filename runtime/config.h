@@ -67,7 +67,9 @@ struct DataConfig {
 
 struct ModelConfig {
   PresetKind preset = PresetKind::None;  // None: the [[layer]] list
-  int64_t num_classes = 0;         // 0 = the data set's class count
+  // Built in code: 10. From a cfg: 0 unless given, which the run resolves to the data's class count
+  // (launch/datasets.h resolve_num_classes).
+  int64_t num_classes = 10;
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
   double dropout = 0.0;            // mlp/cnn presets
   std::vector<LayerSpec> layers;   // the [[layer]] list

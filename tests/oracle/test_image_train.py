@@ -6,7 +6,8 @@
    flips keep, so a small CNN learns it) and trains a small CNN on it with `dptrain --nproc 2` (2 ranks, RandomResizedCrop
    to 16 pixels, flips, 3 epochs): the final evaluation reaches top-1 >= 0.9 (a stated bound:
    chance is 0.25; observed about 1.0). classes.json and the checkpoint's "classes" list the
-   folder names in torchvision's order.
+   folder names in torchvision's order; every train line of metrics.jsonl has data_wait_s and the
+   data_stall share.
 2. Writes the same images, in the same order (classes sorted, files sorted), into WebDataset tar
    shards (<class>/<stem>.jpg|png + .cls; 3 training shards, 1 validation shard, written with
    Python's tarfile, pax format) and trains the same config on them: final.safetensors is
@@ -145,6 +146,9 @@ def main():
         runs = os.path.join(tmp, "runs")
         e1 = train(build, cfg, runs, "folder", ["--set", "data.dataset=image_folder", "--set", f"data.path={tmp}/folder"])
         check(e1["top1"] >= 0.9, f"image folder, 2 ranks: final top-1 {e1['top1']:.4f} >= 0.9 ({e1['samples']} samples)")
+        trains = [json.loads(l) for l in open(os.path.join(runs, "folder", "metrics.jsonl")) if '"train"' in l]
+        check(trains and all(0 <= t["data_stall"] <= 1 and t["data_wait_s"] >= 0 for t in trains),
+              f"metrics.jsonl reports the data stall: {[round(t['data_stall'], 3) for t in trains]}")
         with open(os.path.join(runs, "folder", "classes.json")) as f:
             check(json.load(f) == CLASSES, "classes.json lists the class folders in order")
         with safe_open(os.path.join(runs, "folder", "final.safetensors"), "np") as f:

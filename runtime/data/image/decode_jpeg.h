@@ -12,7 +12,10 @@
 // Warnings of libjpeg (e.g. "extraneous bytes before marker") are ignored, as PIL ignores them;
 // "Premature end of JPEG file" is an error (PIL: "image file is truncated").
 #pragma once
-#include "runtime/data/image/decode.h"
+#include <cstddef>
+#include <string>
+
+#include "runtime/data/image/decoded_image.h"
 
 namespace dp::data::image {
 

@@ -4,7 +4,10 @@
 // grayscale instead, a known PIL quirk that we do not reproduce), no gamma applied (PIL applies
 // none). Always decoded whole.
 #pragma once
-#include "runtime/data/image/decode.h"
+#include <cstddef>
+#include <string>
+
+#include "runtime/data/image/decoded_image.h"
 
 namespace dp::data::image {
 

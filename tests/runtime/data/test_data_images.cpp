@@ -18,24 +18,17 @@
 #include "runtime/data/image_folder.h"
 #include "runtime/data/tar_index.h"
 #include "runtime/data/tar_shards.h"
+#include "tests/runtime/data/data_test_util.h"
 #include "tests/runtime/data/tiny_images.h"
 
 namespace fs = std::filesystem;
+using dp::data::testing::TempDir;
+using dp::data::testing::user_error;
 using dp::data::testing::kTinyJpeg;
 using dp::data::testing::kTinyPng;
 using ::testing::HasSubstr;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dp-test-images-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 void write(const std::string& path, const std::vector<uint8_t>& bytes) {
   fs::create_directories(fs::path(path).parent_path());
@@ -75,16 +68,6 @@ dp::data::ImageOptions options(bool skip_bad = false) {
   return o;
 }
 
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const dp::UserError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 std::vector<uint8_t> sample_bytes(const dp::data::Dataset& ds, int64_t i) {
   std::vector<uint8_t> out(static_cast<size_t>(ds.sample_numel()));
   ds.get_u8(i, dp::data::SampleKey{}, out.data());
@@ -94,7 +77,7 @@ std::vector<uint8_t> sample_bytes(const dp::data::Dataset& ds, int64_t i) {
 }  // namespace
 
 TEST(ImageFolder, ListsLikeTorchvision) {
-  TempDir d;
+  TempDir d("dp-test-images");
   write(d / "b/x.PNG", kTinyPng);      // extensions match case-insensitively
   write(d / "b/sub/a.jpg", kTinyJpeg); // subfolders are walked: root "b/sub" sorts after "b"
   write(d / "b/notes.txt", text("not an image"));
@@ -118,7 +101,7 @@ TEST(ImageFolder, ListsLikeTorchvision) {
 }
 
 TEST(ImageFolder, BadFoldersAreErrorsNamingThem) {
-  TempDir d;
+  TempDir d("dp-test-images");
   EXPECT_EQ(user_error([&] { dp::data::open_image_folder(d / "nope", options()); }),
             d / "nope" + ": no such folder; an image folder holds one subfolder per class with its images in it "
                          "(torchvision's ImageFolder layout: <dir>/<class>/<image>.jpg)");
@@ -137,7 +120,7 @@ TEST(ImageFolder, BadFoldersAreErrorsNamingThem) {
 }
 
 TEST(ImageFolder, ValWithOtherClassesIsAnError) {
-  TempDir d;
+  TempDir d("dp-test-images");
   for (const char* c : {"train/a/1.png", "train/b/1.png", "val/a/1.png", "val/c/1.png"}) write(d / c, kTinyPng);
   auto tr = dp::data::open_image_folder(d / "train", options());
   auto va = dp::data::open_image_folder(d / "val", options());
@@ -147,7 +130,7 @@ TEST(ImageFolder, ValWithOtherClassesIsAnError) {
 }
 
 TEST(ImageFolder, CorruptImageIsAnErrorOrSkippedAndCounted) {
-  TempDir d;
+  TempDir d("dp-test-images");
   write(d / "a/1.png", kTinyPng);
   write(d / "a/2.jpg", std::vector<uint8_t>(kTinyJpeg.begin(), kTinyJpeg.begin() + 200));  // cut short
   write(d / "b/3.png", kTinyPng);
@@ -164,7 +147,7 @@ TEST(ImageFolder, CorruptImageIsAnErrorOrSkippedAndCounted) {
 }
 
 TEST(ImageFolder, UnlabeledImagesForPrediction) {
-  TempDir d;
+  TempDir d("dp-test-images");
   write(d / "x/2.png", kTinyPng);
   write(d / "1.jpg", kTinyJpeg);
   write(d / "readme.txt", text("-"));
@@ -191,7 +174,7 @@ TEST(Braces, ExpandLikeWebDataset) {
 }
 
 TEST(TarShards, SameSamplesAsTheFolderAndCachedIndex) {
-  TempDir d;
+  TempDir d("dp-test-images");
   write(d / "f/a/k1.png", kTinyPng);
   write(d / "f/a/k2.jpg", kTinyJpeg);
   write(d / "f/b/k3.png", kTinyPng);
@@ -222,7 +205,7 @@ TEST(TarShards, SameSamplesAsTheFolderAndCachedIndex) {
 }
 
 TEST(TarShards, BadShardsAreErrorsNamingShardAndSample) {
-  TempDir d;
+  TempDir d("dp-test-images");
   std::vector<uint8_t> t = tar_of({{"k1.png", kTinyPng}, {"k1.cls", text("0")}});
   write(d / "cut.tar", std::vector<uint8_t>(t.begin(), t.begin() + 600));
   EXPECT_EQ(user_error([&] { dp::data::open_tar_shards(d / "cut.tar", options(), d / "i"); }),

@@ -11,20 +11,13 @@
 #include <fstream>
 
 #include "runtime/data/npy.h"
+#include "tests/runtime/data/data_test_util.h"
 
 namespace fs = std::filesystem;
+using dp::data::testing::TempDir;
+using dp::data::testing::user_error;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dp-test-npy-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 // A version-1 .npy file as numpy.save writes it: the header padded with spaces to 64 bytes.
 void save(const std::string& path, const std::string& descr, const std::string& shape, const void* data, size_t n,
@@ -41,20 +34,10 @@ void save(const std::string& path, const std::string& descr, const std::string& 
   f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
 }
 
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const dp::UserError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST(Npy, BytesFloatsAndHalves) {
-  TempDir d;
+  TempDir d("dp-test-npy");
   const uint8_t x8[12] = {0, 255, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   const int64_t y[2] = {4, 1};
   save(d / "x8.npy", "|u1", "(2, 2, 3)", x8, sizeof x8);
@@ -87,7 +70,7 @@ TEST(Npy, BytesFloatsAndHalves) {
 }
 
 TEST(Npy, ErrorsNameTheFile) {
-  TempDir d;
+  TempDir d("dp-test-npy");
   const int64_t y[2] = {0, 1};
   save(d / "y.npy", "<i8", "(2,)", y, sizeof y);
   const double xd[2] = {1, 2};
