@@ -26,7 +26,11 @@ std::string data_size_keys(const DataConfig& d) {
   if (d.dataset == data::DatasetKind::Synthetic)
     return fmt::format("data.synthetic_shape = {}, data.synthetic_train = {}, data.synthetic_eval = {}",
                        list_of(d.synthetic_shape), d.synthetic_train, d.synthetic_eval);
-  return "data.train_limit / data.eval_limit (the data set's files are read whole)";
+  switch (d.dataset) {
+    case data::DatasetKind::ImageFolder:
+    case data::DatasetKind::TarShards: return fmt::format("data.image_size = {}, data.workers = {}", d.image_size, d.workers);
+    default: return "data.train_limit / data.eval_limit (the data set's files are read whole)";
+  }
 }
 
 void with_size_context(const std::string& what, const std::string& keys, const std::function<void()>& f) {
