@@ -1,6 +1,11 @@
 #include "launch/check_config.h"
 
+#include <stdlib.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 #include "launch/datasets.h"
 #include "launch/size_context.h"
@@ -10,9 +15,30 @@
 
 namespace dp::launch {
 
+namespace {
+// A scratch folder under $TMPDIR, removed with everything in it: tar shards are indexed there, so
+// that --check writes no index into the run folder or the current folder.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "dptrain-check-XXXXXX").string();
+    DP_CHECK(::mkdtemp(tmpl.data()) != nullptr, "cannot create a scratch folder {}: {}", tmpl, std::strerror(errno));
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+}  // namespace
+
 int check_config(const Config& cfg, const std::string& cfg_path) {
   Datasets ds;
-  with_size_context("opening the data", data_size_keys(cfg.data), [&] { ds = open_datasets(cfg.data); });
+  const ScratchDir scratch;
+  with_size_context("opening the data", data_size_keys(cfg.data),
+                    [&] { ds = open_datasets(cfg.data, scratch.path + "/tar-index"); });
   std::unique_ptr<Graph> model;
   // On the CPU whatever train.device says: the shapes and the parameter count are the same.
   with_size_context("building the model", model_size_keys(cfg.model), [&] {

@@ -2,7 +2,9 @@
 // writes nothing (issue 14).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/launch/cli_capture.h"
 
@@ -57,6 +59,35 @@ TEST_F(Check, ModelThatDoesNotFitTheDataIsTheError) {
   Outcome r = dptrain({"--check", mlp_, "--run-dir", dir_.string(), "--set", "model.num_classes=5"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: the model outputs 5 classes but the data set has 10; set model.num_classes = 10\n");
+}
+
+
+// Tar shards are indexed in a scratch folder: --check left tar-index/ in the current folder
+// (open_datasets' default) before.
+TEST_F(Check, TarShardsLeaveNoIndexBehind) {
+  const std::filesystem::path data = dir_ / "data", cwd = dir_ / "cwd";
+  std::filesystem::create_directories(data);
+  std::filesystem::create_directories(cwd);
+  // One 2 x 2 gray PNG (written by PIL) and its label, packed by GNU tar.
+  const unsigned char png[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
+                               0x44, 0x52, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x08, 0x00, 0x00, 0x00,
+                               0x00, 0x57, 0xdd, 0x52, 0xf8, 0x00, 0x00, 0x00, 0x0e, 0x49, 0x44, 0x41, 0x54, 0x78,
+                               0x9c, 0x63, 0x60, 0x60, 0x60, 0x60, 0x60, 0x00, 0x00, 0x00, 0x06, 0x00, 0x01, 0x72,
+                               0x82, 0x99, 0xea, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60,
+                               0x82};
+  std::ofstream(data / "k1.png", std::ios::binary).write(reinterpret_cast<const char*>(png), sizeof png);
+  std::ofstream(data / "k1.cls") << "0";
+  ASSERT_EQ(std::system(("tar -cf " + (data / "s.tar").string() + " -C " + data.string() + " k1.png k1.cls").c_str()), 0);
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(cwd);
+  Outcome r = dptrain({"--check", mlp_, "--run-dir", (dir_ / "runs").string(), "--set", "data.dataset=\"tar_shards\"",
+                       "data.path=\"" + (data / "s.tar").string() + "\"", "data.val_path=\"" + (data / "s.tar").string() + "\"",
+                       "data.image_size=2", "data.mean=[0.5, 0.5, 0.5]", "data.std=[0.5, 0.5, 0.5]"});
+  std::filesystem::current_path(before);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(": ok (nothing written)\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(cwd)) << "--check wrote into the current folder";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "runs"));
 }
 
 }  // namespace
