@@ -14,13 +14,14 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}
 status=0
-for target in fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config; do
+for target in fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config fuzz_npy fuzz_tar_index; do
   bin=$build/fuzz/$target
   [ -x "$bin" ] || { echo "[fuzz] $bin missing: run tools/ci/sanitize.sh first" >&2; exit 2; }
   work=$(mktemp -d "/tmp/dptrain-fuzz-$target.XXXXXX")
+  scratch=$(mktemp -d "/tmp/dptrain-fuzz-scratch.XXXXXX")  # what a target writes (its TMPDIR)
   cp -r "tools/fuzz/corpus/$target/." "$work/"
   t0=$(date +%s)
-  if "$bin" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  if TMPDIR=$scratch "$bin" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="$artifacts/$target-" -print_final_stats=1 > "$artifacts/$target.log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$artifacts/$target.log" | grep -o '[0-9]*$' || echo "?")
     echo "[fuzz] $target: no crash in $(( $(date +%s) - t0 )) s ($runs inputs)"
@@ -29,6 +30,6 @@ for target in fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_
     tail -60 "$artifacts/$target.log" >&2
     status=1
   fi
-  rm -rf "$work"
+  rm -rf "$work" "$scratch"
 done
 exit $status

@@ -97,3 +97,32 @@ TEST(Npy, ErrorsNameTheFile) {
   EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "x2.npy", d / "neg.npy"); }),
             d / "neg.npy" + ": label -1 at index 1 is out of range (0 to 1e9)");
 }
+
+// Headers no numpy writes (issue 14's probing, with tools/fuzz/fuzz_npy): a dimension beyond
+// int64 threw std::out_of_range from std::stoll ("dptrain: error: stoll", no file named); a
+// 200000-byte header crashed dptrain (std::regex recursing per character: a stack overflow);
+// dimensions whose product wraps 2^64 made "needs 0 bytes" match an empty file: an empty file
+// was read as 2^32 samples of 2^32 values each.
+TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
+  TempDir d("dp-test-npy");
+  save(d / "long.npy", "<f4", "(123456789012345678901234567890,)", nullptr, 0);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long.npy"); }),
+            d / "long.npy" + ": the shape (123456789012345678901234567890,) in the .npy header has a dimension "
+                             "of 10^16 or more");
+  save(d / "wrap.npy", "<i4", "(65536, 65536, 65536, 65536)", nullptr, 0);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap.npy"); }),
+            d / "wrap.npy" + ": the shape (65536, 65536, 65536, 65536) in the .npy header needs more than 2^62 bytes "
+                             "of data: the header is damaged");
+  {
+    std::ofstream f(d / "long_header.npy", std::ios::binary);
+    f.write("\x93NUMPY\x02\x00\x40\x0d\x03\x00", 12);  // version 2: a 200000-byte header
+    f << "{'descr': '" << std::string(199989, 'x');
+  }
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long_header.npy"); }),
+            d / "long_header.npy" + ": the .npy header is 200000 bytes, more than the 10000 numpy itself reads: the "
+                                    "file is damaged");
+  save(d / "wrap2.npy", "|u1", "(4294967296, 4294967296)", nullptr, 0);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap2.npy"); }),
+            d / "wrap2.npy" + ": the shape (4294967296, 4294967296) in the .npy header needs more than 2^62 bytes "
+                              "of data: the header is damaged");
+}
