@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string resolved = dp::to_toml(c);
   try {
-    if (dp::to_toml(dp::parse_config(resolved, "resolved.cfg", {})) != resolved) std::abort();
+    // The same file name: the resolved text's first line names its source.
+    if (dp::to_toml(dp::parse_config(resolved, "fuzz.cfg", {})) != resolved) std::abort();
   } catch (const dp::UserError&) {
     std::abort();  // the resolved config of a valid one must parse
   }
