@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include "runtime/data/npy.h"
 #include "tests/runtime/data/data_test_util.h"
@@ -109,10 +111,6 @@ TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
   EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long.npy"); }),
             d / "long.npy" + ": the shape (123456789012345678901234567890,) in the .npy header has a dimension "
                              "of 10^16 or more");
-  save(d / "wrap.npy", "<i4", "(65536, 65536, 65536, 65536)", nullptr, 0);
-  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap.npy"); }),
-            d / "wrap.npy" + ": the shape (65536, 65536, 65536, 65536) in the .npy header needs more than 2^62 bytes "
-                             "of data: the header is damaged");
   {
     std::ofstream f(d / "long_header.npy", std::ios::binary);
     f.write("\x93NUMPY\x02\x00\x40\x0d\x03\x00", 12);  // version 2: a 200000-byte header
@@ -121,8 +119,11 @@ TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
   EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long_header.npy"); }),
             d / "long_header.npy" + ": the .npy header is 200000 bytes, more than the 10000 numpy itself reads: the "
                                     "file is damaged");
-  save(d / "wrap2.npy", "|u1", "(4294967296, 4294967296)", nullptr, 0);
-  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap2.npy"); }),
-            d / "wrap2.npy" + ": the shape (4294967296, 4294967296) in the .npy header needs more than 2^62 bytes "
-                              "of data: the header is damaged");
+  for (const auto& [descr, shape] : {std::pair<std::string, std::string>{"<i4", "(65536, 65536, 65536, 65536)"},
+                                      {"|u1", "(4294967296, 4294967296)"}}) {
+    save(d / "wrap.npy", descr, shape, nullptr, 0);
+    EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap.npy"); }),
+              d / "wrap.npy" + ": the shape " + shape + " in the .npy header needs more than 2^62 bytes of data: the "
+                                                          "header is damaged");
+  }
 }
