@@ -18,8 +18,11 @@ exclude=${SANITIZE_EXCLUDE:-Every64MiB}
 t0=$(date +%s)
 launcher=()
 if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+# -O1 and line tables only (ASan's own advice): about a quarter less compile time than -O2 -g on
+# this code, and reports still name file:line.
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_ENABLE_CUDA=OFF \
-  -DDPTRAIN_FUZZ=ON "${launcher[@]}" > /dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DDPTRAIN_FUZZ=ON "${launcher[@]}" > /dev/null
 # Only what the labels above run (and the binaries their tests start), plus the fuzzers.
 targets=(test_base test_kernels test_runtime test_collectives test_models test_tools dptrain ckptinfo diffckpt collbench
          dptrain_probe fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config fuzz_npy fuzz_tar_index)
