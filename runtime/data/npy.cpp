@@ -95,6 +95,8 @@ NpyArray read_npy(const std::string& path) {
   const int major = b[6];
   if (major < 1 || major > 3) DP_THROW_USER("{}: .npy format version {}.{}, expected 1.x to 3.x", path, major, b[7]);
   const size_t len_bytes = major == 1 ? 2 : 4;
+  if (b.size() < 8 + len_bytes)  // versions 2 and 3: a 4-byte header length
+    DP_THROW_USER("{}: truncated: {} bytes, too short for a version {} .npy header", path, b.size(), major);
   uint32_t hlen = 0;
   std::memcpy(&hlen, b.data() + 8, len_bytes);
   // numpy.load's own limit (max_header_size): a longer header is damaged, and std::regex below

@@ -104,7 +104,8 @@ TEST(Npy, ErrorsNameTheFile) {
 // int64 threw std::out_of_range from std::stoll ("dptrain: error: stoll", no file named); a
 // 200000-byte header crashed dptrain (std::regex recursing per character: a stack overflow);
 // dimensions whose product wraps 2^64 made "needs 0 bytes" match an empty file: an empty file
-// was read as 2^32 samples of 2^32 values each.
+// was read as 2^32 samples of 2^32 values each; a version-2 file of 10 bytes had its header length
+// read past the end (ASan, fuzz_npy).
 TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
   TempDir d("dp-test-npy");
   save(d / "long.npy", "<f4", "(123456789012345678901234567890,)", nullptr, 0);
@@ -119,6 +120,9 @@ TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
   EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long_header.npy"); }),
             d / "long_header.npy" + ": the .npy header is 200000 bytes, more than the 10000 numpy itself reads: the "
                                     "file is damaged");
+  std::ofstream(d / "v2_cut.npy", std::ios::binary).write("\x93NUMPY\x02\x00\x10\x00", 10);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "v2_cut.npy"); }),
+            d / "v2_cut.npy" + ": truncated: 10 bytes, too short for a version 2 .npy header");
   for (const auto& [descr, shape] : {std::pair<std::string, std::string>{"<i4", "(65536, 65536, 65536, 65536)"},
                                       {"|u1", "(4294967296, 4294967296)"}}) {
     save(d / "wrap.npy", descr, shape, nullptr, 0);
