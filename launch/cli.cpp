@@ -41,6 +41,19 @@ void add_run_options(CLI::App& app, RunArgs& a) {
                "with diffckpt --all)");
 }
 
+// `--set k=v model.cfg`: --set takes every value up to the next option (so that `--set a=1 b=2`
+// works), which swallows a config given after it. A --set value without '=' is no override: when
+// no config was given otherwise, that value is the config.
+void take_config_from_sets(RunArgs& a) {
+  if (!a.cfg_path.empty()) return;
+  for (auto it = a.sets.begin(); it != a.sets.end(); ++it) {
+    if (it->find('=') != std::string::npos) continue;
+    a.cfg_path = *it;
+    a.sets.erase(it);
+    return;
+  }
+}
+
 // The cfg overrides the options stand for: --set first, then the dedicated options (which win).
 std::vector<std::string> overrides_of(const RunArgs& a) {
   std::vector<std::string> o = a.sets;
@@ -167,6 +180,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  take_config_from_sets(run_args);
+  take_config_from_sets(sub_args);
   if (sub->parsed()) return reporting_errors([&] { return submit(sub_args, slurm, dry_run); });
   // --nproc N: this process launches N workers (our arguments minus --nproc) and supervises
   // them, after checking once what can be checked (the cfg). The launcher's variables in our

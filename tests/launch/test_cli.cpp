@@ -125,6 +125,26 @@ TEST_F(Cli, BadProfileWindowsAreErrorsBeforeAnyRunDirectory) {
   }
 }
 
+// The cfg after the options: `--set` takes values up to the next option but leaves the config.
+TEST_F(Cli, ConfigAfterSetIsTheConfig) {
+  std::string p = write("[model]\npreset = \"mlp\"\n[train]\nlrr = 1\n");
+  auto r = run({"--set", "train.lr=0.5", p});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: " + p +
+                       ":4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
+                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, "
+                       "schedule, warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, "
+                       "eval_every, log_every, device, precision, threads, accum_steps, workspace_mb, loss_scale_init, "
+                       "loss_scale_growth_interval\n");
+  std::string good = write("[model]\npreset = \"mlp\"\n");
+  r = run({"--set", "data.hflip=true", "train.lrr=0.5", good, "--log-level", "warn"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --set train.lrr=0.5: unknown key 'train.lrr' (did you mean 'train.lr'?)\n");
+  r = run({"submit", "--dry-run", "--set", "train.lrr=0.5", good});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --set train.lrr=0.5: unknown key 'train.lrr' (did you mean 'train.lr'?)\n");
+}
+
 TEST_F(Cli, MissingConfigFile) {
   auto r = run({"/nonexistent.cfg"});
   EXPECT_EQ(r.code, 2);
