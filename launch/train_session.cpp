@@ -16,6 +16,7 @@
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/sampler.h"
 #include "runtime/log.h"
+#include "runtime/suggest.h"
 #include "runtime/tunables.h"
 
 namespace dp::launch {
@@ -103,6 +104,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
     }
     maybe_evaluate(epoch);
   }
+  epoch_complete_ = data.taken >= data.samples;
   return true;
 }
 
@@ -189,9 +191,9 @@ void TrainSession::resume_from(const ResumePoint& r) {
                "(see above)",
                r.path, m.step, r.skipped.size());
   if (m.step > plan_.total)
-    DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {} steps: raise train.steps or train.epochs, "
+    DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {}: raise train.steps or train.epochs, "
                   "or start over with --reset",
-                  r.path, m.step, plan_.total);
+                  r.path, m.step, counted(plan_.total, "step"));
   if (m.dataset_size != n_train || m.shuffle != cfg_.data.shuffle || m.drop_last != cfg_.data.drop_last)
     lg()->warn("checkpoint '{}' was written with {} training samples (shuffle {}, drop_last {}), this run has {} "
                "(shuffle {}, drop_last {}): the rest of the epoch is not the data the interrupted run would have seen",
@@ -236,8 +238,8 @@ void TrainSession::make_reducer() {
 
 // What the run will do, and where it reports as it goes.
 void TrainSession::announce_training() {
-  lg()->info("training: {} steps ({} epochs of {} steps, batch {}{}), optimizer {}, lr {} ({})", plan_.total,
-             plan_.epochs, plan_.steps_per_epoch, plan_.batch_size,
+  lg()->info("training: {} ({} of {}, batch {}{}), optimizer {}, lr {} ({})", counted(plan_.total, "step"),
+             counted(plan_.epochs, "epoch"), counted(plan_.steps_per_epoch, "step"), plan_.batch_size,
              plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", enum_name(cfg_.train.optimizer),
              cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
@@ -418,10 +420,14 @@ void TrainSession::maybe_evaluate(int64_t epoch) {
 }
 
 // Without train.eval_every, every epoch ends with an evaluation; with it, the run does unless
-// its last step had one.
+// its last step had one. A run that ends inside an epoch (train.steps) says where.
 void TrainSession::maybe_evaluate_after_epoch(int64_t epoch) {
-  if (cfg_.train.eval_every == 0 || (step_ == plan_.total && !evaluated_last_))
-    evaluate_and_log(fmt::format("after epoch {} (step {})", epoch + 1, step_), epoch);
+  if (cfg_.train.eval_every != 0 && (step_ != plan_.total || evaluated_last_)) return;
+  if (epoch_complete_) return evaluate_and_log(fmt::format("after epoch {} (step {})", epoch + 1, step_), epoch);
+  const int64_t into = step_ - epoch * plan_.steps_per_epoch;
+  evaluate_and_log(fmt::format("at step {} ({} of {} into epoch {})", step_, into,
+                               counted(plan_.steps_per_epoch, "step"), epoch + 1),
+                   epoch);
 }
 
 // Collective (the evaluation's all-reduces); its log line, scalars and rank 0's metrics line.
@@ -533,7 +539,7 @@ TrainResult TrainSession::finish() {
   if (gpu_) report_gpu_memory();
   result_.seconds = seconds_since(t_start_);
   if (cfg_.checkpoint.final && writer_) write_final_weights();
-  lg()->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step_, hms(result_.seconds),
+  lg()->info("done: {} in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", counted(step_, "step"), hms(result_.seconds),
              result_.final_eval.top1, result_.final_eval.top5, result_.final_eval.loss);
   return result_;
 }

@@ -11,6 +11,7 @@
 #include "runtime/metrics/step_range.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/sgd.h"
+#include "runtime/suggest.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -100,8 +101,8 @@ StepPlan plan_steps(const Config& cfg, int64_t train_samples, int world) {
   try {
     optim::validate_schedule(schedule_of(cfg.train), p.total);
   } catch (const UserError& e) {
-    DP_THROW_USER("{}: {}; the run has {} steps (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
-                  e.what(), p.total, cfg.train.warmup_steps);
+    DP_THROW_USER("{}: {}; the run has {} (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
+                  e.what(), counted(p.total, "step"), cfg.train.warmup_steps);
   }
   return p;
 }
