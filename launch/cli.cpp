@@ -86,8 +86,16 @@ std::string self_exe() {
   return p.string();
 }
 
-// dptrain submit: resolve the cfg here (so its errors show now, not in the job), write the
-// script into the run directory and hand it to sbatch, or print it.
+// The snapshot's path in run_path: a name of its own per submission (a queued job keeps its file).
+std::string free_snapshot_path(const std::string& run_path, std::time_t now) {
+  for (int attempt = 1;; ++attempt) {
+    const std::string p = run_path + "/" + snapshot_name(now, attempt);
+    if (!std::filesystem::exists(p)) return p;
+  }
+}
+
+// dptrain submit: resolve the cfg here (so its errors show now, not in the job), snapshot it into
+// the run directory, write the script that runs the snapshot and hand it to sbatch, or print it.
 int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   if (a.cfg_path.empty()) {
     std::fprintf(stderr, "dptrain: error: no config given; try: dptrain submit --nodes 2 --gpus-per-node 4 "
@@ -99,33 +107,33 @@ int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   log::parse_levels(cfg.run.log_levels);  // fail at the prompt, not in the queue
   check_tunables();                       // (sbatch hands the job this environment)
   namespace fs = std::filesystem;
-  const std::string root = fs::absolute(cfg.run.dir).lexically_normal().string();
-  SbatchJob job{.slurm = slurm,
-                .job_name = cfg.run.name,
-                .workdir = fs::current_path().string(),
-                .run_path = root + "/" + cfg.run.name,
-                .dptrain = self_exe(),
-                .args = {fs::absolute(a.cfg_path).lexically_normal().string()}};
-  // The job's command line: the same overrides, with the run directory made absolute. Never
-  // --reset: a requeued job must resume, not start over.
-  for (const auto& s : a.sets) job.args.insert(job.args.end(), {"--set", s});
-  if (!a.log_level.empty()) job.args.insert(job.args.end(), {"--log-level", a.log_level});
-  if (a.dump_replicas) job.args.push_back("--dump-replicas");
-  job.args.insert(job.args.end(), {"--run-dir", root, "--name", cfg.run.name});
+  cfg.run.dir = fs::absolute(cfg.run.dir).lexically_normal().string();
+  const std::string run_path = cfg.run.dir + "/" + cfg.run.name;
+  const std::string snapshot = free_snapshot_path(run_path, std::time(nullptr));
+  // Never --reset: a requeued job must resume, not start over. --run-dir and --name repeat what
+  // the snapshot says, for whoever reads the script.
+  SbatchJob job{.slurm = slurm, .job_name = cfg.run.name, .workdir = fs::current_path().string(),
+                .run_path = run_path, .dptrain = self_exe(),
+                .args = {snapshot, "--run-dir", cfg.run.dir, "--name", cfg.run.name}};
   const std::string script = sbatch_script(job);
+  if (const std::string w = finished_run_warning(run_path); !w.empty())
+    std::fprintf(stderr, "dptrain submit: warning: %s\n", w.c_str());
   if (dry_run) {
     std::fputs(script.c_str(), stdout);
     // Slurm opens the job's output files before the script runs: their folder must exist.
-    std::fprintf(stderr, "dptrain submit: dry run, nothing written; to submit this script yourself, first create %s/%s/logs\n",
-                 root.c_str(), cfg.run.name.c_str());
+    std::fprintf(stderr, "dptrain submit: dry run, nothing written; without --dry-run, submit writes the script, "
+                         "%s/logs and the cfg snapshot %s the script runs\n",
+                 run_path.c_str(), snapshot.c_str());
     return 0;
   }
-  RunDir run(root, cfg.run.name);
+  RunDir run(cfg.run.dir, cfg.run.name);
+  run.write_text(fs::path(snapshot).filename().string(), snapshot_text(to_toml(cfg), a.cfg_path));
   run.write_text("submit.sbatch", script);
   const std::string path = run.file("submit.sbatch");
   const std::string id = submit_sbatch(path);
-  std::printf("dptrain: submitted batch job %s (script %s; task output %s/logs/slurm-%s-<task>.out)\n", id.c_str(),
-              path.c_str(), run.path().c_str(), id.c_str());
+  std::printf("dptrain: submitted batch job %s (script %s, running the cfg snapshot %s; task output "
+              "%s/logs/slurm-%s-<task>.out)\n",
+              id.c_str(), path.c_str(), snapshot.c_str(), run.path().c_str(), id.c_str());
   return 0;
 }
 }  // namespace
