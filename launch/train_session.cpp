@@ -5,12 +5,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "base/error.h"
 #include "collectives/bootstrap/factory.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
+#include "launch/run_history.h"
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/cuda/nvtx.h"
@@ -172,10 +174,14 @@ void TrainSession::resume_or_start_over() {
   ckpts_ = std::make_unique<CheckpointDir>(run_->file("checkpoints"));
   if (writer_) ckpts_->prepare();
   if (options_.reset || !cfg_.checkpoint.resume) {
+    const char* why = options_.reset ? "--reset" : "checkpoint.resume = false";
     const int n = writer_ ? ckpts_->remove_all() : 0;
-    if (n > 0)
-      lg()->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}",
-                 options_.reset ? "--reset" : "checkpoint.resume = false", n, ckpts_->path());
+    if (n > 0) lg()->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}", why, n, ckpts_->path());
+    if (writer_) {
+      const SetAside s = set_aside_earlier_run(*run_, std::time(nullptr));
+      if (!s.folder.empty())
+        lg()->warn("{}: moved the earlier run's {} to {}; this run starts clean files", why, join(s.moved), s.folder);
+    }
   } else if (auto r = resume_latest(*ckpts_, *model_, *opt_)) {
     resume_from(*r);
   }
@@ -208,6 +214,14 @@ void TrainSession::resume_from(const ResumePoint& r) {
   start_samples_ = m.epoch_samples;
   result_.resumed_from_step = step_;
   result_.resumed_from = r.path;
+  if (writer_) {
+    // The steps after the checkpoint are redone: their metrics lines go; an evaluation of the
+    // checkpoint's step that was logged already is not logged again.
+    const MetricsTrim t = trim_metrics_file(*run_, m.step);
+    if (t.dropped > 0)
+      lg()->info("metrics.jsonl: dropped {} line(s) of the steps after {} (this run redoes them)", t.dropped, m.step);
+    if (t.eval_at_step) eval_logged_at_ = step_;
+  }
   lg()->info("resumed from {}: step {}, epoch {}, {} samples of it done", r.path, step_, start_epoch_ + 1,
              start_samples_);
 }
@@ -435,8 +449,9 @@ void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
   result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get());
   const EvalResult& e = result_.final_eval;
   tel_->end_progress_line();
-  tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
   lg()->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, e.loss, e.top1, e.top5, e.samples);
+  if (step_ == eval_logged_at_) return;  // resumed at a step whose evaluation the files hold already
+  tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
   if (rank_ == 0)
     run_->append_metrics({{"split", "eval"}, {"step", step_}, {"epoch", epoch + 1}, {"loss", e.loss}, {"top1", e.top1},
                           {"top5", e.top5}, {"samples", e.samples}, {"time", seconds_since(t_start_)}});

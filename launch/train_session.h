@@ -166,6 +166,7 @@ class TrainSession {
   int64_t cur_epoch_ = 0, cur_samples_ = 0;
   bool evaluated_last_ = false;  // the last step was followed by an evaluation
   bool epoch_complete_ = false;  // the last run_epoch used up its epoch's data
+  int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
   std::unique_ptr<Reducer> reducer_;
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;
