@@ -186,6 +186,27 @@ void TrainSession::resume_or_start_over() {
     resume_from(*r);
   }
   cur_epoch_ = start_epoch_, cur_samples_ = start_samples_;
+  if (renumbered_from_ >= 0) checkpoint_renumbered_position();
+}
+
+// Resumed at another step number than its checkpoint's (another world size or batch): the
+// earlier run's checkpoints numbered above this run's step move into a subfolder (they would
+// shadow this run's newer ones) and the position is checkpointed under its new number at once.
+// Collective: a barrier first (every rank has loaded the checkpoint before rank 0 moves it), then
+// save_checkpoint's.
+void TrainSession::checkpoint_renumbered_position() {
+  comm_->barrier();
+  if (writer_) {
+    const std::string sub = fmt::format("renumbered-at-step-{}", step_);
+    const std::vector<std::string> moved = ckpts_->move_above(step_, sub);
+    if (!moved.empty())
+      lg()->warn("moved the earlier run's checkpoint(s) {} into {}/{}: their step numbers are above this run's {}",
+                 join(moved), ckpts_->path(), sub, step_);
+    // metrics.jsonl's step numbers change meaning here: one line says so.
+    run_->append_metrics({{"split", "renumbered"}, {"step", step_}, {"checkpoint_step", renumbered_from_},
+                          {"world_size", world_}, {"batch_size", plan_.batch_size}, {"accum_steps", plan_.accum}});
+  }
+  save_checkpoint();
 }
 
 // Takes the checkpoint's position, warning where this run's data or batch differ from its.
@@ -196,19 +217,26 @@ void TrainSession::resume_from(const ResumePoint& r) {
     lg()->warn("resuming from the previous good checkpoint {} (step {}) because {} newer one(s) failed their checks "
                "(see above)",
                r.path, m.step, r.skipped.size());
-  if (m.step > plan_.total)
-    DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {}: raise train.steps or train.epochs, "
+  // Where a straight run of this world size and batch is after the checkpoint's samples.
+  const int64_t at = step_at_position(plan_, world_, cfg_.data.drop_last, m.epoch, std::min(m.epoch_samples, n_train));
+  if (at > plan_.total)
+    DP_THROW_USER("checkpoint '{}' is at step {} of this run, beyond its {}: raise train.steps or train.epochs, "
                   "or start over with --reset",
-                  r.path, m.step, counted(plan_.total, "step"));
+                  r.path, at, counted(plan_.total, "step"));
   if (m.dataset_size != n_train || m.shuffle != cfg_.data.shuffle || m.drop_last != cfg_.data.drop_last)
     lg()->warn("checkpoint '{}' was written with {} training samples (shuffle {}, drop_last {}), this run has {} "
                "(shuffle {}, drop_last {}): the rest of the epoch is not the data the interrupted run would have seen",
                r.path, m.dataset_size, m.shuffle, m.drop_last, n_train, cfg_.data.shuffle, cfg_.data.drop_last);
-  if (m.batch_size * m.world_size != bs * world_size)
-    lg()->warn("checkpoint '{}' was written with batch {} x {} rank(s), this run uses {} x {}: the step count goes on "
-               "from {}, the epoch from sample {}",
-               r.path, m.batch_size, m.world_size, bs, world_size, m.step, m.epoch_samples);
-  step_ = last_saved_ = m.step;
+  if (at != m.step)
+    lg()->warn("checkpoint '{}' was written at step {} with batch {} x {} rank(s); this run uses {} x {}{}: it goes on "
+               "at step {} of its {}, where a straight run of its own sees the same samples (epoch {}, sample {}), so "
+               "its schedule and its end follow the samples seen",
+               r.path, m.step, m.batch_size, m.world_size, bs, world_size,
+               plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", at, plan_.total, m.epoch + 1,
+               m.epoch_samples);
+  step_ = at;
+  last_saved_ = at == m.step ? at : -1;
+  renumbered_from_ = at == m.step ? -1 : m.step;
   start_epoch_ = m.epoch;
   // epoch_samples counts every rank's samples: the consumed prefix of the epoch's order.
   start_samples_ = m.epoch_samples;

@@ -93,6 +93,7 @@ class TrainSession {
   void open_run_directory();
   void resume_or_start_over();
   void resume_from(const ResumePoint& r);
+  void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
   void announce_training();
@@ -167,6 +168,7 @@ class TrainSession {
   bool evaluated_last_ = false;  // the last step was followed by an evaluation
   bool epoch_complete_ = false;  // the last run_epoch used up its epoch's data
   int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
+  int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;
