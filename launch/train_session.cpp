@@ -15,6 +15,7 @@
 #include "launch/run_history.h"
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/weights_file.h"
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/sampler.h"
 #include "runtime/log.h"
@@ -185,6 +186,7 @@ void TrainSession::resume_or_start_over() {
   } else if (auto r = resume_latest(*ckpts_, *model_, *opt_)) {
     resume_from(*r);
   }
+  if (result_.resumed_from_step < 0 && !cfg_.model.init.empty()) init_from_weights();
   cur_epoch_ = start_epoch_, cur_samples_ = start_samples_;
   if (renumbered_from_ >= 0) checkpoint_renumbered_position();
 }
@@ -207,6 +209,21 @@ void TrainSession::checkpoint_renumbered_position() {
                           {"world_size", world_}, {"batch_size", plan_.batch_size}, {"accum_steps", plan_.accum}});
   }
   save_checkpoint();
+}
+
+// model.init: a fresh run starts from these weights (every rank reads them; rank 0's are then
+// broadcast like any start), except the tensors model.init_skip leaves fresh. The optimizer starts
+// fresh. A resumed run continues from its own checkpoints and never comes here.
+void TrainSession::init_from_weights() {
+  const WeightsLoad w =
+      load_weights(cfg_.model.init, *model_, cfg_.model.init_skip,
+                   "Leave tensors at their fresh initialisation with model.init_skip (glob patterns, e.g. "
+                   "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of");
+  lg()->info("model.init: {} of the model's {} tensors from {} ({})", w.plan.load.size(), model_->state().size(),
+             w.path, weights_kind_name(w.kind));
+  if (!w.plan.skipped.empty())
+    lg()->info("model.init_skip: left at their fresh initialisation: {}", join(w.plan.skipped));
+  if (!w.plan.unused.empty()) lg()->info("model.init_skip: not used from the file: {}", join(w.plan.unused));
 }
 
 // Takes the checkpoint's position, warning where this run's data or batch differ from its.
@@ -276,6 +293,11 @@ void TrainSession::make_reducer() {
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
+  if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
+  buffer_bcast_ = std::make_unique<BufferBroadcast>(*model_);
+  if (buffer_bcast_->empty()) return buffer_bcast_.reset();
+  lg()->info("buffers: rank 0's {} buffers ({:.1f} KB) replace the other ranks' after every step (dist.broadcast_buffers)",
+             buffer_bcast_->count(), buffer_bcast_->bytes() / 1e3);
 }
 
 // What the run will do, and where it reports as it goes.
@@ -313,6 +335,11 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
   optimizer_step(lr);
+  if (buffer_bcast_) {
+    const auto t0 = Clock::now();
+    buffer_bcast_->run(*comm_, gpu_.get());  // one model on every rank at every step boundary
+    tel_->phase("broadcast_buffers", t0, Clock::now());
+  }
   tel_->end_step();
   ++step_;
   if (gpu_) gpu_->after_step(step_);

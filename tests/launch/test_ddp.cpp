@@ -121,9 +121,10 @@ TEST(Compression, SixteenBitGradientsStayCloseAndReplicasIdentical) {
   remove_runs(roots);
 }
 
-// A model with batch norm on 2 ranks: without SyncBN each rank's running statistics follow its
-// own batches, so exactly those differ between replicas while every trainable weight is the same;
-// with SyncBN every tensor is identical.
+// A model with batch norm on 2 ranks: with dist.broadcast_buffers = false and without SyncBN each
+// rank's running statistics follow its own batches, so exactly those differ between replicas
+// while every trainable weight is the same; with SyncBN every tensor is identical. (The default,
+// broadcast_buffers = true, is BroadcastBuffers below.)
 TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   std::vector<std::string> roots;
@@ -134,7 +135,8 @@ TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt
     const std::string cmd = kBin + " --nproc 2 " + DPTRAIN_SOURCE_DIR + "/models/fmnist_cnn.cfg --run-dir " + root +
                             " --set train.steps=12 --set train.warmup_steps=2 --set data.train_limit=1024"
                             " --set data.eval_limit=256 --set train.batch_size=32 --dump-replicas --log-level warn"
-                            " --set model.sync_bn=" + (sync ? "true" : "false") + " > " + root + ".log 2>&1";
+                            " --set model.sync_bn=" + (sync ? "true" : "false") +
+                            " --set dist.broadcast_buffers=false > " + root + ".log 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     const std::string diff = root + ".diff";
     const int rc = std::system((std::string(DPTRAIN_BINARY_DIR) + "/diffckpt --all " + root +
