@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "launch/inference.h"
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
 #include "launch/submit.h"
@@ -136,35 +137,12 @@ int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
               id.c_str(), path.c_str(), snapshot.c_str(), run.path().c_str(), id.c_str());
   return 0;
 }
-}  // namespace
-
-int run_cli(int argc, char** argv) {
-  CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
-               "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
-               "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
-               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
-               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
-               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)"};
-  app.set_version_flag("--version", "dptrain 0.1.0");
-  app.footer(tunables_help());
-  RunArgs run_args;
-  bool reference = false, list_layers = false, reset = false;
-  int nproc = 1;
-  add_run_options(app, run_args);
-  app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
-      ->check(CLI::Range(1, 1024));
-  app.add_flag("--print-config-reference", reference,
-               "print every cfg key and environment tunable (Markdown) and exit");
-  app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
-  app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
-
+// `dptrain submit`'s options.
+CLI::App* add_submit_command(CLI::App& app, RunArgs& sub_args, SlurmOptions& slurm, bool& dry_run) {
   CLI::App* sub = app.add_subcommand(
       "submit", "write an sbatch script for model.cfg into the run directory (<run.dir>/<run.name>/submit.sbatch) and "
                 "submit it with sbatch: one task per GPU, srun --mpi=pmix, requeued on preemption "
                 "(SIGUSR1 90 s before the time limit)");
-  RunArgs sub_args;
-  SlurmOptions slurm;
-  bool dry_run = false;
   add_run_options(*sub, sub_args);
   sub->add_option("--nodes", slurm.nodes, "nodes (default 1)")->check(CLI::Range(1, 100000));
   sub->add_option("--gpus-per-node", slurm.gpus_per_node,
@@ -183,6 +161,103 @@ int run_cli(int argc, char** argv) {
   sub->add_option("--nodelist", slurm.nodelist, "nodes to run on, e.g. node[01-04]");
   sub->add_flag("--dry-run", dry_run, "print the script instead of writing and submitting it");
 
+  return sub;
+}
+
+// `dptrain eval` and `dptrain predict`: the cfg, the weights, and what to read and write.
+struct InferArgs {
+  std::string cfg_path;
+  std::vector<std::string> sets;
+  std::string log_level;
+  InferenceOptions o;
+};
+
+CLI::App* add_inference_command(CLI::App& app, InferArgs& a, bool predict) {
+  CLI::App* c = app.add_subcommand(
+      predict ? "predict" : "eval",
+      predict ? "the top-k classes and probabilities of every sample of --input, in input order, as JSON lines in --out "
+                "(data-parallel with --nproc or srun)"
+              : "evaluate --weights on the cfg's evaluation split: loss, top-1, top-5, the same on any number of "
+                "ranks (--nproc or srun)");
+  c->fallthrough();  // --nproc after the command's name
+  c->add_option("config", a.cfg_path, "model.cfg (TOML): the model the weights are of, and the data and batch size");
+  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  c->add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (run.log_level)");
+  c->add_option("--weights", a.o.weights,
+                "a dptrain final.safetensors or checkpoint, or a safetensors state_dict (torchvision names)")
+      ->required();
+  if (predict) {
+    c->add_option("--input", a.o.input, "an IDX image file or a CIFAR-10 binary file")->required();
+    c->add_option("--out", a.o.out, "the predictions, one JSON line per sample (written whole or not at all)")
+        ->required();
+    c->add_option("--topk", a.o.topk, "classes per sample (default 5)")->check(CLI::Range(1, 1000000));
+  } else {
+    c->add_option("--out", a.o.out, "also write the metrics as one JSON line to this file");
+  }
+  return c;
+}
+
+// eval or predict: the cfg checked here (in the launcher too, before any worker starts).
+int inference(InferArgs a, bool predict, int nproc, bool launcher, int argc, char** argv) {
+  RunArgs r{.cfg_path = a.cfg_path, .sets = a.sets};
+  take_config_from_sets(r);
+  if (r.cfg_path.empty()) {
+    std::fprintf(stderr, "dptrain: error: no config given; try: dptrain %s models/fmnist_cnn.cfg --weights "
+                         "runs/fmnist_cnn/final.safetensors%s (see dptrain %s --help)\n",
+                 predict ? "predict" : "eval",
+                 predict ? " --input /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --out preds.jsonl" : "",
+                 predict ? "predict" : "eval");
+    return 2;
+  }
+  if (!a.log_level.empty()) r.sets.push_back("run.log_level=\"" + a.log_level + "\"");
+  const Config cfg = load_config(r.cfg_path, r.sets);
+  models::validate_model(cfg.model);
+  if (!std::filesystem::exists(a.o.weights))
+    DP_THROW_USER("--weights {}: no such file (give a final.safetensors, a checkpoint or a safetensors state_dict)",
+                  a.o.weights);
+  if (launcher) {
+    check_tunables();
+    return run_local(nproc, worker_args_of(argc, argv));
+  }
+  log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
+  tunables();
+  return predict ? run_predict(cfg, a.o) : run_eval(cfg, a.o);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
+               "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
+               "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
+               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
+               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
+               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
+               "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
+               "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample"};
+  app.set_version_flag("--version", "dptrain 0.1.0");
+  app.footer(tunables_help());
+  RunArgs run_args;
+  bool reference = false, list_layers = false, reset = false;
+  int nproc = 1;
+  add_run_options(app, run_args);
+  app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--print-config-reference", reference,
+               "print every cfg key and environment tunable (Markdown) and exit");
+  app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
+  app.add_flag("--reset", reset,
+               "start over: delete the run directory's checkpoints instead of resuming from them (the earlier run's "
+               "metrics, event files and final weights move into <run>/before-reset-<time>/)");
+
+  RunArgs sub_args;
+  SlurmOptions slurm;
+  bool dry_run = false;
+  CLI::App* sub = add_submit_command(app, sub_args, slurm, dry_run);
+  InferArgs eval_args, predict_args;
+  CLI::App* eval = add_inference_command(app, eval_args, false);
+  CLI::App* predict = add_inference_command(app, predict_args, true);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -197,6 +272,10 @@ int run_cli(int argc, char** argv) {
   const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
+  if (eval->parsed() || predict->parsed()) {
+    const bool p = predict->parsed();
+    return reporting_errors([&] { return inference(p ? predict_args : eval_args, p, nproc, launcher, argc, argv); });
+  }
   return reporting_errors([&] {
     if (launcher && (reference || list_layers)) return run_local(nproc, worker_args_of(argc, argv));
     if (reference) {

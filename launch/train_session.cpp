@@ -215,10 +215,7 @@ void TrainSession::checkpoint_renumbered_position() {
 // broadcast like any start), except the tensors model.init_skip leaves fresh. The optimizer starts
 // fresh. A resumed run continues from its own checkpoints and never comes here.
 void TrainSession::init_from_weights() {
-  const WeightsLoad w =
-      load_weights(cfg_.model.init, *model_, cfg_.model.init_skip,
-                   "Leave tensors at their fresh initialisation with model.init_skip (glob patterns, e.g. "
-                   "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of");
+  const WeightsLoad w = init_model_weights(cfg_.model, *model_);
   lg()->info("model.init: {} of the model's {} tensors from {} ({})", w.plan.load.size(), model_->state().size(),
              w.path, weights_kind_name(w.kind));
   if (!w.plan.skipped.empty())

@@ -129,6 +129,12 @@ int64_t step_at_position(const StepPlan& p, int world, bool drop_last, int64_t e
   return epoch * p.steps_per_epoch + p.steps_per_epoch - steps_left;
 }
 
+WeightsLoad init_model_weights(const ModelConfig& m, Graph& model) {
+  return load_weights(m.init, model, m.init_skip,
+                      "Leave tensors at their fresh initialisation with model.init_skip (glob patterns, e.g. "
+                      "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of");
+}
+
 ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {
   ReducerOptions ro;
   ro.first_bucket_bytes = static_cast<int64_t>(d.first_bucket_mb * 1e6);

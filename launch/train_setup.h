@@ -14,6 +14,7 @@
 #include "base/device.h"
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/reducer/reducer.h"
+#include "runtime/checkpoint/weights_file.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 #include "runtime/optim/optimizer.h"
@@ -63,6 +64,10 @@ StepPlan plan_steps(const Config& cfg, int64_t train_samples, int world);
 // straight run of this world size ends. At the checkpoint's own world size and batch it is the
 // checkpoint's step.
 int64_t step_at_position(const StepPlan& plan, int world, bool drop_last, int64_t epoch, int64_t samples);
+
+// model.init -> the model's starting weights, except the tensors model.init_skip leaves fresh
+// (runtime/checkpoint/weights_file.h); throws UserError naming every mismatch and what to change.
+WeightsLoad init_model_weights(const ModelConfig& m, Graph& model);
 
 // dist.* -> the gradient reducer's options; gpu: the run's execution context when the gradients
 // live on a GPU, else null.
