@@ -513,6 +513,46 @@ int TcpStoreServer::port() const { return impl_->port; }
 
 // ===================================== client =====================================
 
+namespace {
+
+// One try at every address of host:port; an empty UniqueFd (last_err says why) when none answers.
+UniqueFd connect_once(const std::string& host, int port, Clock::time_point deadline, std::string& last_err) {
+  AddrInfoList ai;
+  last_err = resolve(host, port, /*passive=*/false, ai);
+  for (addrinfo* a = ai.head; a; a = a->ai_next) {
+    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+    if (!fd) {
+      last_err = sys_error(errno);
+      continue;
+    }
+    int rc = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      // Bounded: an unreachable host would otherwise hold us for the kernel's SYN retries.
+      pollfd p{fd.get(), POLLOUT, 0};
+      rc = ::poll(&p, 1, std::min(ms_until(deadline), 5000));
+      if (rc == 1) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      } else {
+        rc = -1;
+        errno = ETIMEDOUT;
+      }
+    }
+    if (rc != 0) {
+      last_err = sys_error(errno);
+      continue;
+    }
+    set_nodelay(fd.get());
+    return fd;
+  }
+  return UniqueFd();
+}
+
+}  // namespace
+
 TcpStoreClient::TcpStoreClient(const std::string& who, const std::string& host, int port, int rank, int world_size,
                                double timeout_s, double report_s)
     : who_(who), endpoint_(fmt::format("{}:{}", host, port)) {
@@ -522,37 +562,7 @@ TcpStoreClient::TcpStoreClient(const std::string& who, const std::string& host, 
   auto backoff = std::chrono::milliseconds(10);
   std::string last_err;
   while (!fd_) {
-    AddrInfoList ai;
-    last_err = resolve(host, port, /*passive=*/false, ai);
-    for (addrinfo* a = ai.head; a && !fd_; a = a->ai_next) {
-      UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
-      if (!fd) {
-        last_err = sys_error(errno);
-        continue;
-      }
-      int rc = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
-      if (rc != 0 && errno == EINPROGRESS) {
-        // Bounded: an unreachable host would otherwise hold us for the kernel's SYN retries.
-        pollfd p{fd.get(), POLLOUT, 0};
-        rc = ::poll(&p, 1, std::min(ms_until(deadline), 5000));
-        if (rc == 1) {
-          int err = 0;
-          socklen_t len = sizeof err;
-          ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-          rc = err == 0 ? 0 : -1;
-          errno = err;
-        } else {
-          rc = -1;
-          errno = ETIMEDOUT;
-        }
-      }
-      if (rc != 0) {
-        last_err = sys_error(errno);
-        continue;
-      }
-      set_nodelay(fd.get());
-      fd_ = std::move(fd);
-    }
+    fd_ = connect_once(host, port, deadline, last_err);
     if (fd_) break;
     if (Clock::now() + backoff >= deadline)
       throw DpError(fmt::format("{}: rank {} could not connect to the TCP store at {} (served by rank 0) within {}: "
