@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "runtime/log.h"
 
@@ -98,6 +100,7 @@ void Telemetry::show_progress(const StepPosition& at) {
   ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.samples;
   ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
   ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
+  ps.straggler = straggler_note_;
   progress(ps, at.step == at.total);
 }
 
@@ -125,7 +128,36 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
                         {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
                         {"comm_exposed_s", w.exposed_s / w.steps}, {"loss_scale", at.loss_scale},
                         {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}});
+  report_stragglers(at.step, run);
   lg->flush();  // the rank's log file follows the run window by window
+}
+
+void Telemetry::watch_stragglers(Communicator& comm, double threshold_ms) {
+  if (comm.size() < 2 || comm.flight_recorder() == nullptr) return;
+  stragglers_ = std::make_unique<StragglerWatch>(comm, threshold_ms);
+  straggler_ms_ = threshold_ms;
+  hosts_ = comm.rank_hosts();
+}
+
+void Telemetry::report_stragglers(int64_t step, RunDir& run) {
+  if (!stragglers_) return;
+  const StragglerReport rep = stragglers_->collect();
+  if (rank_ != 0 || rep.collectives == 0) return;
+  const std::string host = rep.rank >= 0 && static_cast<size_t>(rep.rank) < hosts_.size() ? hosts_[rep.rank] : "";
+  nlohmann::json skew = nlohmann::json::array();
+  for (double s : rep.bucket_skew_ms) skew.push_back(std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr));
+  nlohmann::json line = {{"split", "comm"}, {"step", step}, {"collectives", rep.collectives},
+                         {"bucket_skew_ms", skew}, {"last_rank", rep.rank}, {"last_host", host},
+                         {"last_count", rep.last_count}, {"lateness_ms", rep.lateness_ms},
+                         {"straggler", rep.flagged ? nlohmann::json(rep.rank) : nlohmann::json(nullptr)},
+                         {"time", seconds_since(run_start_)}};
+  run.append_metrics(line);
+  straggler_note_ = rep.flagged ? fmt::format("rank {} on {} +{:.0f}ms", rep.rank, host, rep.lateness_ms) : "";
+  if (rep.flagged)
+    log::get("train")->warn("straggler: rank {} on host {} arrived last at {} of {} gradient all-reduces, {:.1f} ms "
+                            "after the typical rank (threshold dist.straggler_ms = {:g})",
+                            rep.rank, host, rep.last_count, rep.collectives, rep.lateness_ms,
+                            straggler_ms_);
 }
 
 void Telemetry::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {

@@ -26,6 +26,7 @@
 #include "launch/batch_feed.h"
 #include "launch/datasets.h"
 #include "launch/evaluate.h"
+#include "launch/flight_signal.h"
 #include "launch/gpu_run.h"
 #include "launch/run_dir.h"
 #include "launch/stop_signals.h"
@@ -91,6 +92,7 @@ class TrainSession {
   void choose_the_device();
   void open_data_and_build_model();
   void open_run_directory();
+  void watch_communication();
   void resume_or_start_over();
   void resume_from(const ResumePoint& r);
   void share_rank0_state();
@@ -136,6 +138,7 @@ class TrainSession {
   // communicator, the model and the optimizer before the GPU run they live on.
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<FlightSignal> flight_signal_;  // SIGUSR2: the flight record (before comm_ goes)
   int rank_ = 0, world_ = 1;
   // Rank 0 alone writes and deletes checkpoints and the final weights (every rank writes its
   // own replica); the others wait for a checkpoint at a barrier.

@@ -122,6 +122,9 @@ std::vector<Field> schema(Config& c) {
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
       {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress},
+      {"dist", "straggler_ms", "the straggler report (metrics.jsonl, progress line) names the rank that arrived last "
+       "at the gradient all-reduces most often when it came this many ms later than the typical rank",
+       &c.dist.straggler_ms, 0, 1e9},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},

@@ -25,9 +25,11 @@ enum class Tunable {
   RingShmBytes,
   RingSpinUs,
   RingHost,
+  RingHierarchical,
   PmixLib,
   Pmi2Lib,
   RunId,
+  FlightRecords,
   FaultKillAfterStep,
 };
 inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultKillAfterStep) + 1;

@@ -144,7 +144,13 @@ std::vector<PeerStatus> ControlPlane::query_status(double wait_s, uint64_t about
   });
   std::vector<PeerStatus> out;
   for (auto& p : peers_) out.push_back(p.state);
+  last_status_ = out;
   return out;
+}
+
+std::vector<PeerStatus> ControlPlane::last_status() const {
+  std::lock_guard lock(mu_);
+  return last_status_;
 }
 
 void ControlPlane::await_peer_verdict(int peer, double wait_s) {

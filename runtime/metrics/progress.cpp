@@ -32,6 +32,7 @@ std::string format_progress(const ProgressState& s) {
     out += s.samples_per_s >= 100 ? fmt::format("  {:.0f} samples/s", s.samples_per_s)
                                   : fmt::format("  {:.1f} samples/s", s.samples_per_s);
   if (s.eta_s >= 0) out += "  ETA " + format_duration(s.eta_s);
+  if (!s.straggler.empty()) out += "  straggler " + s.straggler;
   return out;
 }
 
