@@ -19,7 +19,7 @@ namespace dp::ring {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x47525044;  // "DPRG"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: 40-byte stream headers with the desync hash (transport.h)
 enum : uint32_t { kData = 0, kControl = 1 };
 constexpr uint8_t kAck = 0xA5;
 

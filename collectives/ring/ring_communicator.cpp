@@ -335,7 +335,8 @@ class RingCommunicator final : public Communicator {
       fp.awaited = c.in_flight > 0 && transport_->awaiting(p);
       const ring::PeerStatus now = control_->peer_state(p);
       fp.closed = now.closed && !now.said_bye;
-      if (static_cast<size_t>(p) < st.size()) {
+      // A peer that had left when asked could not answer: that is no silence.
+      if (static_cast<size_t>(p) < st.size() && !st[p].closed) {
         fp.queried = true;
         fp.answered = st[p].answered;
         fp.entered = st[p].entered;

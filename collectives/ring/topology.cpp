@@ -39,12 +39,32 @@ RingTopology::RingTopology(int rank, std::vector<int> node, std::vector<std::str
   leaders_.me = leader() ? node_index_[static_cast<size_t>(rank)] : -1;
 }
 
+int RingTopology::hosts_of(const std::vector<int>& ranks) const {
+  std::vector<std::string> seen;
+  for (int r : ranks)
+    if (std::find(seen.begin(), seen.end(), host(r)) == seen.end()) seen.push_back(host(r));
+  return static_cast<int>(seen.size());
+}
+
 bool RingTopology::hierarchical() const { return nodes() > 1 && nodes() < size(); }
+
+std::string rank_list(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += fmt::format("{}{}", i > 0 ? ", " : "", j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : std::to_string(ranks[i]));
+    i = j + 1;
+  }
+  return out;
+}
 
 std::string RingTopology::name(std::vector<int> ranks) const {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  if (!several_hosts_) return format_ranks(ranks);
+  if (!several_hosts_) return rank_list(ranks);
   // Hosts in the order of their first rank named; each with its ranks.
   std::vector<std::pair<std::string, std::vector<int>>> by_host;
   for (int r : ranks) {
@@ -54,7 +74,7 @@ std::string RingTopology::name(std::vector<int> ranks) const {
     else it->second.push_back(r);
   }
   std::string out;
-  for (const auto& [h, rs] : by_host) out += fmt::format("{}{} on host {}", out.empty() ? "" : ", ", format_ranks(rs), h);
+  for (const auto& [h, rs] : by_host) out += fmt::format("{}{} on host {}", out.empty() ? "" : ", ", rank_list(rs), h);
   return out;
 }
 

@@ -50,6 +50,8 @@ class RingTopology {
   // "rank 2", "ranks 4-5"; on several hosts with the hosts: "ranks 4-5 on host h3",
   // "rank 1 on host h1, ranks 4-5 on host h3" (ranks sorted, grouped by host in rank order).
   std::string name(std::vector<int> ranks) const;
+  // The hosts of `ranks`, each once.
+  int hosts_of(const std::vector<int>& ranks) const;
 
  private:
   int rank_;
@@ -59,6 +61,9 @@ class RingTopology {
   bool several_hosts_ = false;
   Group world_, local_, leaders_;
 };
+
+// "rank 2", "ranks 4-5", "ranks 0-3, 6-7" (consecutive ranks as ranges, sorted, each once).
+std::string rank_list(std::vector<int> ranks);
 
 // Collective over the bootstrap (one allgather): every rank's node id and host name (its
 // SLURMD_NODENAME under Slurm, else gethostname(): collectives/bootstrap/common.h's host_key).

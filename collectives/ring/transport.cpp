@@ -193,7 +193,7 @@ Transport::Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm,
 }
 
 std::string Transport::name_ranks(const std::vector<int>& ranks) const {
-  return topo_ ? topo_->name(ranks) : format_ranks(ranks);
+  return topo_ ? topo_->name(ranks) : rank_list(ranks);
 }
 
 Transport::~Transport() = default;
@@ -665,16 +665,18 @@ void Transport::timed_out(const std::vector<SendStream>& sends, const std::vecto
     if (st[p].closed && !st[p].said_bye) died.push_back(p);
     else if (!st[p].answered && !st[p].closed) silent.push_back(p);
   }
-  const bool hosts = topo_ && topo_->several_hosts();
+  // "...cut off": only a job on several hosts has links to cut.
+  const char* cut = !(topo_ && topo_->several_hosts()) ? ""
+                    : silent.size() == 1              ? ", or its host cut off"
+                    : topo_->hosts_of(silent) == 1    ? ", or their host cut off"
+                                                      : ", or their hosts cut off";
   if (!died.empty())
     fail(died[0], fmt::format("{} closed the connection ({} died or exited); no progress for {} (timeout)",
                               name_ranks(died), died.size() == 1 ? "its process" : "their processes", waited));
   if (!silent.empty())
-    fail(silent[0], fmt::format("{} {} (is {} stopped or hung{}?); no progress for {} (timeout)", name_ranks(silent),
-                                silent.size() == 1 ? "does not answer" : "do not answer",
-                                silent.size() == 1 ? "its process" : "their processes",
-                                hosts ? silent.size() == 1 ? ", or its host cut off" : ", or their hosts cut off" : "",
-                                waited));
+    fail(silent[0], fmt::format("{} {} stopped or hung{}?); no progress for {} (timeout)", name_ranks(silent),
+                                silent.size() == 1 ? "does not answer (is its process" : "do not answer (are their processes",
+                                cut, waited));
   for (int p = 0; p < size_; ++p) {
     if (p == rank_ || !st[p].answered || st[p].entered >= info_.seq) continue;
     if (st[p].entered > st[p].completed)
