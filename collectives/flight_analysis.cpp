@@ -49,8 +49,8 @@ struct Known {
   bool file = false, died = false;
   bool unanswered = false;              // someone asked it and got no answer
   bool asked_in_vain = false;           // its own record: it asked others and got no answer
-  bool has_position = false;
-  uint64_t entered = 0, completed = 0;  // its own record's, else the latest answer it gave
+  bool has_position = false, answered_position = false;
+  uint64_t entered = 0, completed = 0;  // the latest answer it gave, else its own record's
 };
 
 struct Facts {
@@ -75,7 +75,10 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
       if (!p.queried) continue;
       if (p.answered) {
         f.heard[static_cast<size_t>(rec.rank)][static_cast<size_t>(p.rank)] = 1;
-        if (!o.file && (!o.has_position || p.entered > o.entered)) {
+        // Its answer (where it was when the others were stuck) over its own record, which it may
+        // have written later (a stopped process, continued).
+        if (!o.answered_position || p.entered > o.entered) {
+          o.answered_position = true;
           o.has_position = true;
           o.entered = p.entered, o.completed = p.completed;
         }
@@ -88,8 +91,11 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
 }
 
 // The ranks that can still hear each other: the largest set connected by answered queries
-// (ties: the one with the lowest rank).
+// (ties: the one with the lowest rank); everyone when nobody asked anyone.
 std::vector<char> main_group(const Facts& f, int n) {
+  bool asked = false;
+  for (const auto& row : f.heard) asked |= std::find(row.begin(), row.end(), 1) != row.end();
+  if (!asked) return std::vector<char>(static_cast<size_t>(n), 1);
   std::vector<int> comp(static_cast<size_t>(n), -1);
   int best = -1, best_size = 0;
   for (int r = 0, c = 0; r < n; ++r, ++c) {
@@ -230,7 +236,7 @@ std::string diagnose_flight(const std::vector<RankFlight>& recs) {
   uint64_t s = s_main;
   bool lost = false;
   if (!died.empty()) {
-    culprits = died, verb = "died in";
+    culprits = died, verb = "died in", s = std::max(latest(true), latest(false));
   } else if (!silent.empty()) {
     culprits = silent;
     if (all_of(silent, [](const Known& x) { return x.file && x.asked_in_vain; }))
