@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "base/error.h"
 #include "collectives/bootstrap/common.h"
@@ -165,6 +166,7 @@ void TrainSession::open_run_directory() {
   lg()->info("run directory {}", run_->path());
   result_.run_dir = run_->path();
   kill_after_ = fault_kill_after_step();
+  slow_step_ms_ = tunables().number(Tunable::FaultSlowStepMs);
 }
 
 // The flight recorder's file (written on a communication failure, abort, or SIGUSR2) and how
@@ -284,6 +286,7 @@ std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
 void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point t_step) {
   tel_->begin_step(step_ + 1);
   set_collective_step(step_ + 1);  // the step every collective of this one is recorded with
+  if (slow_step_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_step_ms_));
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
   optimizer_step(lr);

@@ -161,6 +161,7 @@ class TrainSession {
   std::optional<FlushLogAtExit> flush_at_exit_;
   TrainResult result_;
   int64_t kill_after_ = -1;  // DPTRAIN_FAULT_KILL_AFTER_STEP
+  double slow_step_ms_ = 0;  // DPTRAIN_FAULT_SLOW_STEP_MS
   std::unique_ptr<CheckpointDir> ckpts_;
   // Position: steps done, the last checkpoint's step, where the run resumed (epoch and the
   // samples of its order consumed, all ranks together) and where the data stream is now.

@@ -50,6 +50,9 @@ constexpr TunableSpec kSpecs[] = {
     {Tunable::FaultKillAfterStep, "DPTRAIN_FAULT_KILL_AFTER_STEP", TunableType::Integer, "", 1, kMax,
      "tests: the process kills itself (SIGKILL) right after step N and any checkpoint due at N, as kill -9 "
      "would (unset: never)"},
+    {Tunable::FaultSlowStepMs, "DPTRAIN_FAULT_SLOW_STEP_MS", TunableType::Number, "0", 0, 1e6,
+     "tests: the process sleeps this many milliseconds at the start of every step, a straggler for the straggler "
+     "report (set it for one rank only)"},
 };
 static_assert(std::size(kSpecs) == kTunableCount, "one table row per Tunable");
 

@@ -31,8 +31,9 @@ enum class Tunable {
   RunId,
   FlightRecords,
   FaultKillAfterStep,
+  FaultSlowStepMs,
 };
-inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultKillAfterStep) + 1;
+inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultSlowStepMs) + 1;
 
 enum class TunableType { Integer, Number, Text };
 
