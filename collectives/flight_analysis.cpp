@@ -202,14 +202,18 @@ std::vector<RankFlight> read_flight_dir(const std::string& dir) {
   return out;
 }
 
-std::string diagnose_flight(const std::vector<RankFlight>& recs) {
-  if (recs.empty()) return "no flight records";
-  const int n = recs[0].size;
-  std::vector<std::string> hosts = recs[0].hosts;
-  if (static_cast<int>(hosts.size()) != n) hosts.clear();
-  auto names = [&](const std::vector<int>& rs) { return name_ranks(hosts, rs); };
-  const Facts f = gather(recs, n);
-  const std::vector<char> main = main_group(f, n);
+namespace {
+
+// Who is to blame, for what, in which collective (see the header): the dead; else the silent
+// (asked by the others, never answering), one verb for all of them; else those behind.
+struct Blame {
+  std::vector<int> culprits;
+  std::string verb;
+  uint64_t seq = 0;
+  bool lost = false;  // a partition: both sides are waiting
+};
+
+Blame blame(const Facts& f, const std::vector<char>& main, int n) {
   auto latest = [&](bool in_main) {
     uint64_t s = 0;
     for (int r = 0; r < n; ++r)
@@ -217,9 +221,6 @@ std::string diagnose_flight(const std::vector<RankFlight>& recs) {
         s = std::max(s, f.k[static_cast<size_t>(r)].entered);
     return s;
   };
-
-  // Who is to blame, and for what (see the header): the dead; else the silent (asked by the
-  // others, never answering), one verb for all of them; else those behind the others.
   std::vector<int> died, silent, behind;
   const uint64_t s_main = latest(true);
   for (int r = 0; r < n; ++r) {
@@ -231,51 +232,65 @@ std::string diagnose_flight(const std::vector<RankFlight>& recs) {
   auto all_of = [&](const std::vector<int>& rs, auto pred) {
     return std::all_of(rs.begin(), rs.end(), [&](int r) { return pred(f.k[static_cast<size_t>(r)]); });
   };
-  std::vector<int> culprits;
-  std::string verb;
-  uint64_t s = s_main;
-  bool lost = false;
+  Blame b;
+  b.seq = s_main;
   if (!died.empty()) {
-    culprits = died, verb = "died in", s = std::max(latest(true), latest(false));
+    b.culprits = died, b.verb = "died in", b.seq = std::max(latest(true), latest(false));
   } else if (!silent.empty()) {
-    culprits = silent;
+    b.culprits = silent;
     if (all_of(silent, [](const Known& x) { return x.file && x.asked_in_vain; }))
-      verb = "lost contact with all other ranks in", s = latest(false), lost = true;
+      b.verb = "lost contact with all other ranks in", b.seq = latest(false), b.lost = true;
     else if (all_of(silent, [&](const Known& x) { return x.has_position && x.entered < s_main; }))
-      verb = "never entered";
+      b.verb = "never entered";
     else
-      verb = "stopped answering in";
+      b.verb = "stopped answering in";
   } else if (!behind.empty()) {
-    culprits = behind, verb = "never entered";
+    b.culprits = behind, b.verb = "never entered";
   }
-  const std::string what = describe(collective(recs, s), s);
-  if (culprits.empty()) {
-    for (const RankFlight& rec : recs)
-      if (!rec.reason.empty()) return fmt::format("no rank is missing from {}; rank {} recorded: {}", what, rec.rank, rec.reason);
-    return fmt::format("no rank is missing from {}", what);
-  }
-  // Where the others are: waiting in #s, or in other collectives (grouped by collective).
+  return b;
+}
+
+// Where the others are: waiting in #b.seq, or in other collectives (grouped by collective).
+std::string whereabouts(const std::vector<RankFlight>& recs, const Facts& f, const Blame& b, int n,
+                        const std::vector<std::string>& hosts) {
   std::map<uint64_t, std::vector<int>> where;
   std::vector<int> unknown;
   for (int r = 0; r < n; ++r) {
-    if (std::find(culprits.begin(), culprits.end(), r) != culprits.end()) continue;
+    if (std::find(b.culprits.begin(), b.culprits.end(), r) != b.culprits.end()) continue;
     const Known& x = f.k[static_cast<size_t>(r)];
     if (x.has_position && x.entered > x.completed) where[x.entered].push_back(r);
     else unknown.push_back(r);
   }
+  if (unknown.empty() && where.size() == 1 && where.begin()->first == b.seq)
+    return b.lost ? "all others are waiting in it too" : "all others are waiting in it";
+  std::vector<std::string> parts;
+  auto are = [](const std::vector<int>& rs) { return rs.size() == 1 ? "is" : "are"; };
+  if (auto it = where.find(b.seq); it != where.end())
+    parts.push_back(fmt::format("{} {} waiting in it", name_ranks(hosts, it->second), are(it->second)));
+  for (const auto& [seq, rs] : where)
+    if (seq != b.seq) parts.push_back(fmt::format("{} in {}", name_ranks(hosts, rs), describe(collective(recs, seq), seq)));
+  if (!unknown.empty()) parts.push_back(fmt::format("nothing says where {} {}", name_ranks(hosts, unknown), are(unknown)));
   std::string tail;
-  if (unknown.empty() && where.size() == 1 && where.begin()->first == s) {
-    tail = lost ? "all others are waiting in it too" : "all others are waiting in it";
-  } else {
-    std::vector<std::string> parts;
-    if (auto it = where.find(s); it != where.end())
-      parts.push_back(fmt::format("{} {} waiting in it", names(it->second), it->second.size() == 1 ? "is" : "are"));
-    for (const auto& [seq, rs] : where)
-      if (seq != s) parts.push_back(fmt::format("{} in {}", names(rs), describe(collective(recs, seq), seq)));
-    if (!unknown.empty()) parts.push_back(fmt::format("nothing says where {} {}", names(unknown), unknown.size() == 1 ? "is" : "are"));
-    for (size_t i = 0; i < parts.size(); ++i) tail += (i ? "; " : "") + parts[i];
+  for (size_t i = 0; i < parts.size(); ++i) tail += (i ? "; " : "") + parts[i];
+  return tail;
+}
+
+}  // namespace
+
+std::string diagnose_flight(const std::vector<RankFlight>& recs) {
+  if (recs.empty()) return "no flight records";
+  const int n = recs[0].size;
+  std::vector<std::string> hosts = recs[0].hosts;
+  if (static_cast<int>(hosts.size()) != n) hosts.clear();
+  const Facts f = gather(recs, n);
+  const Blame b = blame(f, main_group(f, n), n);
+  const std::string what = describe(collective(recs, b.seq), b.seq);
+  if (b.culprits.empty()) {
+    for (const RankFlight& rec : recs)
+      if (!rec.reason.empty()) return fmt::format("no rank is missing from {}; rank {} recorded: {}", what, rec.rank, rec.reason);
+    return fmt::format("no rank is missing from {}", what);
   }
-  return fmt::format("{} {} {}; {}", names(culprits), verb, what, tail);
+  return fmt::format("{} {} {}; {}", name_ranks(hosts, b.culprits), b.verb, what, whereabouts(recs, f, b, n, hosts));
 }
 
 }  // namespace dp

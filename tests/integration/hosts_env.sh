@@ -1,9 +1,25 @@
-# Sourced by the multi-host integration tests (test_hosts_*.sh): the 4-host Slurm fixture
-# (tools/slurm/fixture.sh with SLURM_FIXTURE_HOSTS) started and stopped by the test, and helpers
-# to find and watch the ranks on each host. Expects fail(), $repo and $work to be set, and
-# tests/integration/slurm_env.sh sourced.
+# Sourced by the multi-host integration tests (test_hosts_*.sh), after they set $repo, $build and
+# fail(): the checks they start with, the 4-host Slurm fixture (tools/slurm/fixture.sh with
+# SLURM_FIXTURE_HOSTS) started and stopped by the test, and helpers to find and watch the ranks
+# on each host.
 
+# shellcheck source=tests/integration/slurm_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
 fixture=$repo/tools/slurm/fixture.sh
+data=/usr/share/datasets/fashion-mnist
+
+# prepare_hosts_test TOOL...: the tools built, Fashion-MNIST, the Slurm packages (a clear
+# failure, never a skip); a clean launch environment; passive OpenMP waits (8 ranks, few cores).
+prepare_hosts_test() {
+  local tool
+  for tool in "$@"; do
+    [ -x "$build/$tool" ] || fail "$build/$tool not built (cmake --build $build)"
+  done
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"
+  require_slurm
+  clean_launch_env
+  export OMP_WAIT_POLICY=passive
+}
 HOSTS=(h1 h2 h3 h4)
 cluster_dir=""
 

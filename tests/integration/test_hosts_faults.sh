@@ -30,27 +30,17 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "$build" && pwd)
 dptrain=$build/dptrain
 cfg=$repo/models/fmnist_cnn.cfg
-data=/usr/share/datasets/fashion-mnist
 t_start=$SECONDS
 
 T=6  # dist.timeout_s
 long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=1 train.batch_size=8
-      train.threads=1 dist.timeout_s=$T checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
+      train.threads=1 "dist.timeout_s=$T" checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=tests/integration/slurm_env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
-for tool in dptrain flightrec ckptinfo; do
-  [ -x "$build/$tool" ] || fail "$build/$tool not built (cmake --build $build)"
-done
-[ -f "$data/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"
-require_slurm
-clean_launch_env
-export OMP_WAIT_POLICY=passive
-
-work=$(mktemp -d /tmp/dptrain-hosts-faults.XXXXXX)
 # shellcheck source=tests/integration/hosts_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/hosts_env.sh"
+prepare_hosts_test dptrain flightrec ckptinfo
+work=$(mktemp -d /tmp/dptrain-hosts-faults.XXXXXX)
 run_pid=""
 stopped=""
 cleanup() {
@@ -191,7 +181,7 @@ report "host stopped: ranks on h1 h2 h4 exit within 2 x $T s naming ranks 4-5 on
 # --- a straggler, and SIGUSR2 (no fault; 96 steps)
 run=$work/runs/straggler
 long=(--log-level info --set data.train_limit=6144 data.eval_limit=500 train.epochs=1 train.batch_size=8
-      train.warmup_steps=8 train.threads=1 dist.timeout_s=$T train.log_every=8 dist.straggler_ms=10
+      train.warmup_steps=8 train.threads=1 "dist.timeout_s=$T" train.log_every=8 dist.straggler_ms=10
       run.progress_every_s=1)
 SLOW_RANK=5 SLOW_MS=40 NOCKPT=1 start_run straggler
 # SIGUSR2 once rank 3 trains (its log's "links:" line comes after the flight recorder's handler).
@@ -213,7 +203,7 @@ report "straggler: rank 5 on host h3 named in metrics.jsonl, the log and the pro
 # --- a killed slurmd (last: h3's slurmd is gone afterwards)
 run=$work/runs/slurmd
 long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=1 train.batch_size=8
-      train.threads=1 dist.timeout_s=$T checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
+      train.threads=1 "dist.timeout_s=$T" checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
 start_run slurmd
 t0=$(now_s)
 kill -KILL "$(cat "$cluster_dir/run/slurmd-h3.pid")"

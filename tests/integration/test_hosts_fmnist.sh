@@ -25,30 +25,20 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "$build" && pwd)
 dptrain=$build/dptrain
 cfg=$repo/models/fmnist_cnn.cfg
-data=/usr/share/datasets/fashion-mnist
 t_start=$SECONDS
 
 B=8                          # per-rank batch of the 8-rank runs; the reference uses 8B
 TOL=0.01                     # |top1(run) - top1(ref)| allowed (as test_ddp_fmnist.sh)
 N_TRAIN=3072
 STEPS=$((N_TRAIN / (8 * B)))  # one epoch: 48 steps
-common=(--log-level info --set data.train_limit=$N_TRAIN data.eval_limit=1000 train.epochs=1 train.warmup_steps=8
+common=(--log-level info --set "data.train_limit=$N_TRAIN" data.eval_limit=1000 train.epochs=1 train.warmup_steps=8
         model.sync_bn=true checkpoint.replicas=true)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=tests/integration/slurm_env.sh
-. "$(dirname "${BASH_SOURCE[0]}")/slurm_env.sh"
-for tool in dptrain dptrain_probe diffckpt collbench; do
-  [ -x "$build/$tool" ] || fail "$build/$tool not built (cmake --build $build)"
-done
-[ -f "$data/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"
-require_slurm
-clean_launch_env
-export OMP_WAIT_POLICY=passive  # 8 ranks share 2 cores: no spinning OpenMP waits
-
-work=$(mktemp -d /tmp/dptrain-hosts-fmnist.XXXXXX)
 # shellcheck source=tests/integration/hosts_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/hosts_env.sh"
+prepare_hosts_test dptrain dptrain_probe diffckpt collbench
+work=$(mktemp -d /tmp/dptrain-hosts-fmnist.XXXXXX)
 cleanup() {
   stop_hosts_cluster
   rm -rf "$work"
