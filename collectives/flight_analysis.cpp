@@ -237,13 +237,21 @@ Blame blame(const Facts& f, const std::vector<char>& main, int n) {
   if (!died.empty()) {
     b.culprits = died, b.verb = "died in", b.seq = std::max(latest(true), latest(false));
   } else if (!silent.empty()) {
+    // Silent in a collective others still wait in (a ring may let some ranks finish it and go
+    // on), or behind everyone: "never entered" only then.
     b.culprits = silent;
+    const uint64_t theirs = latest(false);
+    bool others_wait_there = false;
+    for (int r = 0; r < n; ++r) {
+      const Known& x = f.k[static_cast<size_t>(r)];
+      others_wait_there |= main[static_cast<size_t>(r)] && x.has_position && x.entered == theirs && x.completed < theirs;
+    }
     if (all_of(silent, [](const Known& x) { return x.file && x.asked_in_vain; }))
-      b.verb = "lost contact with all other ranks in", b.seq = latest(false), b.lost = true;
-    else if (all_of(silent, [&](const Known& x) { return x.has_position && x.entered < s_main; }))
+      b.verb = "lost contact with all other ranks in", b.seq = theirs, b.lost = true;
+    else if (all_of(silent, [&](const Known& x) { return x.has_position && x.entered < s_main; }) && !others_wait_there)
       b.verb = "never entered";
     else
-      b.verb = "stopped answering in";
+      b.verb = "stopped answering in", b.seq = others_wait_there ? theirs : s_main;
   } else if (!behind.empty()) {
     b.culprits = behind, b.verb = "never entered";
   }

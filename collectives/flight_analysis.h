@@ -8,10 +8,11 @@
 // collective some rank has not entered). Who is to blame, in this order:
 //  - ranks whose connections closed without a goodbye and who wrote no record: "died in #S";
 //  - ranks that others asked (a timed-out rank asks every peer where it is) and that did not
-//    answer: "lost contact with all other ranks in #S" when they asked the others too and got
-//    no answer either (a cut link: both sides wrote records); "never entered #S" when what is
-//    known of them (their own record, written later, e.g. after SIGCONT) is an earlier
-//    collective; else "stopped answering in #S";
+//    answer: "lost contact with all other ranks in #P" when they asked the others too and got
+//    no answer either (a cut link: both sides wrote records; P: where they were); "never entered
+//    #S" when what is known of them (their own record, written later, e.g. after SIGCONT) is an
+//    earlier collective that nobody else still waits in; else "stopped answering in #P" (P:
+//    their collective when others still wait in it, else #S);
 //  - ranks known to be in an earlier collective (their record, or their answer): "never
 //    entered #S".
 // The rest of the line says where the others are ("all others are waiting in it", or which

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/reducer/reducer.h"
 #include "collectives/straggler.h"
@@ -86,9 +88,9 @@ class Telemetry {
   // Starts an empty log window now (the first one begins when training does, after set-up).
   void restart_window() { log_window_ = LogWindow{}; }
   // Every train line also gathers the straggler report (collectives/straggler.h: a collective
-  // over `comm`, so every rank calls this, or none): rank 0 writes it to metrics.jsonl
-  // ("split": "comm") and, when it names a rank later than threshold_ms, to the log and the
-  // progress line.
+  // over `comm`, so every rank calls this, or none): rank 0 adds it to its metrics.jsonl train
+  // line (bucket_skew_ms, last_rank, last_host, last_count, last_of, lateness_ms, straggler) and,
+  // when it names a rank later than threshold_ms, to the log and the progress line.
   void watch_stragglers(Communicator& comm, double threshold_ms);
 
   // Rank 0: scalars into the event file at `step`.
@@ -108,7 +110,7 @@ class Telemetry {
   double trace_us(TimePoint t) const;
   void show_progress(const StepPosition& at);
   void write_train_line(const StepPosition& at, RunDir& run);
-  void report_stragglers(int64_t step, RunDir& run);
+  void report_stragglers(nlohmann::json& line);
   int rank_;
   bool console_;
   metrics::StepRange window_;

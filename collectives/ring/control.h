@@ -105,8 +105,9 @@ class ControlPlane {
   std::vector<PeerStatus> query_status(double wait_s, uint64_t about_seq = 0);
   // Peers whose control connection closed, and whether after a BYE (with its completed seq).
   PeerStatus peer_state(int peer) const;
-  // The answers to the last query_status (empty before the first), for the flight recorder.
-  std::vector<PeerStatus> last_status() const;
+  // The answers to the last query_status (empty before the first) and the collective it asked
+  // about (its about_seq), for the flight recorder.
+  std::vector<PeerStatus> last_status(uint64_t* about_seq) const;
   // After a data connection to `peer` broke: waits up to wait_s until the control connection to
   // it closes too or any failure notice arrives, so that the error names the right rank.
   void await_peer_verdict(int peer, double wait_s);
@@ -148,6 +149,7 @@ class ControlPlane {
   bool notices_sent_ = false;
   uint64_t query_id_ = 0;
   std::vector<PeerStatus> last_status_;
+  uint64_t last_status_seq_ = 0;
   std::thread thread_;
 };
 

@@ -326,7 +326,11 @@ class RingCommunicator final : public Communicator {
     c.backend = "ring";
     const uint64_t entered = flight_.last_entered(), completed = flight_.last_completed();
     c.in_flight = entered > completed ? entered : 0;
-    const std::vector<ring::PeerStatus> st = control_->last_status();
+    // The answers count only when asked about the collective in flight: an earlier question (a
+    // routine mismatch probe while everyone was alive) says nothing about who is silent now.
+    uint64_t asked_about = 0;
+    std::vector<ring::PeerStatus> st = control_->last_status(&asked_about);
+    if (c.in_flight == 0 || asked_about != c.in_flight) st.clear();
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       FlightPeer fp;

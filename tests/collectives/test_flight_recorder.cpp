@@ -205,3 +205,27 @@ TEST(FlightDiagnosis, NobodyMissingGivesTheFirstReason) {
 
 }  // namespace
 }  // namespace dp
+
+namespace dp {
+namespace {
+
+TEST(FlightDiagnosis, SilentRanksInACollectiveSomeOthersFinishedStoppedAnsweringInIt) {
+  // A ring lets ranks 2-3 finish #84 and go on to #85 before ranks 4-5 stopped; 0-1 and 6-7
+  // still wait in #84 with them.
+  std::vector<RankFlight> recs;
+  for (int r : {0, 1, 2, 3, 6, 7}) {
+    const uint64_t s = r == 2 || r == 3 ? 85 : 84;
+    std::vector<PeerAnswer> asked;
+    for (int p = 0; p < 8; ++p)
+      if (p != r) asked.push_back({p, p != 4 && p != 5, (p == 2 || p == 3) ? 85u : 84u, (p == 2 || p == 3) ? 84u : 83u});
+    recs.push_back(flight(r, s, s - 1, asked));
+  }
+  recs.push_back(flight(4, 84, 83));  // written after SIGCONT
+  recs.push_back(flight(5, 84, 83));
+  EXPECT_EQ(diagnose_flight(recs),
+            "ranks 4-5 on host h3 stopped answering in all-reduce #84 (bucket 7, step 812); ranks 0-1 on host h1, ranks "
+            "6-7 on host h4 are waiting in it; ranks 2-3 on host h2 in all-reduce #85 (bucket 7, step 812)");
+}
+
+}  // namespace
+}  // namespace dp

@@ -15,8 +15,8 @@
 #             failed (SlurmdTimeout) and stops the job: srun says "Node failure on h3", every rank
 #             stops after the same step (SIGTERM, agreed through the ranks) with its checkpoint,
 #             srun exits 143; nothing hangs.
-#   straggler no fault: rank 5 sleeps 40 ms at the start of every step (DPTRAIN_FAULT_SLOW_STEP_MS,
-#             set for it alone): metrics.jsonl's "comm" lines, rank 0's log and the progress line
+#   straggler no fault: rank 5 sleeps 60 ms at the start of every step (DPTRAIN_FAULT_SLOW_STEP_MS,
+#             set for it alone): metrics.jsonl's train lines, rank 0's log and the progress line
 #             name rank 5 on host h3 as the straggler; a SIGUSR2 to rank 3 writes
 #             flight/rank-3.json and training goes on to exit 0.
 # After each fault the last checkpoint (`latest`) passes ckptinfo (every CRC) and h3 is restored.
@@ -142,7 +142,8 @@ silent_h3='ranks 4-5 on host h3 do not answer \(are their processes stopped or h
 silent_others='ranks 0-1 on host h1, ranks 2-3 on host h2, ranks 6-7 on host h4 do not answer \(are their processes stopped or hung, or their hosts cut off\?\); no progress for 6 s \(timeout\)'
 collective='(all-reduce|barrier) #[0-9]+ \([^)]*step [0-9]+\)'
 
-# --- a cut link
+# Each case a function; HOSTS_FAULTS_CASES picks some (default: all, in this order).
+case_link() {
 run=$work/runs/link
 start_run link
 t0=$(now_s)
@@ -158,8 +159,9 @@ check test "$(ls "$run"/flight/rank-*.json 2>/dev/null | wc -l)" -eq 8
 check flightrec_says "^ranks 4-5 on host h3 lost contact with all other ranks in $collective; "
 check checkpoint_intact
 report "link cut: every rank exits within 2 x $T s naming the other side by host, srun exits 3, flightrec names h3" link
+}
 
-# --- a stopped host
+case_stop() {
 run=$work/runs/stop
 start_run stop
 stopped=$("$fixture" pids "$cluster_dir" h3 | tr '\n' ' ')
@@ -177,20 +179,22 @@ check flightrec_says "^ranks 4-5 on host h3 (stopped answering in|never entered)
 check checkpoint_intact
 restore_h3
 report "host stopped: ranks on h1 h2 h4 exit within 2 x $T s naming ranks 4-5 on host h3, srun exits 3, flightrec names h3" stop
+}
 
-# --- a straggler, and SIGUSR2 (no fault; 96 steps)
+# a straggler, and SIGUSR2 (no fault; 96 steps)
+case_straggler() {
 run=$work/runs/straggler
-long=(--log-level info --set data.train_limit=6144 data.eval_limit=500 train.epochs=1 train.batch_size=8
-      train.warmup_steps=8 train.threads=1 "dist.timeout_s=$T" train.log_every=8 dist.straggler_ms=10
+local long=(--log-level info --set data.train_limit=6144 data.eval_limit=500 train.epochs=1 train.batch_size=8
+      train.warmup_steps=8 train.threads=1 "dist.timeout_s=$T" train.log_every=16 dist.straggler_ms=10
       run.progress_every_s=1)
-SLOW_RANK=5 SLOW_MS=40 NOCKPT=1 start_run straggler
+SLOW_RANK=5 SLOW_MS=60 NOCKPT=1 start_run straggler
 # SIGUSR2 once rank 3 trains (its log's "links:" line comes after the flight recorder's handler).
 wait_for "grep -q 'links: host' $run/logs/rank-3.log 2>/dev/null" 60 || fail "straggler: rank 3 did not start"
 kill -USR2 "$(rank_pid 3 h2)"
 rc=$(finish_run straggler 120)
 check srun_status_is 0 "$rc"
-last=$(grep '"split":"comm"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1)
-names_rank5() { [[ $last =~ \"last_host\":\"h3\",\"last_rank\":5, && $last =~ \"straggler\":5, ]]; }
+last=$(grep '"split":"train"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1)
+names_rank5() { [[ $last =~ \"last_host\":\"h3\",\"last_of\":[0-9]+,\"last_rank\":5, && $last =~ \"straggler\":5, ]]; }
 CHECK_WHY="the last straggler report in metrics.jsonl does not name rank 5 on h3: $last"
 check names_rank5
 echo "     last straggler report: $last"
@@ -199,11 +203,11 @@ CHECK_WHY="no progress line names the straggler: $(grep -m1 'straggler' "$work/s
 check grep -qE 'step [0-9]+/96 .* straggler rank 5 on h3 \+[0-9]+ms' "$work/straggler.out"
 check flightrec_says '^no rank is missing from .*; rank 3 recorded: SIGUSR2 received'
 report "straggler: rank 5 on host h3 named in metrics.jsonl, the log and the progress line; SIGUSR2 wrote rank 3's flight record" straggler
+}
 
-# --- a killed slurmd (last: h3's slurmd is gone afterwards)
+# last: h3's slurmd is gone afterwards
+case_slurmd() {
 run=$work/runs/slurmd
-long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=1 train.batch_size=8
-      train.threads=1 "dist.timeout_s=$T" checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
 start_run slurmd
 t0=$(now_s)
 kill -KILL "$(cat "$cluster_dir/run/slurmd-h3.pid")"
@@ -220,6 +224,9 @@ CHECK_WHY="latest is not checkpoint step ${step:-?}: $(cat "$run/checkpoints/lat
 check grep -q "step-0*${step:-X}.safetensors" "$run/checkpoints/latest"
 check checkpoint_intact
 report "slurmd killed: Slurm fails h3 and stops the job; every rank stops after step ${step:-?} with its checkpoint, srun exits 143" slurmd
+}
+
+for c in ${HOSTS_FAULTS_CASES:-link stop straggler slurmd}; do "case_$c"; done
 
 echo "total $((SECONDS - t_start)) s"
 [ $failures -eq 0 ] || fail "$failures case(s) failed (details above)"
