@@ -203,12 +203,6 @@ TEST(FlightDiagnosis, NobodyMissingGivesTheFirstReason) {
                                    "received");
 }
 
-}  // namespace
-}  // namespace dp
-
-namespace dp {
-namespace {
-
 TEST(FlightDiagnosis, SilentRanksInACollectiveSomeOthersFinishedStoppedAnsweringInIt) {
   // A ring lets ranks 2-3 finish #84 and go on to #85 before ranks 4-5 stopped; 0-1 and 6-7
   // still wait in #84 with them.

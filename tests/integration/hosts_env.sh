@@ -36,6 +36,27 @@ start_hosts_cluster() {
     fail "the 4-host Slurm fixture did not start (see above)"
   eval "$exports"
   [ -n "${SLURM_CONF:-}" ] || fail "fixture printed no SLURM_CONF ('$exports')"
+  reap_stale_work
+}
+
+# reap_stale_work: the work folders (/tmp/dptrain-*/slurm/mode) of hosts tests that were killed
+# (SIGKILL: no trap ran). The fixture's start has already reaped their namespaces and daemons;
+# a folder goes once its owner pid (the prefix dpf<pid> in mode) is gone and none of its
+# namespaces is left. A reused pid only keeps a folder a while longer.
+reap_stale_work() {
+  local m d n prefix pid
+  for m in /tmp/dptrain-*/slurm/mode; do
+    [ -f "$m" ] || continue
+    d=${m%/slurm/mode}
+    [ "$d" = "$work" ] && continue
+    read -r n prefix <"$m" || continue
+    pid=${prefix#dpf}
+    [[ $n =~ ^[0-9]+$ && $prefix = dpf* && $pid =~ ^[0-9]+$ ]] || continue
+    kill -0 "$pid" 2>/dev/null && continue
+    compgen -G "/run/netns/$prefix-*" >/dev/null && continue
+    echo "     removing $d: left by a killed hosts test (pid $pid)" >&2
+    rm -rf "$d"
+  done
 }
 
 stop_hosts_cluster() {

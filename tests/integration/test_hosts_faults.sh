@@ -32,7 +32,7 @@ dptrain=$build/dptrain
 cfg=$repo/models/fmnist_cnn.cfg
 t_start=$SECONDS
 
-T=6  # dist.timeout_s
+T=8  # dist.timeout_s
 long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=1 train.batch_size=8
       train.threads=1 "dist.timeout_s=$T" checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
 
@@ -138,8 +138,8 @@ restore_h3() {
     fail "h3 did not come back (sinfo: $(in_cluster sinfo -h -N -o '%N %T' | tr '\n' ' '))"
 }
 
-silent_h3='ranks 4-5 on host h3 do not answer \(are their processes stopped or hung, or their host cut off\?\); no progress for 6 s \(timeout\)'
-silent_others='ranks 0-1 on host h1, ranks 2-3 on host h2, ranks 6-7 on host h4 do not answer \(are their processes stopped or hung, or their hosts cut off\?\); no progress for 6 s \(timeout\)'
+silent_h3="ranks 4-5 on host h3 do not answer \(are their processes stopped or hung, or their host cut off\?\); no progress for $T s \(timeout\)"
+silent_others="ranks 0-1 on host h1, ranks 2-3 on host h2, ranks 6-7 on host h4 do not answer \(are their processes stopped or hung, or their hosts cut off\?\); no progress for $T s \(timeout\)"
 collective='(all-reduce|barrier) #[0-9]+ \([^)]*step [0-9]+\)'
 
 # Each case a function; HOSTS_FAULTS_CASES picks some (default: all, in this order).

@@ -22,8 +22,8 @@
 #
 # Layout of DIR: slurm.conf, munge/ (socket, pid, log, seed: our own munged, run as the munge
 # user), run/ (pid files), log/, state/, spool/<node>, tmpfs/<node> (TmpFS per node, so the pmix
-# step daemons of two nodes do not share /tmp/spmix_appdir_*); hosts: mode (the kind and N),
-# netns.list (the namespaces made), owner.
+# step daemons of two nodes do not share /tmp/spmix_appdir_*); hosts: mode (N and the namespaces'
+# prefix dpf<owner>), netns.list (the namespaces made).
 # Loopback ports: slurmctld $SLURM_FIXTURE_PORT (default 17000), slurmd n1/n2 on the next two.
 # Hosts: every daemon on Slurm's default ports, inside the namespaces (nothing to collide with).
 # The owner of a hosts cluster is $SLURM_FIXTURE_OWNER (a pid, default the caller's parent): a
