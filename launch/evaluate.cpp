@@ -24,7 +24,7 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
 }
 
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm, GpuRun* gpu) {
+                    uint64_t step, Communicator& comm, GpuRun* gpu, int workers) {
   EvalResult r;
   const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
   const StepContext ctx = gpu ? gpu->context(false, seed, step, nullptr) : StepContext{false, seed, step};
@@ -35,7 +35,7 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
   DeviceInputPtr input =
       gpu ? make_device_input(*gpu, transform, *split.dataset, cfg.train.batch_size, seed) : nullptr;
   BatchFeed feed(*split.dataset, std::move(shard), cfg.train.batch_size, /*drop_last=*/false, transform, seed, 0,
-                 input.get());
+                 input.get(), workers);
   BatchFeed::Item b;
   Tensor host_logits;
   double loss_sum = 0;

@@ -26,7 +26,8 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
 // eval mode; loss sums, hit counts and sample counts are all-reduced. Every rank calls it.
 // gpu: the run's GPU side when the model is on a GPU (the batches go through a DeviceInput, the
 // logits come back to the host for the loss and the hits), else null.
+// workers: the loader's threads.
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm, GpuRun* gpu = nullptr);
+                    uint64_t step, Communicator& comm, GpuRun* gpu = nullptr, int workers = 1);
 
 }  // namespace dp::launch

@@ -87,7 +87,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
   const int64_t bs = plan_.batch_size, n = static_cast<int64_t>(order.size());
   const int64_t samples = cfg_.data.drop_last ? n / bs * bs : n;
   EpochData data{BatchFeed(*ds_.train.dataset, std::move(order), bs, cfg_.data.drop_last, transform_of(cfg_.data, true),
-                           seed_, static_cast<uint64_t>(epoch), train_input_.get()),
+                           seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_),
                  {}, samples, 0};
   while (step_ < plan_.total && data.taken < data.samples) {
     const auto t_step = Clock::now();
@@ -122,6 +122,7 @@ void TrainSession::join_the_job() {
   if (world_ > 1)
     lg()->info("{} ranks via the {} bootstrap, {} collectives", world_, boot_->kind(), comm_->backend());
   set_cpu_threads(cfg_.train.threads);
+  workers_ = loader_workers(cfg_.data, boot_->local_size());
 }
 
 void TrainSession::choose_the_device() {
@@ -136,16 +137,18 @@ void TrainSession::choose_the_device() {
 }
 
 void TrainSession::open_data_and_build_model() {
-  ds_ = open_datasets(cfg_.data);
+  ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_));
   lg()->info("data: train {} ({} samples), eval {} samples", ds_.train.dataset->describe(), ds_.train.indices.size(),
              ds_.eval.indices.size());
+  classes_ = data_classes(ds_);
+  cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
   model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
                                gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());
-  check_model_fits_data(*model_, ds_.train.dataset->num_classes());
+  check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
   loss_.emplace(cfg_.train.label_smoothing);
   opt_ = make_optimizer(cfg_.train, model_->num_parameters());
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
@@ -156,6 +159,7 @@ void TrainSession::open_data_and_build_model() {
 void TrainSession::open_run_directory() {
   run_ = std::make_unique<RunDir>(cfg_.run.dir, cfg_.run.name);
   if (rank_ == 0) run_->write_text("config.toml", to_toml(cfg_));
+  if (rank_ == 0) run_->write_text("classes.json", classes_json(classes_) + "\n");
   log::configure(cfg_.run.log_level, run_->file(fmt::format("logs/rank-{}.log", rank_)), false, cfg_.run.log_levels);
   log_tunables();  // the DPTRAIN_* variables set, once: rank 0's console and every rank's file
   watch_communication();
@@ -307,6 +311,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   const uint64_t step = static_cast<uint64_t>(step_);
   const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
   model_->zero_grad();
+  step_data_s_ = 0;
   const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
   int64_t n = 0, top1 = 0, top5 = 0;
   double l = 0;
@@ -330,6 +335,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   tally.loss = l / static_cast<double>(n);
   tally.samples = n, tally.top1 = top1;
   if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
+  tally.data_s = step_data_s_;
   return tally;
 }
 
@@ -347,6 +353,7 @@ Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) 
                               data.samples, step_, identity_string()));
   const auto t_got = Clock::now();
   tel_->phase("data", t_data, t_got);
+  step_data_s_ += std::chrono::duration<double>(t_got - t_data).count();
   return t_got;
 }
 
@@ -447,7 +454,7 @@ void TrainSession::maybe_evaluate_after_epoch(int64_t epoch) {
 
 // Collective (the evaluation's all-reduces); its log line, scalars and rank 0's metrics line.
 void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
-  result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get());
+  result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get(), workers_);
   const EvalResult& e = result_.final_eval;
   tel_->end_progress_line();
   tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
@@ -495,6 +502,7 @@ CheckpointMeta TrainSession::checkpoint_meta() const {
   m.optimizer = opt_->name();
   m.optimizer_steps = opt_->steps();
   m.config = to_toml(cfg_);
+  m.classes = classes_json(classes_);
   return m;
 }
 
@@ -582,7 +590,7 @@ void TrainSession::write_final_weights() {
   for (const auto& nt : model_->state()) tensors.emplace_back(nt.name, nt.tensor);
   write_safetensors(run_->file("final.safetensors"), tensors,
                     {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step_)},
-                     {"config", to_toml(cfg_)}});
+                     {"config", to_toml(cfg_)}, {"classes", classes_json(classes_)}});
 }
 
 }  // namespace dp::launch

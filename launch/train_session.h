@@ -131,7 +131,9 @@ class TrainSession {
   void report_gpu_memory();
   void write_final_weights();
 
-  const Config& cfg_;
+  // A copy: model.num_classes is resolved against the data (0 = the data's count) before the run
+  // directory and the checkpoints record it.
+  Config cfg_;
   const TrainOptions options_;
   const Clock::time_point t_start_ = Clock::now();
   // Declared in the order they are made, so that they go in reverse: the reducer before the
@@ -146,6 +148,9 @@ class TrainSession {
   Device device_;
   std::unique_ptr<GpuRun> gpu_;
   Datasets ds_;
+  std::vector<std::string> classes_;  // the data's class names (data_classes)
+  int workers_ = 1;                   // loader threads (data.workers resolved)
+  double step_data_s_ = 0;            // the step's waits for batches so far
   uint64_t seed_ = 0;
   std::unique_ptr<Graph> model_;
   std::optional<models::SoftmaxCrossEntropy> loss_;

@@ -52,10 +52,23 @@ struct DataConfig {
   int64_t synthetic_eval = 1000;
   std::vector<int64_t> synthetic_shape = {3, 32, 32};
   int64_t synthetic_classes = 10;
+  // Image data sets (image_folder, tar_shards): torchvision's transforms.
+  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
+  int64_t image_size = 224;         // the side of the square samples the model sees
+  int64_t resize = 0;               // evaluation: Resize(resize) then CenterCrop(image_size); 0 = image_size * 8 / 7
+  bool random_resized_crop = true;  // training: RandomResizedCrop(image_size) (false: as evaluation)
+  std::vector<double> crop_scale = {0.08, 1.0};                // RandomResizedCrop's scale
+  std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};     // and ratio
+  bool decode_scaled = true;        // JPEGs may be decoded at 1/2, 1/4, 1/8 size when the crop allows
+  bool skip_bad = false;            // undecodable or unlabeled samples are left out (else an error)
+  std::string index_dir;            // tar_shards: where shard indices are cached ("" = <run>/tar-index)
+  int64_t workers = 0;              // loader threads per rank (0 = the rank's share of the cores for images, else 1)
 };
 
 struct ModelConfig {
   PresetKind preset = PresetKind::None;  // None: the [[layer]] list
+  // Built in code: 10. From a cfg: 0 unless given, which the run resolves to the data's class count
+  // (launch/datasets.h resolve_num_classes).
   int64_t num_classes = 10;
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
   double dropout = 0.0;            // mlp/cnn presets
@@ -126,6 +139,7 @@ struct Config {
   CheckpointConfig checkpoint;
   ProfileConfig profile;
   std::string source;              // the cfg path ("" when built in code)
+  std::vector<std::string> given;  // "section.key" of every key the file or --set gave
 };
 
 // Reads `path` (TOML), applies overrides ("section.key=value", TOML value syntax, bare words

@@ -145,3 +145,48 @@ TEST(Config, ExampleConfigsParse) {
 
 }  // namespace
 }  // namespace dp
+
+// Image data sets default to torchvision's ResNet recipe (ImageNet normalisation, flips) unless
+// the keys are given; arrays are not normalised; resize follows image_size; model.num_classes
+// defaults to 0 (the data's count); the image keys are checked.
+TEST(Config, DataSetDependentDefaults) {
+  const std::string m = "[model]\npreset = \"cnn\"\n";
+  dp::Config img = dp::parse_config(m + "[data]\ndataset = \"image_folder\"\npath = \"d\"\n", "m.cfg");
+  EXPECT_EQ(img.data.mean, (std::vector<double>{0.485, 0.456, 0.406}));
+  EXPECT_EQ(img.data.std, (std::vector<double>{0.229, 0.224, 0.225}));
+  EXPECT_TRUE(img.data.hflip);
+  EXPECT_EQ(img.data.resize, 256);
+  EXPECT_EQ(img.model.num_classes, 0);
+  dp::Config given = dp::parse_config(m + "[data]\ndataset = \"image_folder\"\nimage_size = 32\nhflip = false\n", "m.cfg",
+                                      {"data.mean=[0.5, 0.5, 0.5]"});
+  EXPECT_EQ(given.data.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(given.data.std, (std::vector<double>{0.229, 0.224, 0.225}));
+  EXPECT_FALSE(given.data.hflip);
+  EXPECT_EQ(given.data.resize, 37);  // round(32 * 8 / 7)
+  dp::Config npy = dp::parse_config(m + "[data]\ndataset = \"npy\"\n", "m.cfg");
+  EXPECT_TRUE(npy.data.mean.empty());
+  dp::Config fm = dp::parse_config(m, "m.cfg");
+  EXPECT_EQ(fm.data.mean, (std::vector<double>{0.2860}));  // Fashion-MNIST as before
+  EXPECT_FALSE(fm.data.hflip);
+  // The resolved config reads back the same (but for its first line, naming the source).
+  auto body = [](const std::string& t) { return t.substr(t.find('\n')); };
+  EXPECT_EQ(body(dp::to_toml(dp::parse_config(dp::to_toml(img), "r.toml"))), body(dp::to_toml(img)));
+}
+
+TEST(Config, ImageKeysAreChecked) {
+  auto err = [](const std::string& text) {
+    try {
+      dp::parse_config("[model]\npreset = \"cnn\"\n" + text, "m.cfg");
+    } catch (const dp::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(err("[data]\ncrop_scale = [0.5]\n"), "m.cfg: data.crop_scale must be [low, high] with 0 < low <= high <= 1, got [0.5]");
+  EXPECT_EQ(err("[data]\ncrop_ratio = [2, 1]\n"), "m.cfg: data.crop_ratio must be [low, high] with 0 < low <= high, got [2, 1]");
+  EXPECT_EQ(err("[data]\nimage_size = 64\nresize = 60\n"),
+            "m.cfg: data.resize = 60 is smaller than data.image_size = 64: the centre crop needs resize >= image_size");
+  EXPECT_EQ(err("[data]\ndataset = \"tar_shards\"\npath = \"t-{0..3}.tar\"\n"),
+            "m.cfg: data.dataset = \"tar_shards\" needs data.val_path, the evaluation shards (e.g. "
+            "\"val-{0000..0006}.tar\")");
+}
