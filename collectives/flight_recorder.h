@@ -3,7 +3,7 @@
 // collectives of one communicator in a fixed ring buffer, always on (a few stores per collective
 // under an uncontended mutex), written as <run>/flight/rank-<r>.json on a communication error or
 // timeout, on abort() and on SIGUSR2 (launch/flight_signal.h). tools/flightrec reads every rank's
-// file and says in one line who is stuck where (docs/flight-recorder.md).
+// file and says in one line who is stuck where (docs/multi-host.md).
 //
 // File format (JSON, one object; times in seconds relative to when the file was written, so that
 // ranks on hosts with unsynchronised clocks compare durations, not timestamps):

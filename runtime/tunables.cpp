@@ -46,7 +46,10 @@ constexpr TunableSpec kSpecs[] = {
      "environment lookup"},
     {Tunable::FlightRecords, "DPTRAIN_FLIGHT_RECORDS", TunableType::Integer, "256", 16, 1000000,
      "flight recorder: how many of its last collectives each rank remembers for runs/<name>/flight/rank-<r>.json "
-     "(docs/flight-recorder.md)"},
+     "(docs/multi-host.md)"},
+    {Tunable::RendezvousReportS, "DPTRAIN_RENDEZVOUS_REPORT_S", TunableType::Number, "5", 0.1, 3600,
+     "bootstrap: seconds between the 'waiting for ranks' lines of a rank waiting for the others at start-up (and "
+     "in any bootstrap exchange); read with the launcher's variables through the bootstrap's environment lookup"},
     {Tunable::FaultKillAfterStep, "DPTRAIN_FAULT_KILL_AFTER_STEP", TunableType::Integer, "", 1, kMax,
      "tests: the process kills itself (SIGKILL) right after step N and any checkpoint due at N, as kill -9 "
      "would (unset: never)"},

@@ -30,6 +30,7 @@ enum class Tunable {
   Pmi2Lib,
   RunId,
   FlightRecords,
+  RendezvousReportS,
   FaultKillAfterStep,
   FaultSlowStepMs,
 };

@@ -140,7 +140,7 @@ restore_h3() {
 
 silent_h3="ranks 4-5 on host h3 do not answer \(are their processes stopped or hung, or their host cut off\?\); no progress for $T s \(timeout\)"
 silent_others="ranks 0-1 on host h1, ranks 2-3 on host h2, ranks 6-7 on host h4 do not answer \(are their processes stopped or hung, or their hosts cut off\?\); no progress for $T s \(timeout\)"
-collective='(all-reduce|barrier) #[0-9]+ \([^)]*step [0-9]+\)'
+collective='(all-reduce|broadcast|barrier) #[0-9]+ \([^)]*step [0-9]+\)'
 
 # Each case a function; HOSTS_FAULTS_CASES picks some (default: all, in this order).
 case_link() {
