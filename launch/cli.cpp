@@ -66,7 +66,8 @@ std::vector<std::string> overrides_of(const RunArgs& a) {
 }
 
 // Runs a command; an error becomes one "dptrain: error:" line and exit code 2 (the user's
-// input) or 1 (anything else).
+// input), 3 (a peer or the network failed: collectives/communicator.h's CommunicationError; it
+// also goes to the rank's log file, with the time it happened) or 1 (anything else).
 template <typename F>
 int reporting_errors(F&& command) {
   try {
@@ -74,6 +75,11 @@ int reporting_errors(F&& command) {
   } catch (const UserError& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 2;
+  } catch (const CommunicationError& e) {
+    log::get("train")->error("{}", e.what());
+    log::get("train")->flush();
+    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
+    return kExitCommunicationFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 1;

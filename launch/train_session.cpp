@@ -7,9 +7,12 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include "base/error.h"
+#include "collectives/bootstrap/common.h"
 #include "collectives/bootstrap/factory.h"
+#include "collectives/collective_tag.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
 #include "launch/run_history.h"
@@ -164,6 +167,7 @@ void TrainSession::open_run_directory() {
   if (rank_ == 0) run_->write_text("classes.json", classes_json(classes_) + "\n");
   log::configure(cfg_.run.log_level, run_->file(fmt::format("logs/rank-{}.log", rank_)), false, cfg_.run.log_levels);
   log_tunables();  // the DPTRAIN_* variables set, once: rank 0's console and every rank's file
+  watch_communication();
   // Warnings reach the file at once (a killed run keeps them); the rest when the session ends
   // (the loggers share their sinks, so flushing one flushes the file).
   for (const char* sub : {"train", "ckpt"}) log::get(sub)->flush_on(spdlog::level::warn);
@@ -171,6 +175,20 @@ void TrainSession::open_run_directory() {
   lg()->info("run directory {}", run_->path());
   result_.run_dir = run_->path();
   kill_after_ = fault_kill_after_step();
+  slow_step_ms_ = tunables().number(Tunable::FaultSlowStepMs);
+}
+
+// The flight recorder's file (written on a communication failure, abort, or SIGUSR2) and how
+// this rank reaches its peers, in its own log (collectives/flight_recorder.h).
+void TrainSession::watch_communication() {
+  if (world_ == 1 || comm_->flight_recorder() == nullptr) return;
+  comm_->flight_recorder()->set_path(run_->file(fmt::format("flight/rank-{}.json", rank_)));
+  flight_signal_ = std::make_unique<FlightSignal>(*comm_);
+  const std::vector<int> shm = comm_->shared_memory_peers();
+  const std::vector<std::string> hosts = comm_->rank_hosts();
+  lg()->info("links: host {}; shared memory with {}; TCP with the other {} rank(s)",
+             static_cast<size_t>(rank_) < hosts.size() ? hosts[rank_] : "?",
+             shm.empty() ? "no rank" : format_ranks(shm), world_ - 1 - static_cast<int>(shm.size()));
 }
 
 // load_checkpoint changes nothing unless the whole file checks out, so a bad newest checkpoint
@@ -308,6 +326,7 @@ void TrainSession::announce_training() {
              plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", enum_name(cfg_.train.optimizer),
              cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
+  tel_->watch_stragglers(*comm_, cfg_.dist.straggler_ms);
 }
 
 // The GPU's input pipeline (made once for the run), and the first log window.
@@ -333,6 +352,8 @@ std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
 // Gradients, the optimizer, and what the step adds to the log window. t_step: when it began.
 void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point t_step) {
   tel_->begin_step(step_ + 1);
+  set_collective_step(step_ + 1);  // the step every collective of this one is recorded with
+  if (slow_step_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_step_ms_));
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
   optimizer_step(lr);

@@ -28,6 +28,7 @@
 #include "launch/buffer_broadcast.h"
 #include "launch/datasets.h"
 #include "launch/evaluate.h"
+#include "launch/flight_signal.h"
 #include "launch/gpu_run.h"
 #include "launch/run_dir.h"
 #include "launch/stop_signals.h"
@@ -93,6 +94,7 @@ class TrainSession {
   void choose_the_device();
   void open_data_and_build_model();
   void open_run_directory();
+  void watch_communication();
   void resume_or_start_over();
   void resume_from(const ResumePoint& r);
   void init_from_weights();
@@ -142,6 +144,7 @@ class TrainSession {
   // communicator, the model and the optimizer before the GPU run they live on.
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<FlightSignal> flight_signal_;  // SIGUSR2: the flight record (before comm_ goes)
   int rank_ = 0, world_ = 1;
   // Rank 0 alone writes and deletes checkpoints and the final weights (every rank writes its
   // own replica); the others wait for a checkpoint at a barrier.
@@ -167,6 +170,7 @@ class TrainSession {
   std::optional<FlushLogAtExit> flush_at_exit_;
   TrainResult result_;
   int64_t kill_after_ = -1;  // DPTRAIN_FAULT_KILL_AFTER_STEP
+  double slow_step_ms_ = 0;  // DPTRAIN_FAULT_SLOW_STEP_MS
   std::unique_ptr<CheckpointDir> ckpts_;
   // Position: steps done, the last checkpoint's step, where the run resumed (epoch and the
   // samples of its order consumed, all ranks together) and where the data stream is now.

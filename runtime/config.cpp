@@ -173,6 +173,9 @@ std::vector<Field> schema(Config& c) {
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
       {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress},
+      {"dist", "straggler_ms", "the straggler report (metrics.jsonl, progress line) names the rank that arrived last "
+       "at the gradient all-reduces most often when it came this many ms later than the typical rank",
+       &c.dist.straggler_ms, 0, 1e9},
       {"dist", "broadcast_buffers",
        "after every step rank 0's buffers (batch norm running statistics) replace the others' (DDP's "
        "broadcast_buffers), so replicas stay identical; unnecessary with model.sync_bn",

@@ -124,6 +124,7 @@ struct DistConfig {
   bool overlap = true;             // reduce buckets during backward (false: after it)
   bool allow_unused = false;       // a parameter without a gradient in a step is not an error
   GradCompress compress = GradCompress::None;  // gradients travel in 16 bits
+  double straggler_ms = 50;        // the straggler report names a rank arriving later than this
   bool broadcast_buffers = true;   // rank 0's buffers replace the others' after every step (DDP's default)
 };
 

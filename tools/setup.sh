@@ -27,7 +27,8 @@ packages=(build-essential cmake ninja-build pkg-config git
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libopenblas-openmp-dev dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
   slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmi2-0-dev munge libmunge2 libmunge-dev libpmix-dev
-  libboost-context-dev libjpeg62-turbo-dev libspng-dev)
+  libboost-context-dev libjpeg62-turbo-dev libspng-dev
+  iproute2 util-linux)  # ip netns, nsenter, unshare: the multi-host Slurm fixture (tools/slurm/netns.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
