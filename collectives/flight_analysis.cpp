@@ -67,6 +67,7 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
     me.file = me.has_position = true;
     me.entered = rec.last_entered, me.completed = rec.last_completed;
   }
+  const std::vector<Known> own = f.k;
   for (const RankFlight& rec : recs)
     for (const auto& p : rec.peers) {
       if (p.rank < 0 || p.rank >= n) continue;
@@ -87,6 +88,14 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
         f.k[static_cast<size_t>(rec.rank)].asked_in_vain = true;
       }
     }
+  // An answer given between two collectives (a slow rank, not a stuck one) says less than its own
+  // record of the later collective it then waited in.
+  for (size_t r = 0; r < f.k.size(); ++r) {
+    Known& x = f.k[r];
+    const Known& o = own[r];
+    if (x.answered_position && o.file && x.entered == x.completed && o.entered > o.completed && o.entered > x.entered)
+      x.entered = o.entered, x.completed = o.completed;
+  }
   return f;
 }
 

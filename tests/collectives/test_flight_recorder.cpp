@@ -169,6 +169,18 @@ TEST(FlightDiagnosis, ARankThatAnswersButIsBehindNeverEntered) {
             "rank 6 on host h4 never entered all-reduce #41 (bucket 7, step 812); all others are waiting in it");
 }
 
+TEST(FlightDiagnosis, ASlowRankAnsweringBetweenCollectivesIsPlacedByItsOwnRecord) {
+  // The others asked rank 3 while it was still between #5122 and #5123 (slow, not stuck); rank 3's
+  // own record, written when the collective failed, has it waiting in #5123 with them.
+  std::vector<RankFlight> recs = survivors({4, 5}, 5123);
+  for (auto& rec : recs)
+    for (auto& p : rec.peers)
+      if (p.rank == 3) p.entered = p.completed = 5122;
+  EXPECT_EQ(diagnose_flight(recs),
+            "ranks 4-5 on host h3 stopped answering in all-reduce #5123 (bucket 7, step 812); all others are waiting "
+            "in it");
+}
+
 TEST(FlightDiagnosis, AHostCutOffAsksInVainToo) {
   std::vector<RankFlight> recs = survivors({4, 5}, 77);
   for (int r : {4, 5}) {
