@@ -42,11 +42,22 @@
 #include <mutex>
 #include <string>
 
+#include <vector>
+
+#include "collectives/flight_recorder.h"
 #include "runtime/tensor.h"
 
 namespace dp {
 
 enum class ReduceOp { Sum, Avg, Max, Min };
+
+// A collective failed because of a peer or the network (a rank died, stopped answering, was cut
+// off, or issued a different collective), not because of this process: the trainer exits with
+// its own status for it (launch/cli.cpp), and the flight recorder has written what it knew.
+class CommunicationError : public DpError {
+ public:
+  using DpError::DpError;
+};
 const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 
 // The handle of one issued collective. Thread-safe; backends call finish() exactly once.
@@ -143,6 +154,17 @@ class Communicator {
   // the backends that are not device_native() complete collectives on the host, so wait() on
   // their Works is the ordering.
   virtual void stream_wait_collectives(void* stream) { (void)stream; }
+
+  // The flight recorder of backends that keep one (ring: its last collectives, always on; see
+  // collectives/flight_recorder.h), else null. Set its path to have it written on failures.
+  virtual FlightRecorder* flight_recorder() { return nullptr; }
+  // Writes the flight record now (SIGUSR2; the backend writes it by itself on a communication
+  // error, a timeout and abort()). Never throws; a no-op without a recorder or a path.
+  virtual void write_flight_record(const std::string& why) { (void)why; }
+  // The peers this rank reaches through shared memory (ring), in rank order; empty otherwise.
+  virtual std::vector<int> shared_memory_peers() const { return {}; }
+  // The host every rank runs on, as the backend's messages name them (ring; empty otherwise).
+  virtual std::vector<std::string> rank_hosts() const { return {}; }
 };
 
 // "ring allreduce #12 (f32, 1048576 elements, sum)"; op and root are left out when absent

@@ -49,7 +49,8 @@ void on_signal(int sig) {
   errno = saved;
 }
 
-constexpr int kRouted[] = {SIGINT, SIGTERM, SIGUSR1, SIGCHLD};
+// SIGUSR2 (write the flight record: launch/flight_signal.h) is forwarded like the stop signals.
+constexpr int kRouted[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD};
 
 // Installs the handlers (and ignores SIGPIPE: a closed stdout must not kill the launcher and
 // orphan its workers); restores what was there on destruction.
@@ -150,6 +151,7 @@ std::string describe(int raw_status) {
 [[noreturn]] void exec_worker(const char* exe, char* const* argv, char* const* envp, int out_w, int err_w,
                               pid_t launcher, const char* fail_msg, size_t fail_len) {
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+  ::signal(SIGUSR2, SIG_IGN);  // until the worker's flight recorder takes it (kept across exec)
   // SIGUSR1 stays blocked through exec until the worker's main() catches it (pending, not fatal).
   sigset_t usr1;
   sigemptyset(&usr1);

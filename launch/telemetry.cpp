@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "runtime/log.h"
 
@@ -99,6 +101,7 @@ void Telemetry::show_progress(const StepPosition& at) {
   ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
   ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
   ps.data_share = w.data_s / std::max(w.step_s, 1e-9);
+  ps.straggler = straggler_note_;
   progress(ps, at.step == at.total);
 }
 
@@ -122,14 +125,45 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
   const double stall = w.data_s / std::max(w.step_s, 1e-9);
   lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s data wait {:.0f}% ETA {}",
            at.epoch + 1, at.epochs, at.step, at.total, loss, accuracy, at.lr, sps, 100.0 * stall, hms(eta));
-  if (rank_ == 0)
-    run.append_metrics({{"split", "train"}, {"step", at.step}, {"epoch", at.epoch + 1}, {"loss", loss},
-                        {"accuracy", accuracy}, {"lr", at.lr}, {"samples_per_s", sps},
-                        {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
-                        {"comm_exposed_s", w.exposed_s / w.steps}, {"data_wait_s", w.data_s / w.steps},
-                        {"data_stall", stall}, {"loss_scale", at.loss_scale},
-                        {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}});
+  nlohmann::json line = {{"split", "train"}, {"step", at.step}, {"epoch", at.epoch + 1}, {"loss", loss},
+                         {"accuracy", accuracy}, {"lr", at.lr}, {"samples_per_s", sps},
+                         {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
+                         {"comm_exposed_s", w.exposed_s / w.steps}, {"data_wait_s", w.data_s / w.steps},
+                         {"data_stall", stall}, {"loss_scale", at.loss_scale},
+                         {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}};
+  report_stragglers(line);  // collective: every rank
+  if (rank_ == 0) run.append_metrics(line);
   lg->flush();  // the rank's log file follows the run window by window
+}
+
+void Telemetry::watch_stragglers(Communicator& comm, double threshold_ms) {
+  if (comm.size() < 2 || comm.flight_recorder() == nullptr) return;
+  stragglers_ = std::make_unique<StragglerWatch>(comm, threshold_ms);
+  straggler_ms_ = threshold_ms;
+  hosts_ = comm.rank_hosts();
+}
+
+// The straggler report of the window (collectives/straggler.h) into rank 0's train line, its log
+// and its progress line.
+void Telemetry::report_stragglers(nlohmann::json& line) {
+  if (!stragglers_) return;
+  const StragglerReport rep = stragglers_->collect();
+  if (rank_ != 0 || rep.collectives == 0) return;
+  const std::string host = rep.rank >= 0 && static_cast<size_t>(rep.rank) < hosts_.size() ? hosts_[rep.rank] : "";
+  nlohmann::json skew = nlohmann::json::array();
+  for (double s : rep.bucket_skew_ms) skew.push_back(std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr));
+  line["bucket_skew_ms"] = skew;
+  line["last_rank"] = rep.rank;
+  line["last_host"] = host;
+  line["last_count"] = rep.last_count;
+  line["last_of"] = rep.collectives;
+  line["lateness_ms"] = rep.lateness_ms;
+  line["straggler"] = rep.flagged ? nlohmann::json(rep.rank) : nlohmann::json(nullptr);
+  straggler_note_ = rep.flagged ? fmt::format("rank {} on {} +{:.0f}ms", rep.rank, host, rep.lateness_ms) : "";
+  if (rep.flagged)
+    log::get("train")->warn("straggler: rank {} on host {} arrived last at {} of {} gradient all-reduces, {:.1f} ms "
+                            "after the typical rank (threshold dist.straggler_ms = {:g})",
+                            rep.rank, host, rep.last_count, rep.collectives, rep.lateness_ms, straggler_ms_);
 }
 
 void Telemetry::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {

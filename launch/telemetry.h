@@ -15,8 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/reducer/reducer.h"
+#include "collectives/straggler.h"
 #include "launch/run_dir.h"
 #include "runtime/config.h"
 #include "runtime/metrics/comm_overlap.h"
@@ -85,6 +88,11 @@ class Telemetry {
   void step_done(const StepTally& tally, const StepPosition& at, RunDir& run);
   // Starts an empty log window now (the first one begins when training does, after set-up).
   void restart_window() { log_window_ = LogWindow{}; }
+  // Every train line also gathers the straggler report (collectives/straggler.h: a collective
+  // over `comm`, so every rank calls this, or none): rank 0 adds it to its metrics.jsonl train
+  // line (bucket_skew_ms, last_rank, last_host, last_count, last_of, lateness_ms, straggler) and,
+  // when it names a rank later than threshold_ms, to the log and the progress line.
+  void watch_stragglers(Communicator& comm, double threshold_ms);
 
   // Rank 0: scalars into the event file at `step`.
   void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
@@ -103,6 +111,7 @@ class Telemetry {
   double trace_us(TimePoint t) const;
   void show_progress(const StepPosition& at);
   void write_train_line(const StepPosition& at, RunDir& run);
+  void report_stragglers(nlohmann::json& line);
   int rank_;
   bool console_;
   metrics::StepRange window_;
@@ -121,6 +130,11 @@ class Telemetry {
   int64_t log_every_;
   TimePoint run_start_;
   LogWindow log_window_;
+  // The straggler report (watch_stragglers): its watch, every rank's host, the progress note.
+  std::unique_ptr<StragglerWatch> stragglers_;
+  std::vector<std::string> hosts_;
+  std::string straggler_note_;
+  double straggler_ms_ = 0;
 };
 
 }  // namespace dp::launch

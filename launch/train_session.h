@@ -10,8 +10,9 @@
 // as it goes (progress, train lines, scalars, trace) in launch/telemetry.h.
 //
 // Every rank runs the same sequence of collectives: the start-up allgather and broadcasts, a
-// stop-agreement all-reduce before the first step and after each step but the last, a barrier
-// per checkpoint, the evaluation's all-reduces, and the trace allgather at the end.
+// stop-agreement all-reduce before the first step and after each step but the last, the buffers'
+// broadcast after each step (dist.broadcast_buffers), a barrier per checkpoint, the evaluation's
+// all-reduces, and the trace allgather at the end.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -25,8 +26,10 @@
 #include "collectives/communicator.h"
 #include "collectives/reducer/reducer.h"
 #include "launch/batch_feed.h"
+#include "launch/buffer_broadcast.h"
 #include "launch/datasets.h"
 #include "launch/evaluate.h"
+#include "launch/flight_signal.h"
 #include "launch/gpu_run.h"
 #include "launch/run_dir.h"
 #include "launch/stop_signals.h"
@@ -92,8 +95,11 @@ class TrainSession {
   void choose_the_device();
   void open_data_and_build_model();
   void open_run_directory();
+  void watch_communication();
   void resume_or_start_over();
   void resume_from(const ResumePoint& r);
+  void init_from_weights();
+  void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
   void announce_training();
@@ -140,6 +146,7 @@ class TrainSession {
   // communicator, the model and the optimizer before the GPU run they live on.
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<FlightSignal> flight_signal_;  // SIGUSR2: the flight record (before comm_ goes)
   int rank_ = 0, world_ = 1;
   // Rank 0 alone writes and deletes checkpoints and the final weights (every rank writes its
   // own replica); the others wait for a checkpoint at a barrier.
@@ -165,6 +172,7 @@ class TrainSession {
   std::optional<FlushLogAtExit> flush_at_exit_;
   TrainResult result_;
   int64_t kill_after_ = -1;  // DPTRAIN_FAULT_KILL_AFTER_STEP
+  double slow_step_ms_ = 0;  // DPTRAIN_FAULT_SLOW_STEP_MS
   std::unique_ptr<CheckpointDir> ckpts_;
   // Position: steps done, the last checkpoint's step, where the run resumed (epoch and the
   // samples of its order consumed, all ranks together) and where the data stream is now.
@@ -172,7 +180,11 @@ class TrainSession {
   int64_t start_epoch_ = 0, start_samples_ = 0;
   int64_t cur_epoch_ = 0, cur_samples_ = 0;
   bool evaluated_last_ = false;  // the last step was followed by an evaluation
+  bool epoch_complete_ = false;  // the last run_epoch used up its epoch's data
+  int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
+  int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;
   // The loss gradient w.r.t. the logits (on the CPU; on the GPU) and the logits' host copy on a

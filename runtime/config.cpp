@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -40,7 +41,8 @@ struct EnumRef {
 };
 
 using FieldPtr =
-    std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*, EnumRef>;
+    std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*,
+                 std::vector<std::string>*, EnumRef>;
 
 struct Field {
   std::string section, key, help;
@@ -123,6 +125,13 @@ std::vector<Field> schema(Config& c) {
       {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden, 1, 16777216},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
       {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
+      {"model", "init",
+       "start from these weights: a safetensors file (a torchvision state_dict, a dptrain final.safetensors or "
+       "checkpoint); \"\" = fresh initialisation. A resumed run continues from its own checkpoints instead",
+       &c.model.init},
+      {"model", "init_skip",
+       "glob patterns of tensors model.init leaves at their fresh initialisation, e.g. [\"fc.*\"] for a new head",
+       &c.model.init_skip},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
@@ -164,6 +173,13 @@ std::vector<Field> schema(Config& c) {
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
       {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress},
+      {"dist", "straggler_ms", "the straggler report (metrics.jsonl, progress line) names the rank that arrived last "
+       "at the gradient all-reduces most often when it came this many ms later than the typical rank",
+       &c.dist.straggler_ms, 0, 1e9},
+      {"dist", "broadcast_buffers",
+       "after every step rank 0's buffers (batch norm running statistics) replace the others' (DDP's "
+       "broadcast_buffers), so replicas stay identical; unnecessary with model.sync_bn",
+       &c.dist.broadcast_buffers},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -283,6 +299,14 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
                 DP_THROW_USER("{}: {}[{}] = {} is out of range [{}, {}]", pos, f.full(), out.size(), v, num_str(f.min),
                               num_str(f.max));
               out.push_back(v);
+            }
+            *p = out;
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            if (!n.is_array()) wrong("an array of strings");
+            std::vector<std::string> out;
+            for (const auto& e : *n.as_array()) {
+              if (!e.is_string()) wrong("an array of strings");
+              out.push_back(*e.value<std::string>());
             }
             *p = out;
           }
@@ -474,6 +498,10 @@ void validate(const Config& c) {
                   c.data.std.size());
   for (double s : c.data.std)
     if (!(s > 0)) DP_THROW_USER("{}: data.std values must be > 0, got {}", src, s);
+  if (!c.model.init_skip.empty() && c.model.init.empty())
+    DP_THROW_USER("{}: model.init_skip is set but model.init is empty: name the weights file to start from "
+                  "(model.init = \"weights.safetensors\") or drop model.init_skip",
+                  src);
   if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
   validate_images(c, src);
@@ -484,6 +512,16 @@ std::string toml_scalar(const T& v) {
   std::ostringstream os;
   os << toml::value<T>(v);
   return os.str();
+}
+// A double as TOML: the shortest text that reads back as the same double (0.286, not toml++'s
+// 0.28599999999999998), kept a float by a ".0" when it would read as an integer.
+template <>
+std::string toml_scalar<double>(const double& v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);  // shortest round-trip (fmt's Dragonbox)
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
 }
 
 // A field's value in TOML syntax, as the resolved config.toml and the reference show it.
@@ -507,7 +545,7 @@ std::string arg_value(const ArgValue& v) {
   std::ostringstream os;
   switch (v.index()) {
     case 0: os << std::get<int64_t>(v); break;
-    case 1: os << toml::value<double>(std::get<double>(v)); break;
+    case 1: os << toml_scalar(std::get<double>(v)); break;
     case 2: os << (std::get<bool>(v) ? "true" : "false"); break;
     default: os << toml::value<std::string>(std::get<std::string>(v)); break;
   }

@@ -74,6 +74,8 @@ struct ModelConfig {
   double dropout = 0.0;            // mlp/cnn presets
   std::vector<LayerSpec> layers;   // the [[layer]] list
   bool sync_bn = false;            // batch norm statistics over all ranks (SyncBatchNorm)
+  std::string init;                // starting weights (safetensors); "" = fresh initialisation
+  std::vector<std::string> init_skip;  // glob patterns of tensors `init` leaves fresh ("fc.*")
 };
 
 struct TrainConfig {
@@ -122,6 +124,8 @@ struct DistConfig {
   bool overlap = true;             // reduce buckets during backward (false: after it)
   bool allow_unused = false;       // a parameter without a gradient in a step is not an error
   GradCompress compress = GradCompress::None;  // gradients travel in 16 bits
+  double straggler_ms = 50;        // the straggler report names a rank arriving later than this
+  bool broadcast_buffers = true;   // rank 0's buffers replace the others' after every step (DDP's default)
 };
 
 struct ProfileConfig {

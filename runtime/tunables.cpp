@@ -32,6 +32,10 @@ constexpr TunableSpec kSpecs[] = {
     {Tunable::RingHost, "DPTRAIN_RING_HOST", TunableType::Text, "", 0, 0,
      "ring backend: the address this rank listens on (unset: 127.0.0.1 when every rank is on this node, else "
      "this host's address)"},
+    {Tunable::RingHierarchical, "DPTRAIN_RING_HIERARCHICAL", TunableType::Integer, "1", 0, 1,
+     "ring backend: 1 = all-reduce hierarchically (within each host over shared memory, across hosts between one "
+     "leader per host) when the job spans several hosts and some host runs several ranks; 0 = always the flat "
+     "algorithms (collectives/ring/README.md)"},
     {Tunable::PmixLib, "DPTRAIN_PMIX_LIB", TunableType::Text, "", 0, 0,
      "bootstrap pmix: the PMIx library to load (unset: libpmix.so.2, then libpmix.so)"},
     {Tunable::Pmi2Lib, "DPTRAIN_PMI2_LIB", TunableType::Text, "", 0, 0,
@@ -58,9 +62,18 @@ constexpr TunableSpec kSpecs[] = {
      "flood of connections never takes rank 0's file descriptors)"},
     {Tunable::StoreHandshakeS, "DPTRAIN_STORE_HANDSHAKE_S", TunableType::Number, "5", 0.05, 3600,
      "TCP store and ring listeners: seconds a new connection has to prove the job token before it is closed"},
+    {Tunable::FlightRecords, "DPTRAIN_FLIGHT_RECORDS", TunableType::Integer, "256", 16, 1000000,
+     "flight recorder: how many of its last collectives each rank remembers for runs/<name>/flight/rank-<r>.json "
+     "(docs/multi-host.md)"},
+    {Tunable::RendezvousReportS, "DPTRAIN_RENDEZVOUS_REPORT_S", TunableType::Number, "5", 0.1, 3600,
+     "bootstrap: seconds between the 'waiting for ranks' lines of a rank waiting for the others at start-up (and "
+     "in any bootstrap exchange); read with the launcher's variables through the bootstrap's environment lookup"},
     {Tunable::FaultKillAfterStep, "DPTRAIN_FAULT_KILL_AFTER_STEP", TunableType::Integer, "", 1, kMax,
      "tests: the process kills itself (SIGKILL) right after step N and any checkpoint due at N, as kill -9 "
      "would (unset: never)"},
+    {Tunable::FaultSlowStepMs, "DPTRAIN_FAULT_SLOW_STEP_MS", TunableType::Number, "0", 0, 1e6,
+     "tests: the process sleeps this many milliseconds at the start of every step, a straggler for the straggler "
+     "report (set it for one rank only)"},
 };
 static_assert(std::size(kSpecs) == kTunableCount, "one table row per Tunable");
 

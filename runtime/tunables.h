@@ -25,6 +25,7 @@ enum class Tunable {
   RingShmBytes,
   RingSpinUs,
   RingHost,
+  RingHierarchical,
   PmixLib,
   Pmi2Lib,
   RunId,
@@ -33,9 +34,12 @@ enum class Tunable {
   StoreMaxFrameBytes,
   StoreMaxPending,
   StoreHandshakeS,
+  FlightRecords,
+  RendezvousReportS,
   FaultKillAfterStep,
+  FaultSlowStepMs,
 };
-inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultKillAfterStep) + 1;
+inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultSlowStepMs) + 1;
 
 enum class TunableType { Integer, Number, Text };
 

@@ -6,6 +6,9 @@
 //   srun -n 8 collbench --op allreduce             ranks from the launcher (PMIx, PMI2, Slurm env,
 //   RANK=... WORLD_SIZE=... collbench              torchrun's env, ...: --bootstrap auto)
 //   collbench --nproc 8 --backend nccl             NCCL on device buffers, one GPU per rank
+//   srun -N4 -n8 collbench --op allreduce --allreduce both
+//                                                  the ring's flat and hierarchical all-reduce,
+//                                                  one table each (tools/bench/collbench_hosts.sh)
 //
 // Backends: ring (host buffers) or nccl (device buffers on GPU local rank mod visible GPUs, as
 // the nccl communicator picks it; inputs are filled and results checked on host copies, outside
@@ -206,6 +209,9 @@ struct Settings {
   int iters = 20, warmup = 5, root = 0;
   double timeout_s = 60;
   Device device = Device::cpu();  // where the buffers live: the backend's side
+  // The ring's all-reduce: "auto" (hierarchical when the topology calls for it: the
+  // DPTRAIN_RING_HIERARCHICAL default), "flat", "hierarchical", or "both" (a table each).
+  std::string allreduce = "auto";
 };
 
 // `t` on the host: itself, or a copy of a device tensor.
@@ -353,6 +359,24 @@ int run_worker(Settings s) {
     nodes = static_cast<int>(std::set<std::string>(ids.begin(), ids.end()).size());
   }
   std::unique_ptr<Communicator> comm;
+  if (s.backend == CollectiveBackend::Ring && s.allreduce != "auto") {
+    // Flat and hierarchical on the same ranks, one communicator each (collectives/ring/algorithms.h).
+    bool ok = true;
+    for (const char* algo : {"flat", "hierarchical"}) {
+      if (s.allreduce != "both" && s.allreduce != algo) continue;
+      RingOptions o = ring_options_from_env(s.timeout_s);
+      o.hierarchical = std::string(algo) == "hierarchical";
+      auto c = make_ring_communicator(*bs, o);
+      const bool used = o.hierarchical && nodes > 1 && nodes < c->size();
+      if (c->rank() == 0)
+        std::printf("# collbench: ring, %s all-reduce%s, world size %d on %d node%s, bootstrap %s\n", algo,
+                    o.hierarchical && !used ? " (not used: it needs several nodes, some with several ranks)" : "",
+                    c->size(), nodes, nodes == 1 ? "" : "s", bs->kind());
+      for (Op op : s.ops) ok = bench_op(*c, s, op) && ok;
+      c->barrier();
+    }
+    return ok ? 0 : 1;
+  }
   if (s.backend == CollectiveBackend::Ring) {
     comm = make_ring_communicator(*bs, s.timeout_s);
   } else {
@@ -410,6 +434,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 1e6));
   app.add_option("--nproc", nproc, "launch N local ranks (env bootstrap; output lines prefixed '[rank r] ')")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--allreduce", s.allreduce,
+                 "ring backend: auto (the default choice), flat, hierarchical, or both (a table each)")
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical", "both"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

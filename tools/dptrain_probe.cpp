@@ -3,13 +3,19 @@
 // (tests/integration/test_slurm_probe.sh) under srun --mpi=pmix / --mpi=pmi2 / plain srun and
 // with the torchrun-style env variables.
 //
-//   dptrain_probe [--bootstrap SPEC] [--timeout S]
+//   dptrain_probe [--bootstrap SPEC] [--timeout S] [--links]
 //
 // SPEC as dist.bootstrap ("auto" by default: PMIx -> PMI2 -> env -> Slurm env -> single).
 // Prints, on stdout, as a single write:
 //   probe kind=<pmix|pmi2|slurm|env|...> rank=R size=N local_rank=L local_size=M node=K allreduce=S
-// where S is the f64 sum over ranks of (rank + 1), i.e. N(N+1)/2. Exit status 0 on success, 1 on
-// any error (message on stderr), 2 on a usage error.
+// where S is the f64 sum over ranks of (rank + 1), i.e. N(N+1)/2; with --links the line goes on
+//   ... host=H addr=A shm=P
+// H: this process's host name (gethostname), A: the address the ring listens on, P: the ranks it
+// reaches over shared memory ("1,3"; "-" for none). The multi-host test (tests/integration/
+// test_hosts_fmnist.sh) checks them. Exit status 0 on success, 1 on any error (message on
+// stderr), 2 on a usage error.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -17,20 +23,24 @@
 
 #include "collectives/bootstrap/factory.h"
 #include "collectives/communicator.h"
+#include "collectives/ring/mesh.h"
 #include "collectives/ring/ring_communicator.h"
 #include "runtime/tensor.h"
 
 int main(int argc, char** argv) {
   std::string spec = "auto";
   double timeout_s = 60;
+  bool links = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--bootstrap" && i + 1 < argc) {
       spec = argv[++i];
     } else if (a == "--timeout" && i + 1 < argc) {
       timeout_s = std::atof(argv[++i]);
+    } else if (a == "--links") {
+      links = true;
     } else {
-      std::fprintf(stderr, "usage: dptrain_probe [--bootstrap SPEC] [--timeout S]\n");
+      std::fprintf(stderr, "usage: dptrain_probe [--bootstrap SPEC] [--timeout S] [--links]\n");
       return 2;
     }
   }
@@ -41,12 +51,18 @@ int main(int argc, char** argv) {
     t.data<double>()[0] = bs->rank() + 1.0;
     comm->allreduce(t, dp::ReduceOp::Sum);
     comm->barrier();
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "probe kind=%s rank=%d size=%d local_rank=%d local_size=%d node=%d allreduce=%.17g\n",
-                  bs->kind(), bs->rank(), bs->size(), bs->local_rank(), bs->local_size(), bs->node_id(),
-                  t.data<double>()[0]);
-    std::fputs(line, stdout);
+    std::string line = fmt::format("probe kind={} rank={} size={} local_rank={} local_size={} node={} allreduce={}",
+                                   bs->kind(), bs->rank(), bs->size(), bs->local_rank(), bs->local_size(),
+                                   bs->node_id(), t.data<double>()[0]);
+    if (links) {
+      char host[256] = {0};
+      gethostname(host, sizeof host - 1);
+      std::string shm;
+      for (int p : comm->shared_memory_peers()) shm += (shm.empty() ? "" : ",") + std::to_string(p);
+      line += fmt::format(" host={} addr={} shm={}", host, dp::ring::ring_listen_host(*bs), shm.empty() ? "-" : shm);
+    }
+    line += "\n";
+    std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
     return 0;
   } catch (const std::exception& e) {

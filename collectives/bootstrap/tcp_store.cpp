@@ -177,6 +177,7 @@ struct TcpStoreServer::Impl {
     int rank = -1;
     bool said_bye = false, closed = false;
     bool waiting = false;
+    bool report_only = false;  // its deadline passing is a progress report, not a failure
     std::vector<std::string> wait_keys;
     Clock::time_point deadline;
   };
@@ -463,6 +464,7 @@ struct TcpStoreServer::Impl {
     for (const auto& k : q.del) kv.erase(k);
     for (const auto& [k, v] : q.set) kv[k] = v;
     c.wait_keys = q.wait;
+    c.report_only = q.report_only;
     c.waiting = true;
     c.deadline = Clock::now() + std::chrono::milliseconds(q.timeout_ms);
     answer_waits();
@@ -518,7 +520,7 @@ struct TcpStoreServer::Impl {
       std::string reply;
       put_u8(reply, kTimeout);
       put_presence(reply, c);
-      timed_out = true;
+      timed_out = timed_out || !c.report_only;
       c.waiting = false;
       send(c, reply);
     }
@@ -677,10 +679,11 @@ int TcpStoreServer::port() const { return impl_->port; }
 // ===================================== client =====================================
 
 TcpStoreClient::TcpStoreClient(const std::string& who, const std::string& host, int port, int rank, int world_size,
-                               double timeout_s, const std::string& token)
+                               double timeout_s, const std::string& token, double report_s)
     : who_(who), endpoint_(fmt::format("{}:{}", host, port)) {
   const auto start = Clock::now();
   const auto deadline = start + seconds(timeout_s);
+  auto next_report = start + seconds(report_s);
   auto backoff = std::chrono::milliseconds(10);
   std::string last_err;
   while (true) {
@@ -693,6 +696,13 @@ TcpStoreClient::TcpStoreClient(const std::string& who, const std::string& host, 
       throw DpError(fmt::format("{}: rank {} could not connect to the TCP store at {} (served by rank 0) within {}: "
                                 "{}; is rank 0 running, and is the address right?",
                                 who_, rank, endpoint_, fmt_seconds(timeout_s), last_err));
+    if (Clock::now() >= next_report) {
+      log::get("coll")->info("{}: rank {} waiting for the TCP store at {} (served by rank 0, which has not started "
+                             "listening): {:.1f} s of {:g} s",
+                             who_, rank, endpoint_, std::chrono::duration<double>(Clock::now() - start).count(),
+                             timeout_s);
+      next_report += seconds(report_s);
+    }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -846,12 +856,13 @@ std::string TcpStoreClient::recv_frame(double timeout_s) {
 
 TcpStoreClient::Result TcpStoreClient::transact(const std::vector<std::string>& del,
                                                 const std::vector<std::pair<std::string, std::string>>& set,
-                                                const std::vector<std::string>& wait, double timeout_s) {
+                                                const std::vector<std::string>& wait, double timeout_s,
+                                                bool report_only) {
   std::string body;
   size_t total = 64;
   for (const auto& [k, v] : set) total += k.size() + v.size() + 12;
   body.reserve(total);
-  put_u8(body, kTxn);
+  put_u8(body, report_only ? kTxnReport : kTxn);
   put_u32(body, static_cast<uint32_t>(std::clamp(timeout_s * 1000.0, 0.0, 2e9)));
   put_u32(body, static_cast<uint32_t>(del.size()));
   for (const auto& k : del) put_str(body, k);

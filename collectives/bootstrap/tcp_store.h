@@ -95,13 +95,14 @@ class TcpStoreServer {
 class TcpStoreClient {
  public:
   // Connects to host:port, retrying with exponential backoff (10 ms .. 1 s) until timeout_s has
-  // passed (rank 0 may start later than the others; a connection closed during the greeting, as
-  // when the store sheds connections under a flood, is retried too), then proves the job token
-  // and introduces itself. Throws DpError naming the address and the last error when it cannot
-  // connect, and the store's message when it refuses this rank (world-size mismatch, duplicate
-  // rank), and at once when the store belongs to another job or the tokens disagree.
+  // passed (rank 0 may start later than the others; an info line every report_s seconds says it
+  // waits; a connection closed during the greeting, as when the store sheds connections under a
+  // flood, is retried too), then proves the job token and introduces itself. Throws DpError
+  // naming the address and the last error when it cannot connect, and the store's message when
+  // it refuses this rank (world-size mismatch, duplicate rank), and at once when the store
+  // belongs to another job or the tokens disagree.
   TcpStoreClient(const std::string& who, const std::string& host, int port, int rank, int world_size,
-                 double timeout_s, const std::string& token = "");
+                 double timeout_s, const std::string& token = "", double report_s = 5);
   ~TcpStoreClient();  // says goodbye (so the server does not count this rank as lost)
   TcpStoreClient(const TcpStoreClient&) = delete;
   TcpStoreClient& operator=(const TcpStoreClient&) = delete;
@@ -114,9 +115,10 @@ class TcpStoreClient {
   };
   // Deletes `del`, sets `set`, then waits up to timeout_s for every key of `wait`. Throws DpError
   // when the store is unreachable, says the job is poisoned (the message of the cause), or does
-  // not answer within timeout_s plus a margin.
+  // not answer within timeout_s plus a margin. report_only: a Timeout is a progress report (the
+  // caller asks again), which the store does not count as a failure.
   Result transact(const std::vector<std::string>& del, const std::vector<std::pair<std::string, std::string>>& set,
-                  const std::vector<std::string>& wait, double timeout_s);
+                  const std::vector<std::string>& wait, double timeout_s, bool report_only = false);
 
  private:
   void send_frame(const std::string& body, double timeout_s);

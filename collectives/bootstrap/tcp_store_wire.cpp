@@ -73,7 +73,9 @@ Request parse_request(const std::string& body) {
       q.mac = r.str();
       q.job_id = r.str();
       break;
-    case kTxn: {
+    case kTxn:
+    case kTxnReport: {
+      q.report_only = static_cast<uint8_t>(body[0]) == kTxnReport;
       q.op = kTxn;
       q.timeout_ms = r.u32();
       // Each entry takes at least 4 bytes: a count beyond what the frame can hold is rejected

@@ -12,8 +12,10 @@
 //            TXN    u8 2, u32 timeout_ms, u32 ndel, ndel x str, u32 nset, nset x (str key, bytes
 //                   value), u32 nwait, nwait x str
 //            BYE    u8 3
+//            TXN_REPORT  as TXN, u8 4: the same transaction, but its deadline passing only answers
+//                   TIMEOUT (the rank reports who is missing and asks again), not a failure
 //   reply    OK      u8 0 [HELLO: str server proof HMAC(token, "store-server" | nonce_c | nonce_s)]
-//                         [TXN: nwait x bytes, the values in request order]
+//                         [TXN, TXN_REPORT: nwait x bytes, the values in request order]
 //            TIMEOUT u8 1, nwait x u8 present
 //            LOST    u8 2, nwait x u8 present, u32 n, n x i32 lost rank
 //            ERROR   u8 3, str message
@@ -34,7 +36,7 @@ inline constexpr uint32_t kVersion = 2;
 // a dptrain client, and is dropped before it can make rank 0 buffer it.
 inline constexpr uint32_t kMaxHandshakeFrame = 1024;
 
-enum Op : uint8_t { kHello = 1, kTxn = 2, kBye = 3 };
+enum Op : uint8_t { kHello = 1, kTxn = 2, kBye = 3, kTxnReport = 4 };
 enum Status : uint8_t { kOk = 0, kTimeout = 1, kLost = 2, kError = 3, kClosing = 4 };
 
 struct ProtocolError : std::runtime_error {
@@ -97,7 +99,8 @@ struct Request {
   // HELLO
   int32_t rank = -1, world_size = 0;
   std::string nonce, mac, job_id;
-  // TXN
+  // TXN, TXN_REPORT (parsed as op kTxn with report_only set)
+  bool report_only = false;  // its deadline passing is a progress report, not a failure
   uint32_t timeout_ms = 0;
   std::vector<std::string> del;
   std::vector<std::pair<std::string, std::string>> set;

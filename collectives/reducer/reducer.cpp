@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/collective_tag.h"
 #include "kernels/cpu/cast.h"
 
 namespace dp {
@@ -56,6 +57,9 @@ void Reducer::prepare() {
 }
 
 void Reducer::launch(size_t b) {
+  // The bucket's all-reduce carries its number: the flight recorder and the straggler report
+  // group by it, the desync check compares it (collectives/collective_tag.h).
+  BucketScope tag(static_cast<int32_t>(b));
   if (gpu_) {
     launch_gpu(b);
     return;

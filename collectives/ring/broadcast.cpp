@@ -6,13 +6,14 @@
 
 namespace dp::ring {
 
-void binomial_broadcast(Transport& tx, char* buf, size_t bytes, int root) {
-  const int n = tx.size(), r = tx.rank();
+void binomial_broadcast(Transport& tx, const Group& g, char* buf, size_t bytes, int root, uint32_t step) {
+  const int n = g.size(), r = g.me;
+  if (n == 1) return;
   const int vr = mod(r - root, n);  // rank relative to the root
   int mask = 1;
   while (mask < n) {
     if (vr & mask) {
-      tx.sendrecv(-1, nullptr, 0, mod(vr - mask + root, n), buf, bytes, 0);
+      tx.sendrecv(-1, nullptr, 0, g.at(vr - mask + root), buf, bytes, step);
       break;
     }
     mask <<= 1;
@@ -22,17 +23,23 @@ void binomial_broadcast(Transport& tx, char* buf, size_t bytes, int root) {
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (vr + mask >= n) continue;
     SendStream s;
-    s.peer = mod(vr + mask + root, n);
+    s.peer = g.at(vr + mask + root);
     s.regions = {{buf, bytes}};
     s.ready = 1;
     sends.push_back(std::move(s));
   }
   std::vector<RecvStream> none;
-  if (!sends.empty()) tx.run(sends, none, 0);
+  if (!sends.empty()) tx.run(sends, none, step);
 }
 
-void chain_broadcast(Transport& tx, char* buf, size_t bytes, int root, size_t piece_bytes) {
-  const int n = tx.size(), r = tx.rank();
+void binomial_broadcast(Transport& tx, char* buf, size_t bytes, int root) {
+  binomial_broadcast(tx, world_group(tx.rank(), tx.size()), buf, bytes, root, 0);
+}
+
+void chain_broadcast(Transport& tx, const Group& g, char* buf, size_t bytes, int root, size_t piece_bytes,
+                     uint32_t step) {
+  const int n = g.size(), r = g.me;
+  if (n == 1) return;
   const int vr = mod(r - root, n);
   const size_t piece = std::max<size_t>(1, piece_bytes);
   std::vector<Region> regions;
@@ -41,17 +48,21 @@ void chain_broadcast(Transport& tx, char* buf, size_t bytes, int root, size_t pi
   std::vector<RecvStream> recvs;
   if (vr < n - 1) {
     sends.emplace_back();
-    sends[0].peer = mod(r + 1, n);
+    sends[0].peer = g.at(r + 1);
     sends[0].regions = regions;
     sends[0].ready = vr == 0 ? regions.size() : 0;
   }
   if (vr > 0) {
     recvs.emplace_back();
-    recvs[0].peer = mod(r - 1, n);
+    recvs[0].peer = g.at(r - 1);
     recvs[0].regions = regions;
     if (!sends.empty()) recvs[0].on_region = [&sends](size_t i) { sends[0].ready = i + 1; };
   }
-  tx.run(sends, recvs, 0);
+  tx.run(sends, recvs, step);
+}
+
+void chain_broadcast(Transport& tx, char* buf, size_t bytes, int root, size_t piece_bytes) {
+  chain_broadcast(tx, world_group(tx.rank(), tx.size()), buf, bytes, root, piece_bytes, 0);
 }
 
 }  // namespace dp::ring

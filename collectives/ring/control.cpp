@@ -144,7 +144,15 @@ std::vector<PeerStatus> ControlPlane::query_status(double wait_s, uint64_t about
   });
   std::vector<PeerStatus> out;
   for (auto& p : peers_) out.push_back(p.state);
+  last_status_ = out;
+  last_status_seq_ = about_seq;
   return out;
+}
+
+std::vector<PeerStatus> ControlPlane::last_status(uint64_t* about_seq) const {
+  std::lock_guard lock(mu_);
+  *about_seq = last_status_seq_;
+  return last_status_;
 }
 
 void ControlPlane::await_peer_verdict(int peer, double wait_s) {

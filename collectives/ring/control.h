@@ -52,9 +52,11 @@ struct Signature {
   uint8_t kind = 0, dtype = 0, op = 0, algo = 0;  // ring::Kind, DType, ReduceOp + 1 (0: none), ring::Algo
   int32_t root = -1;
   int64_t count = 0;
+  int32_t bucket = -1;  // the gradient bucket (collectives/collective_tag.h), -1 for none
+  uint32_t pad = 0;
   bool operator==(const Signature&) const = default;
 };
-static_assert(sizeof(Signature) == 16);
+static_assert(sizeof(Signature) == 24);
 
 struct PeerStatus {
   bool answered = false;  // replied to the query in time
@@ -103,6 +105,9 @@ class ControlPlane {
   std::vector<PeerStatus> query_status(double wait_s, uint64_t about_seq = 0);
   // Peers whose control connection closed, and whether after a BYE (with its completed seq).
   PeerStatus peer_state(int peer) const;
+  // The answers to the last query_status (empty before the first) and the collective it asked
+  // about (its about_seq), for the flight recorder.
+  std::vector<PeerStatus> last_status(uint64_t* about_seq) const;
   // After a data connection to `peer` broke: waits up to wait_s until the control connection to
   // it closes too or any failure notice arrives, so that the error names the right rank.
   void await_peer_verdict(int peer, double wait_s);
@@ -143,6 +148,8 @@ class ControlPlane {
   std::optional<Failure> failure_;
   bool notices_sent_ = false;
   uint64_t query_id_ = 0;
+  std::vector<PeerStatus> last_status_;
+  uint64_t last_status_seq_ = 0;
   std::thread thread_;
 };
 

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "collectives/bootstrap/job_token.h"
+#include "collectives/ring/interfaces.h"
 #include "runtime/log.h"
 #include "runtime/tunables.h"
 
@@ -22,7 +23,7 @@ namespace dp::ring {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x47525044;  // "DPRG"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 2;  // 2: the 80-byte hello with the token proof; 40-byte stream headers with the desync hash (transport.h)
 enum : uint32_t { kData = 0, kControl = 1 };
 constexpr uint8_t kAck = 0xA5;
 constexpr size_t kMaxPending = 64;  // unproved connections held at once; the oldest goes first
@@ -250,17 +251,14 @@ void accept_peers(Mesh& m, const Socket& listener, uint64_t nonce, const std::st
 std::string ring_listen_host(const Bootstrap& bs) {
   if (const Tunables t = tunables(); t.is_set(Tunable::RingHost)) return t.text(Tunable::RingHost);
   if (bs.local_size() == bs.size()) return "127.0.0.1";
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(name, nullptr, &hints, &res) != 0 || !res) return name;
-  char buf[INET_ADDRSTRLEN] = {0};
-  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof buf);
-  freeaddrinfo(res);
-  return buf;
+  std::string why;
+  const std::string addr = host_ipv4_address(&why);
+  if (addr.empty())
+    DP_THROW_USER("ring setup [{}]: no address for other hosts to reach this one: {}; no interface is up but "
+                  "loopback. Set DPTRAIN_RING_HOST to this host's address",
+                  identity_string(), why.empty() ? "the host name does not resolve to a non-loopback address" : why);
+  log::get("coll")->debug("ring: listening on {} ({})", addr, why);
+  return addr;
 }
 
 Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, size_t shm_fifo_bytes,

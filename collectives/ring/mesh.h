@@ -55,7 +55,8 @@ struct Mesh {
 };
 
 // The address this rank listens on: $DPTRAIN_RING_HOST if set; 127.0.0.1 when every rank is on
-// this node (local_size == size); otherwise the first IPv4 address of this host's name.
+// this node (local_size == size); otherwise this host's address (interfaces.h: the host name's
+// IPv4 address, or the first interface that is up when the name does not resolve or is loopback).
 std::string ring_listen_host(const Bootstrap& bs);
 
 // Collective over the bootstrap; throws DpError naming the peer that could not be reached.

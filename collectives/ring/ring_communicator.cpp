@@ -1,5 +1,6 @@
 #include "collectives/ring/ring_communicator.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "collectives/collective_tag.h"
 #include "collectives/device_staging.h"
 #include "collectives/ring/algorithms.h"
 #include "collectives/ring/control.h"
@@ -44,7 +46,9 @@ class RingWork final : public Work {
 
 class RingCommunicator final : public Communicator {
  public:
-  RingCommunicator(Bootstrap& bs, const RingOptions& opt) : rank_(bs.rank()), size_(bs.size()), opt_(opt) {
+  RingCommunicator(Bootstrap& bs, const RingOptions& opt)
+      : rank_(bs.rank()), size_(bs.size()), opt_(opt), topology_(ring::exchange_topology(bs)),
+        flight_(opt.flight_records) {
     std::string host = opt.listen_host.empty() ? ring::ring_listen_host(bs) : opt.listen_host;
     ring::Mesh mesh = ring::connect_mesh(bs, host, opt.socket_buffer_bytes, opt.shm_fifo_bytes, opt.timeout_s);
     // The control plane rings our doorbell on every event, so that a collective asleep on shared
@@ -57,9 +61,13 @@ class RingCommunicator final : public Communicator {
     transport_ = std::make_unique<ring::Transport>(rank_, size_, std::move(mesh.data), std::move(mesh.shm), *control_,
                                                    opt.timeout_s, opt.spin_us,
                                                    bs.local_size() <= static_cast<int>(std::thread::hardware_concurrency()));
+    transport_->set_topology(&topology_);
+    hierarchical_ = opt.hierarchical && topology_.hierarchical();
     worker_ = std::thread([this] { loop(); });
-    log::get("coll")->debug("ring communicator up: {} ranks, listening on {}, {} peers over shared memory", size_,
-                            host, transport_->shm_peers());
+    log::get("coll")->debug("ring communicator up: {} ranks, listening on {}, {} peers over shared memory{}", size_,
+                            host, transport_->shm_peers(),
+                            hierarchical_ ? fmt::format(", hierarchical all-reduce ({} leaders)", topology_.nodes())
+                                          : "");
   }
 
   ~RingCommunicator() override {
@@ -103,10 +111,21 @@ class RingCommunicator final : public Communicator {
   void barrier() override { barrier_impl(true)->wait(); }
 
   void abort(const std::string& reason) override {
-    control_->fail(ring::Failure{-1, rank_, 0,
-                                 fmt::format("rank {} aborted the communicator: {}", rank_,
-                                             reason.empty() ? "abort() called" : reason)});
+    const ring::Failure f = control_->fail(ring::Failure{-1, rank_, 0,
+                                                         fmt::format("rank {} aborted the communicator: {}", rank_,
+                                                                     reason.empty() ? "abort() called" : reason)});
+    write_flight_record_once(f.reason);
   }
+
+  FlightRecorder* flight_recorder() override { return &flight_; }
+  void write_flight_record(const std::string& why) override { flight_.write(flight_context(), why); }
+  std::vector<int> shared_memory_peers() const override {
+    std::vector<int> peers;
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_ && transport_->shm_link(p)) peers.push_back(p);
+    return peers;
+  }
+  std::vector<std::string> rank_hosts() const override { return topology_.hosts(); }
 
  private:
   // Device tensors go through pinned host memory (collectives/device_staging.h): a lease of
@@ -124,6 +143,7 @@ class RingCommunicator final : public Communicator {
     check_collective_dtype(t, "ring allreduce");
     const size_t bytes = t.nbytes();
     Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local
+                : hierarchical_              ? Algo::Hierarchical
                 : bytes <= opt_.small_bytes  ? Algo::RecursiveDoubling
                                              : Algo::Ring;
     DeviceStaging::LeasePtr lease = lease_for(t, bytes);
@@ -136,6 +156,9 @@ class RingCommunicator final : public Communicator {
         ring::recursive_doubling_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor);
       else if (algo == Algo::Ring)
         ring::ring_allreduce(*transport_, buf, t.numel(), t.dtype(), kind_of(op), divisor, opt_.piece_bytes);
+      else if (algo == Algo::Hierarchical)
+        ring::hierarchical_allreduce(*transport_, topology_, buf, t.numel(), t.dtype(), kind_of(op), divisor,
+                                     opt_.small_bytes, opt_.piece_bytes);
       if (lease) lease->copy_out(0, t);
     });
   }
@@ -216,6 +239,7 @@ class RingCommunicator final : public Communicator {
   // either way (busy_), in issue order.
   WorkPtr submit(bool here, Kind kind, DType dtype, std::optional<ReduceOp> op, Algo algo, int64_t count, int root,
                  std::function<void()> run) {
+    const CollectiveTag tag = current_collective_tag();
     std::unique_lock lock(mu_);
     ring::CollectiveInfo info;
     info.seq = ++seq_;
@@ -225,6 +249,9 @@ class RingCommunicator final : public Communicator {
     info.algo = algo;
     info.count = count;
     info.root = root;
+    info.bucket = tag.bucket;
+    info.history = history_ = ring::desync_hash(history_, info);
+    flight_.issued(flight_record(info, tag));
     auto work = std::make_shared<RingWork>(info);
     Task task{work, std::move(info), std::move(run)};
     if (here && queue_.empty() && !busy_) {
@@ -245,6 +272,7 @@ class RingCommunicator final : public Communicator {
   // and the first one breaks the communicator for every later collective.
   void execute(Task& task) {
     control_->entered(task.info.seq, ring::signature_of(task.info));
+    flight_.started(task.info.seq);
     std::exception_ptr error;
     try {
       if (!broken_.empty())
@@ -253,14 +281,74 @@ class RingCommunicator final : public Communicator {
       transport_->begin(task.info);
       task.run();
     } catch (const std::exception& e) {
-      if (broken_.empty()) broken_ = e.what();
+      const bool first = broken_.empty();
+      if (first) broken_ = e.what();
       error = dynamic_cast<const DpError*>(&e)
                   ? std::current_exception()
                   : std::make_exception_ptr(DpError(fmt::format("{} [{}]: {}", task.info.description(),
                                                                 identity_string(), e.what())));
+      flight_.ended(task.info.seq, false);
+      if (first) write_flight_record_once(e.what());
     }
+    if (!error) flight_.ended(task.info.seq, true);
     control_->completed(task.info.seq);
     task.work->finish(error);
+  }
+
+  // The first failure (an error in a collective, or abort()) writes the record; later ones
+  // only repeat it. SIGUSR2 writes it again whenever asked (write_flight_record).
+  void write_flight_record_once(const std::string& why) {
+    if (flight_written_.exchange(true)) return;
+    flight_.write(flight_context(), why);
+  }
+
+  FlightRecord flight_record(const ring::CollectiveInfo& info, const CollectiveTag& tag) const {
+    FlightRecord r;
+    r.seq = info.seq;
+    r.op = ring::kind_name(info.kind);
+    r.reduce = info.op > 0 ? reduce_op_name(static_cast<ReduceOp>(info.op - 1)) : "";
+    r.algorithm = ring::algo_name(info.algo);
+    r.dtype = info.dtype;
+    r.count = info.count;
+    r.bytes = info.kind == Kind::Barrier ? 0 : info.count * static_cast<int64_t>(dtype_size(info.dtype));
+    r.root = info.root;
+    r.tag = tag;
+    return r;
+  }
+
+  // What this rank knows about its peers now: the collective in flight, whose data arrived,
+  // whose it awaits, and the last status query's answers.
+  FlightContext flight_context() const {
+    FlightContext c;
+    c.rank = rank_;
+    c.size = size_;
+    c.hosts = topology_.hosts();
+    c.backend = "ring";
+    const uint64_t entered = flight_.last_entered(), completed = flight_.last_completed();
+    c.in_flight = entered > completed ? entered : 0;
+    // The answers count only when asked about the collective in flight: an earlier question (a
+    // routine mismatch probe while everyone was alive) says nothing about who is silent now.
+    uint64_t asked_about = 0;
+    std::vector<ring::PeerStatus> st = control_->last_status(&asked_about);
+    if (c.in_flight == 0 || asked_about != c.in_flight) st.clear();
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      FlightPeer fp;
+      fp.rank = p;
+      fp.heard = c.in_flight > 0 && transport_->heard_from(p);
+      fp.awaited = c.in_flight > 0 && transport_->awaiting(p);
+      const ring::PeerStatus now = control_->peer_state(p);
+      fp.closed = now.closed && !now.said_bye;
+      // A peer that had left when asked could not answer: that is no silence.
+      if (static_cast<size_t>(p) < st.size() && !st[p].closed) {
+        fp.queried = true;
+        fp.answered = st[p].answered;
+        fp.entered = st[p].entered;
+        fp.completed = st[p].completed;
+      }
+      c.peers.push_back(fp);
+    }
+    return c;
   }
 
   // The worker: runs the queued collectives in issue order, never beside a blocking form
@@ -288,6 +376,10 @@ class RingCommunicator final : public Communicator {
   const int rank_;
   const int size_;
   const RingOptions opt_;
+  const ring::RingTopology topology_;
+  bool hierarchical_ = false;  // all-reduce hierarchically (RingOptions::hierarchical and the topology)
+  FlightRecorder flight_;
+  std::atomic<bool> flight_written_{false};
   std::unique_ptr<ring::ControlPlane> control_;
   std::unique_ptr<ring::Transport> transport_;
   // Pinned buffers for device tensors. Declared before the queue: queued tasks hold leases.
@@ -297,6 +389,7 @@ class RingCommunicator final : public Communicator {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   uint64_t seq_ = 0;
+  uint64_t history_ = 0;  // the desync hash of every collective issued so far
   bool stop_ = false;
   bool busy_ = false;
   std::string broken_;  // the first error (its executor's: whoever holds busy_)
@@ -314,6 +407,8 @@ RingOptions ring_options_from_tunables(const Tunables& t, double timeout_s) {
   o.shm_fifo_bytes = static_cast<size_t>(t.integer(Tunable::RingShmBytes));
   o.spin_us = t.number(Tunable::RingSpinUs);
   o.listen_host = t.text(Tunable::RingHost);
+  o.hierarchical = t.integer(Tunable::RingHierarchical) != 0;
+  o.flight_records = static_cast<size_t>(t.integer(Tunable::FlightRecords));
   return o;
 }
 

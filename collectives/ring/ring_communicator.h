@@ -27,6 +27,11 @@
 //                             sleeping on a busy machine, and was off with more ranks than cores;
 //                             with it, 4 and 8 ranks on 2 cores are 2x faster spinning than not.
 //   DPTRAIN_RING_HOST         the address to listen on (default: see ring_listen_host).
+//   DPTRAIN_RING_HIERARCHICAL 1 (default): all-reduce hierarchically when the job spans several
+//                             nodes and some node runs several ranks (a chain reduce within each
+//                             node over shared memory, the ring or recursive doubling between one
+//                             leader per node, a broadcast within each node); 0: flat always.
+//   DPTRAIN_FLIGHT_RECORDS    collectives the flight recorder keeps (default 256).
 // Every rank must use the same values; the stream headers catch a rank that does not.
 #pragma once
 #include <cstddef>
@@ -47,6 +52,10 @@ struct RingOptions {
   size_t shm_fifo_bytes = 1 << 20;
   double spin_us = 50;
   std::string listen_host;  // empty: ring_listen_host(bootstrap)
+  // All-reduce hierarchically when the topology calls for it (several nodes, some with several
+  // ranks: collectives/ring/algorithms.h); false: always the flat algorithms.
+  bool hierarchical = true;
+  size_t flight_records = 256;  // collectives the flight recorder keeps
 };
 
 // The DPTRAIN_RING_* tunables of `t` (their defaults are the ones above).

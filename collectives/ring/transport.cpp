@@ -9,14 +9,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collectives/communicator.h"
 #include "base/error.h"
+#include "collectives/bootstrap/common.h"
+#include "collectives/communicator.h"
 
 namespace dp::ring {
 namespace {
 
 constexpr uint32_t kMagic = 0x54445044;  // "DPDT"
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kHeaderBytes = 40;
 constexpr int kMaxIov = 64;
 
 struct DataHeader {
@@ -26,8 +27,10 @@ struct DataHeader {
   int64_t count;
   int32_t root;
   uint32_t step;
+  uint64_t history;  // the desync hash
 };
 static_assert(sizeof(DataHeader) == kHeaderBytes);
+static_assert(sizeof(RecvStream::header) == kHeaderBytes);
 
 // After a data connection breaks, how long to wait for the control plane to learn why (the
 // peer's abort notice, or its control connection closing too) before blaming the peer itself.
@@ -40,6 +43,10 @@ constexpr double kVerdictWaitS = 2.0;
 constexpr double kFirstProbeS = 0.1;
 constexpr double kMaxProbeIntervalS = 2.0;
 constexpr double kProbeAnswerWaitS = 0.2;
+
+// How far back history_differs looks for the collective where two ranks' histories part (the
+// control plane remembers the last 16 signatures).
+constexpr uint64_t kSignatureLookback = 16;
 
 // The start of a shared-memory spin that pauses without yielding the core.
 constexpr auto kPauseOnly = std::chrono::microseconds(2);
@@ -73,6 +80,7 @@ const char* algo_name(Algo a) {
     case Algo::BinomialTree: return "binomial-tree";
     case Algo::Chain: return "chain";
     case Algo::Dissemination: return "dissemination";
+    case Algo::Hierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -91,7 +99,22 @@ Signature signature_of(const CollectiveInfo& info) {
   s.algo = static_cast<uint8_t>(info.algo);
   s.root = info.root;
   s.count = info.count;
+  s.bucket = info.bucket;
   return s;
+}
+
+uint64_t desync_hash(uint64_t previous, const CollectiveInfo& info) {
+  // splitmix64's finaliser over each field: any single difference changes every later value.
+  auto mix = [](uint64_t h, uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
+  };
+  uint64_t h = mix(previous, static_cast<uint64_t>(info.kind) << 8 | info.op);
+  h = mix(h, static_cast<uint64_t>(info.dtype));
+  h = mix(h, static_cast<uint64_t>(info.count));
+  return mix(h, static_cast<uint64_t>(static_cast<int64_t>(info.bucket)));
 }
 
 std::string describe_signature(const Signature& sig, bool with_algo) {
@@ -101,6 +124,7 @@ std::string describe_signature(const Signature& sig, bool with_algo) {
                               sig.count, sig.count == 1 ? "" : "s");
   if (sig.op > 0 && sig.op <= 4) d += fmt::format(", {}", reduce_op_name(static_cast<ReduceOp>(sig.op - 1)));
   if (sig.root >= 0) d += fmt::format(", root {}", sig.root);
+  if (sig.bucket >= 0) d += fmt::format(", bucket {}", sig.bucket);
   if (with_algo) d += fmt::format(", algorithm {}", algo_name(static_cast<Algo>(sig.algo)));
   return d + ")";
 }
@@ -129,6 +153,7 @@ std::string mismatch_reason(uint64_t seq, std::vector<std::pair<int, Signature>>
     note(a.count != b.count, "the element count");
     note(a.op != b.op, "the reduction");
     note(a.root != b.root, "the root");
+    note(a.bucket != b.bucket, "the gradient bucket");
   }
   const bool algo_only = differs.empty();  // same arguments, another algorithm: the settings differ
   if (algo_only) differs.push_back("the algorithm (DPTRAIN_RING_SMALL_BYTES differs between ranks)");
@@ -163,6 +188,13 @@ Transport::Transport(int rank, int size, std::vector<Socket> data, ShmLinks shm,
       pause_before_yield_(pause_before_yield) {
   if (shm_.use.empty()) shm_.use.assign(size_, false);
   kick_closed_.assign(size_, false);
+  heard_.reset(new std::atomic<uint8_t>[static_cast<size_t>(size_)]);
+  awaited_.reset(new std::atomic<uint8_t>[static_cast<size_t>(size_)]);
+  for (int p = 0; p < size_; ++p) heard_[p].store(0), awaited_[p].store(0);
+}
+
+std::string Transport::name_ranks(const std::vector<int>& ranks) const {
+  return topo_ ? topo_->name(ranks) : rank_list(ranks);
 }
 
 Transport::~Transport() = default;
@@ -178,6 +210,10 @@ char* Transport::scratch(int slot, size_t bytes) {
 
 void Transport::begin(CollectiveInfo info) {
   info_ = std::move(info);
+  for (int p = 0; p < size_; ++p) {
+    heard_[p].store(0, std::memory_order_relaxed);
+    awaited_[p].store(0, std::memory_order_relaxed);
+  }
   next_probe_ = Clock::now();
   probe_interval_s_ = std::min(kFirstProbeS, timeout_s_ / 4);
   // Only when something happened since the last look (every control event bumps the counter),
@@ -217,7 +253,7 @@ void Transport::raise(const Failure& f) const {
   if (f.reporter >= 0 && f.reporter != rank_ && f.seq != 0 && f.seq != info_.seq)
     msg += fmt::format(" in #{}", f.seq);
   if (f.reporter >= 0 && f.reporter != rank_) msg += ")";
-  throw DpError(msg);
+  throw CommunicationError(msg);
 }
 
 void Transport::fail(int culprit, const std::string& reason) {
@@ -247,11 +283,11 @@ void Transport::peer_lost(int peer, int err) {
     fail(peer, fmt::format("rank {} shut down its communicator after #{}, in the middle of this collective", peer,
                            st.completed));
   if (err != 0 && err != ECONNRESET && err != EPIPE)
-    fail(peer, fmt::format("socket error with rank {}: {} (errno {})", peer, std::strerror(err), err));
-  fail(peer, fmt::format("rank {} closed the connection (its process died or exited)", peer));
+    fail(peer, fmt::format("socket error with {}: {} (errno {})", name_ranks({peer}), std::strerror(err), err));
+  fail(peer, fmt::format("{} closed the connection (its process died or exited)", name_ranks({peer})));
 }
 
-void Transport::make_header(uint32_t step, char out[32]) const {
+void Transport::make_header(uint32_t step, char out[40]) const {
   DataHeader h{kMagic,
                static_cast<uint8_t>(info_.kind),
                static_cast<uint8_t>(info_.dtype),
@@ -260,7 +296,8 @@ void Transport::make_header(uint32_t step, char out[32]) const {
                info_.seq,
                info_.count,
                info_.root,
-               step};
+               step,
+               info_.history};
   std::memcpy(out, &h, sizeof h);
 }
 
@@ -269,9 +306,17 @@ void Transport::check_header(const RecvStream& r, uint32_t step) {
   std::memcpy(&got, r.header, sizeof got);
   char want_bytes[kHeaderBytes];
   make_header(step, want_bytes);
-  if (std::memcmp(&got, want_bytes, kHeaderBytes) == 0) return;
+  if (std::memcmp(&got, want_bytes, kHeaderBytes) == 0) {
+    heard_[r.peer].store(1, std::memory_order_relaxed);
+    return;
+  }
   DataHeader want;
   std::memcpy(&want, want_bytes, sizeof want);
+  if (got.magic == kMagic && got.history != want.history) {
+    DataHeader same = got;
+    same.history = want.history;
+    if (std::memcmp(&same, &want, kHeaderBytes) == 0) history_differs(r.peer);
+  }
   if (got.magic != kMagic)
     fail(r.peer, fmt::format("rank {} sent bytes that are not a ring stream header (a protocol bug, or mixed "
                              "builds)",
@@ -283,7 +328,7 @@ void Transport::check_header(const RecvStream& r, uint32_t step) {
     Signature theirs;
     theirs.kind = got.kind, theirs.dtype = got.dtype, theirs.op = got.op, theirs.algo = got.algo;
     theirs.root = got.root, theirs.count = got.count;
-    if (auto mine = control_.issued(got.seq); mine && !(*mine == theirs))
+    if (auto mine = control_.issued(got.seq); mine && (theirs.bucket = mine->bucket, !(*mine == theirs)))
       fail(r.peer, mismatch_reason(got.seq, {{rank_, *mine}, {r.peer, theirs}}));
   }
   // A stream of a later collective: the peer finished this one without sending us what we
@@ -297,6 +342,33 @@ void Transport::check_header(const RecvStream& r, uint32_t step) {
   // Worded the same for every rank that reads it (the notice carries it to the peers).
   fail(r.peer, fmt::format("rank {} is in {} while rank {} expects {}: {}", r.peer, describe_header(got), rank_,
                            describe_header(want), kSameEverywhere));
+}
+
+// Only the desync hashes differ: the two ranks issued this collective with the same op, dtype
+// and count, but not the same history. Either this one reduces another gradient bucket (the
+// peers' signatures say so), or an earlier collective differed: the most recent 16 are asked
+// about, the earliest that differs is named.
+void Transport::history_differs(int peer) {
+  const double wait = std::min(kProbeAnswerWaitS, timeout_s_ / 4);
+  check_signatures(control_.query_status(wait, info_.seq));
+  if (auto f = control_.failure()) raise(*f);
+  uint64_t earliest = 0;
+  Signature mine_then, theirs_then;
+  for (uint64_t seq = info_.seq - 1; seq >= 1 && seq + kSignatureLookback > info_.seq; --seq) {
+    const auto mine = control_.issued(seq);
+    if (!mine) break;
+    const PeerStatus st = control_.query_status(wait, seq)[peer];
+    if (auto f = control_.failure()) raise(*f);
+    if (!st.answered || !st.has_signature) break;
+    if (!(st.signature == *mine)) earliest = seq, mine_then = *mine, theirs_then = st.signature;
+  }
+  if (earliest > 0)
+    fail(peer, fmt::format("{} (found by the desync check in #{})",
+                           mismatch_reason(earliest, {{rank_, mine_then}, {peer, theirs_then}}), info_.seq));
+  fail(peer, fmt::format("rank {} and rank {} issued different collectives before #{} (the desync check's hash of "
+                         "(op, dtype, count, bucket) differs; the collective where they part is older than the last "
+                         "{} remembered): {}",
+                         rank_, peer, info_.seq, kSignatureLookback, kSameEverywhere));
 }
 
 // Accounts `bytes` sent: header first, then regions (skipping empty ones that are ready).
@@ -455,6 +527,7 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   const auto spin = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spin_us_ * 1e-6));
   auto last_progress = Clock::now();
+  for (auto& r : recvs) awaited_[r.peer].store(1, std::memory_order_relaxed);
   while (true) {
     const uint32_t bell_seen = shm_.own_bell.valid() ? shm_.own_bell.seen() : 0;
     bool all = true, moved = false, tcp_pending = false;
@@ -468,7 +541,10 @@ void Transport::run(std::vector<SendStream>& sends, std::vector<RecvStream>& rec
       all &= r.complete();
       tcp_pending |= !r.complete() && !shm_.use[r.peer];
     }
-    if (all) return;
+    if (all) {
+      for (auto& r : recvs) awaited_[r.peer].store(0, std::memory_order_relaxed);
+      return;
+    }
     const auto now = Clock::now();
     if (moved) {
       last_progress = now;
@@ -575,35 +651,46 @@ void Transport::check_lost_shm_peers(const std::vector<SendStream>& sends, const
 void Transport::timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs) {
   const std::string waited = fmt::format("{:g} s", timeout_s_);
   // The rank that has not entered this collective is the one to blame, not the neighbour that
-  // is stuck waiting on it: ask everyone. A rank that does not answer at all (stopped, hung)
-  // comes before one still in an earlier collective: that one answers, so it is alive and most
-  // likely waiting on the silent one (a stopped ring neighbour holds its last piece).
+  // is stuck waiting on it: ask everyone. Ranks that do not answer at all (stopped, hung, cut
+  // off) come before one still in an earlier collective: that one answers, so it is alive and
+  // most likely waiting on a silent one (a stopped ring neighbour holds its last piece). Every
+  // rank of a kind is named, grouped by host, so that a host that went away is named as such.
   // Half the timeout (at most 2 s) for the answers: a loaded machine answers late, and the total
   // stays under twice the timeout.
   std::vector<PeerStatus> st = control_.query_status(std::clamp(timeout_s_ / 2, 0.05, 2.0), info_.seq);
   if (auto f = control_.failure()) raise(*f);
   check_signatures(st);
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_ && st[p].closed && !st[p].said_bye)
-      fail(p, fmt::format("rank {} closed the connection (its process died or exited); no progress for {} (timeout)",
-                          p, waited));
-  for (int p = 0; p < size_; ++p)
-    if (p != rank_ && !st[p].answered && !st[p].closed)
-      fail(p, fmt::format("rank {} does not answer (is its process stopped or hung?); no progress for {} (timeout)",
-                          p, waited));
+  std::vector<int> died, silent;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    if (st[p].closed && !st[p].said_bye) died.push_back(p);
+    else if (!st[p].answered && !st[p].closed) silent.push_back(p);
+  }
+  // "...cut off": only a job on several hosts has links to cut.
+  const char* cut = !(topo_ && topo_->several_hosts()) ? ""
+                    : silent.size() == 1              ? ", or its host cut off"
+                    : topo_->hosts_of(silent) == 1    ? ", or their host cut off"
+                                                      : ", or their hosts cut off";
+  if (!died.empty())
+    fail(died[0], fmt::format("{} closed the connection ({} died or exited); no progress for {} (timeout)",
+                              name_ranks(died), died.size() == 1 ? "its process" : "their processes", waited));
+  if (!silent.empty())
+    fail(silent[0], fmt::format("{} {} stopped or hung{}?); no progress for {} (timeout)", name_ranks(silent),
+                                silent.size() == 1 ? "does not answer (is its process" : "do not answer (are their processes",
+                                cut, waited));
   for (int p = 0; p < size_; ++p) {
     if (p == rank_ || !st[p].answered || st[p].entered >= info_.seq) continue;
     if (st[p].entered > st[p].completed)
-      fail(p, fmt::format("rank {} is still in collective #{}, not in this one; no progress for {} (timeout)", p,
-                          st[p].entered, waited));
-    fail(p, fmt::format("rank {} has not joined this collective (it last completed #{}); no progress for {} "
+      fail(p, fmt::format("{} is still in collective #{}, not in this one; no progress for {} (timeout)",
+                          name_ranks({p}), st[p].entered, waited));
+    fail(p, fmt::format("{} has not joined this collective (it last completed #{}); no progress for {} "
                         "(timeout)",
-                        p, st[p].completed, waited));
+                        name_ranks({p}), st[p].completed, waited));
   }
   for (auto& r : recvs)
-    if (!r.complete()) fail(r.peer, fmt::format("no data from rank {} for {} (timeout)", r.peer, waited));
+    if (!r.complete()) fail(r.peer, fmt::format("no data from {} for {} (timeout)", name_ranks({r.peer}), waited));
   for (auto& s : sends)
-    if (!s.complete()) fail(s.peer, fmt::format("rank {} has not taken data for {} (timeout)", s.peer, waited));
+    if (!s.complete()) fail(s.peer, fmt::format("{} has not taken data for {} (timeout)", name_ranks({s.peer}), waited));
   fail(-1, fmt::format("no progress for {} (timeout)", waited));
 }
 

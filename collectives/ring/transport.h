@@ -2,10 +2,12 @@
 // concurrent send and receive streams over the data sockets of a Mesh with non-blocking I/O and
 // one poll(2) loop, and turns every way that can fail into a DpError naming the rank to blame.
 //
-// A stream is a list of regions (pointer, length) preceded on the wire by a 32-byte header
+// A stream is a list of regions (pointer, length) preceded on the wire by a 40-byte header
 // saying which collective it belongs to (sequence number, kind, dtype, op, algorithm, count,
-// root, step); the receiver checks it, so ranks that issued different collectives fail with a
-// clear message instead of misreading bytes. Pipelining: a send stream may only send its first
+// root, step, and the desync hash: a running hash of every collective's (op, dtype, count,
+// gradient bucket) up to this one); the receiver checks it, so ranks that issued different
+// collectives fail with a clear message instead of misreading bytes, and ranks that reduce
+// different buckets of the same size, or whose histories parted earlier, fail as well. Pipelining: a send stream may only send its first
 // `ready` regions; a receive stream calls on_region(i) as region i completes (reduce a piece,
 // then make the forwarding send stream's next region ready). Regions are received one at a
 // time, so many receive regions may share one scratch piece.
@@ -23,6 +25,7 @@
 // this collective (asked through the control plane), a peer that does not answer, and only then
 // the peer whose bytes are missing. Failures are sent to every peer before throwing.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +35,7 @@
 
 #include "collectives/ring/control.h"
 #include "collectives/ring/mesh.h"
+#include "collectives/ring/topology.h"
 #include "collectives/ring/socket.h"
 #include "base/dtype.h"
 
@@ -39,7 +43,7 @@ namespace dp::ring {
 
 enum class Kind : uint8_t { Allreduce = 1, Broadcast = 2, Allgather = 3, ReduceScatter = 4, Barrier = 5 };
 enum class Algo : uint8_t { Local = 0, Ring = 1, RecursiveDoubling = 2, BinomialTree = 3, Chain = 4,
-                            Dissemination = 5 };
+                            Dissemination = 5, Hierarchical = 6 };
 const char* kind_name(Kind k);
 const char* algo_name(Algo a);
 
@@ -52,9 +56,16 @@ struct CollectiveInfo {
   Algo algo = Algo::Local;
   int64_t count = 0;
   int32_t root = -1;
+  int32_t bucket = -1;   // the gradient bucket (collective_tag.h), -1 for none
+  uint64_t history = 0;  // desync_hash of this collective and every earlier one
   // "ring allreduce #12 (f32, 1048576 elements, sum)", "ring barrier #3"
   std::string description() const;
 };
+
+// The desync check's running hash: `previous` (0 before the first collective) combined with
+// this collective's op (kind and reduction), dtype, count and bucket. Pure, cheap (a few
+// multiply-xors per collective), so it stays on.
+uint64_t desync_hash(uint64_t previous, const CollectiveInfo& info);
 
 // What every rank must agree on, for the control plane's mismatch check.
 Signature signature_of(const CollectiveInfo& info);
@@ -95,7 +106,7 @@ struct RecvStream {
   size_t header_done = 0, cur = 0, off = 0;
   size_t carry_len = 0;
   alignas(8) char carry[8] = {};
-  alignas(8) char header[32] = {};
+  alignas(8) char header[40] = {};
   bool complete() const;
 };
 
@@ -114,6 +125,14 @@ class Transport {
   int rank() const { return rank_; }
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
+  // Errors name ranks through it ("ranks 4-5 on host h3"); not owned. Unset: "ranks 4, 5".
+  void set_topology(const RingTopology* topo) { topo_ = topo; }
+  std::string name_ranks(const std::vector<int>& ranks) const;
+
+  // For the flight recorder, from any thread: in the collective running now, the peers whose
+  // stream has arrived (heard) and those whose data it is still waiting for (awaited).
+  bool heard_from(int peer) const { return heard_[peer].load(std::memory_order_relaxed) != 0; }
+  bool awaiting(int peer) const { return awaited_[peer].load(std::memory_order_relaxed) != 0; }
 
   // Starts a collective: fails at once (throws) when the communicator is already broken.
   void begin(CollectiveInfo info);
@@ -147,6 +166,8 @@ class Transport {
   // is gone and its FIFO can no longer move our stream, that is its EOF.
   void check_lost_shm_peers(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs);
   void check_header(const RecvStream& r, uint32_t step);
+  // The headers differ only in the desync hash: find the collective where the histories part.
+  [[noreturn]] void history_differs(int peer);
   void check_control();
   [[noreturn]] void peer_lost(int peer, int err);
   [[noreturn]] void timed_out(const std::vector<SendStream>& sends, const std::vector<RecvStream>& recvs);
@@ -154,13 +175,15 @@ class Transport {
   // when a rank issued something else (a mismatch that no stream header shows).
   void probe_mismatch();
   void check_signatures(const std::vector<PeerStatus>& st);
-  void make_header(uint32_t step, char out[32]) const;
+  void make_header(uint32_t step, char out[40]) const;
 
   const int rank_;
   const int size_;
   std::vector<Socket> data_;
   ShmLinks shm_;
   ControlPlane& control_;
+  const RingTopology* topo_ = nullptr;
+  std::unique_ptr<std::atomic<uint8_t>[]> heard_, awaited_;  // [peer]
   const double timeout_s_;
   const double spin_us_;
   const bool pause_before_yield_;  // false when ranks of this node share cores: yield at once

@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/accumulate.h"
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -30,14 +31,14 @@ __global__ void add_inplace_16_kernel(uint16_t* dst, const uint16_t* src, int64_
 cudaError_t widen_accumulate(float* y, const uint16_t* x, int64_t n, bool bf16, cudaStream_t stream) {
   if (n < 0 || (n > 0 && (y == nullptr || x == nullptr))) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  widen_accumulate_kernel<<<grid_1d(n), kThreads, 0, stream>>>(y, x, n, bf16);
+  DP_LAUNCH(widen_accumulate_kernel, grid_1d(n), kThreads, 0, stream)(y, x, n, bf16);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t add_inplace_16(uint16_t* dst, const uint16_t* src, int64_t n, bool bf16, cudaStream_t stream) {
   if (n < 0 || (n > 0 && (dst == nullptr || src == nullptr))) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  add_inplace_16_kernel<<<grid_1d(n), kThreads, 0, stream>>>(dst, src, n, bf16);
+  DP_LAUNCH(add_inplace_16_kernel, grid_1d(n), kThreads, 0, stream)(dst, src, n, bf16);
   DP_RETURN_LAUNCH();
 }
 

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/augment.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -38,9 +39,9 @@ void launch(void* out, bool nhwc, const void* in, const AugmentDims& d, const in
   auto* o = static_cast<typename To::T*>(out);
   const auto* x = static_cast<const In*>(in);
   if (nhwc)
-    augment_kernel<In, To, true><<<grid_1d(n), kThreads, 0, stream>>>(o, x, d, choices, pad, mean, std, n);
+    DP_LAUNCH(augment_kernel<In, To, true>, grid_1d(n), kThreads, 0, stream)(o, x, d, choices, pad, mean, std, n);
   else
-    augment_kernel<In, To, false><<<grid_1d(n), kThreads, 0, stream>>>(o, x, d, choices, pad, mean, std, n);
+    DP_LAUNCH(augment_kernel<In, To, false>, grid_1d(n), kThreads, 0, stream)(o, x, d, choices, pad, mean, std, n);
 }
 
 template <typename In>

@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/cast.h"
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -52,7 +53,7 @@ __global__ void unscale_f32_kernel(float* g, int64_t n, float inv_scale, float* 
   do {                                                               \
     if ((n) < 0) return cudaErrorInvalidValue;                       \
     if ((n) == 0) return cudaSuccess;                                \
-    kernel<<<grid_1d(n), kThreads, 0, stream>>>(__VA_ARGS__);        \
+    DP_LAUNCH(kernel, grid_1d(n), kThreads, 0, stream)(__VA_ARGS__); \
     DP_RETURN_LAUNCH();                                              \
   } while (0)
 

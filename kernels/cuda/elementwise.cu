@@ -5,7 +5,9 @@
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/shared_memory.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
@@ -35,7 +37,7 @@ __global__ void add_kernel(T* y, const T* a, const T* b, int64_t n) {
 // (outer, inner) elements in f32, then a fixed shared-memory tree; thread 0 adds to db once.
 template <typename T>
 __global__ void bias_grad_kernel(T* db, const T* dy, int64_t outer, int64_t channels, int64_t inner) {
-  __shared__ float part[kThreads];
+  DP_SHARED(float, part, [kThreads]);
   const int64_t per_channel = outer * inner;
   for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     float s = 0.0f;
@@ -77,21 +79,21 @@ __global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channel
 cudaError_t relu_forward(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  relu_forward_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(y, x, n);
+  DP_LAUNCH(relu_forward_kernel<float>, grid_1d(n), kThreads, 0, stream)(y, x, n);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t relu_backward(float* dx, const float* dy, const float* y, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  relu_backward_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(dx, dy, y, n);
+  DP_LAUNCH(relu_backward_kernel<float>, grid_1d(n), kThreads, 0, stream)(dx, dy, y, n);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t add(float* y, const float* a, const float* b, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  add_kernel<float><<<grid_1d(n), kThreads, 0, stream>>>(y, a, b, n);
+  DP_LAUNCH(add_kernel<float>, grid_1d(n), kThreads, 0, stream)(y, a, b, n);
   DP_RETURN_LAUNCH();
 }
 
@@ -102,14 +104,14 @@ cudaError_t add_inplace(float* dst, const float* src, int64_t n, cudaStream_t st
 cudaError_t scale(float* y, const float* x, float alpha, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  scale_kernel<<<grid_1d(n), kThreads, 0, stream>>>(y, x, alpha, n);
+  DP_LAUNCH(scale_kernel, grid_1d(n), kThreads, 0, stream)(y, x, alpha, n);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t divide(float* x, int64_t n, int divisor, cudaStream_t stream) {
   if (n < 0 || divisor == 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  divide_kernel<<<grid_1d(n), kThreads, 0, stream>>>(x, n, static_cast<float>(divisor));
+  DP_LAUNCH(divide_kernel, grid_1d(n), kThreads, 0, stream)(x, n, static_cast<float>(divisor));
   DP_RETURN_LAUNCH();
 }
 
@@ -117,7 +119,7 @@ cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, 
   if (outer < 0 || channels < 0 || inner < 0) return cudaErrorInvalidValue;
   const int64_t total = outer * channels * inner;
   if (total == 0) return cudaSuccess;
-  bias_add_kernel<float><<<grid_1d(total), kThreads, 0, stream>>>(y, b, total, channels, inner);
+  DP_LAUNCH(bias_add_kernel<float>, grid_1d(total), kThreads, 0, stream)(y, b, total, channels, inner);
   DP_RETURN_LAUNCH();
 }
 
@@ -130,7 +132,7 @@ cudaError_t relu_forward(DType dtype, void* y, const void* x, int64_t n, cudaStr
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    relu_forward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), n);
+    DP_LAUNCH(relu_forward_kernel<T>, grid_1d(n), kThreads, 0, stream)(static_cast<T*>(y), static_cast<const T*>(x), n);
     DP_RETURN_LAUNCH();
   });
 }
@@ -140,8 +142,8 @@ cudaError_t relu_backward(DType dtype, void* dx, const void* dy, const void* y, 
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(dy),
-                                                                 static_cast<const T*>(y), n);
+    DP_LAUNCH(relu_backward_kernel<T>, grid_1d(n), kThreads, 0, stream)(
+        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), n);
     DP_RETURN_LAUNCH();
   });
 }
@@ -151,8 +153,8 @@ cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, c
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(a),
-                                                       static_cast<const T*>(b), n);
+    DP_LAUNCH(add_kernel<T>, grid_1d(n), kThreads, 0, stream)(
+        static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b), n);
     DP_RETURN_LAUNCH();
   });
 }
@@ -168,8 +170,8 @@ cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t
   if (total == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    bias_add_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(b), total,
-                                                                channels, inner);
+    DP_LAUNCH(bias_add_kernel<T>, grid_1d(total), kThreads, 0, stream)(
+        static_cast<T*>(y), static_cast<const T*>(b), total, channels, inner);
     DP_RETURN_LAUNCH();
   });
 }
@@ -181,8 +183,8 @@ cudaError_t bias_grad(DType dtype, void* db, const void* dy, int64_t outer, int6
   const unsigned blocks = static_cast<unsigned>(channels < (int64_t{1} << 16) ? channels : (int64_t{1} << 16));
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    bias_grad_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(db), static_cast<const T*>(dy), outer,
-                                                         channels, inner);
+    DP_LAUNCH(bias_grad_kernel<T>, blocks, kThreads, 0, stream)(
+        static_cast<T*>(db), static_cast<const T*>(dy), outer, channels, inner);
     DP_RETURN_LAUNCH();
   });
 }

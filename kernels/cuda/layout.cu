@@ -1,6 +1,8 @@
 #include <algorithm>
 
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/shared_memory.cuh"
 #include "kernels/cuda/layout.h"
 
 namespace dp::kernels::cuda {
@@ -21,7 +23,7 @@ constexpr int kRowsPerPass = 8;  // a 32 x 8 block moves a 32 x 32 tile in 4 pas
 // tiles, z (grid-stride) over the batch.
 template <typename E>
 __global__ void transpose_kernel(E* y, const E* x, int64_t batch, int64_t rows, int64_t cols) {
-  __shared__ E tile[kTile][kTile + 1];
+  DP_SHARED(E, tile, [kTile][kTile + 1]);
   const int64_t c0 = int64_t(blockIdx.x) * kTile, r0 = int64_t(blockIdx.y) * kTile;
   for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
     const E* xb = x + b * rows * cols;
@@ -50,11 +52,11 @@ cudaError_t transpose(DType dtype, void* y, const void* x, const TransposeDims& 
                   static_cast<unsigned>(std::min<int64_t>(d.batch, 65535)));
   const dim3 block(kTile, kRowsPerPass);
   if (dtype == DType::F32)
-    transpose_kernel<uint32_t><<<grid, block, 0, stream>>>(static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x),
-                                                            d.batch, d.rows, d.cols);
+    DP_LAUNCH(transpose_kernel<uint32_t>, grid, block, 0, stream)(
+        static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x), d.batch, d.rows, d.cols);
   else
-    transpose_kernel<uint16_t><<<grid, block, 0, stream>>>(static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x),
-                                                            d.batch, d.rows, d.cols);
+    DP_LAUNCH(transpose_kernel<uint16_t>, grid, block, 0, stream)(
+        static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x), d.batch, d.rows, d.cols);
   DP_RETURN_LAUNCH();
 }
 

@@ -1,3 +1,4 @@
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/optim.h"
 #include "kernels/optim_math.h"
@@ -32,7 +33,7 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64
 cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s, cudaStream_t stream) {
   if (n < 0 || (s.momentum != 0.0f && !buf)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  sgd_kernel<<<grid_1d(n), kThreads, 0, stream>>>(p, g, s.momentum != 0.0f ? buf : nullptr, n, s);
+  DP_LAUNCH(sgd_kernel, grid_1d(n), kThreads, 0, stream)(p, g, s.momentum != 0.0f ? buf : nullptr, n, s);
   DP_RETURN_LAUNCH();
 }
 
@@ -40,7 +41,7 @@ cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n, 
                        cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  adamw_kernel<<<grid_1d(n), kThreads, 0, stream>>>(p, g, m, v, n, s);
+  DP_LAUNCH(adamw_kernel, grid_1d(n), kThreads, 0, stream)(p, g, m, v, n, s);
   DP_RETURN_LAUNCH();
 }
 

@@ -167,7 +167,11 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
     DP_THROW_USER("checkpoint '{}': metadata 'sampler' = '{}' is not the expected JSON ({})", f.path(),
                   meta_str(f, "sampler"), e.what());
   }
-  if (m.dataset_size < 0 || m.epoch_samples > m.dataset_size)
+  // Without drop_last the sampler pads the epoch (or the rest of it, after a resume at another
+  // world size) to a multiple of the world size: up to world_size - 1 samples past dataset_size
+  // are a real position (runtime/data/sampler.h), e.g. 1002 of 1000 on 3 ranks.
+  const int64_t padding = m.drop_last ? 0 : m.world_size - 1;
+  if (m.dataset_size < 0 || m.epoch_samples > m.dataset_size + padding)
     DP_THROW_USER("checkpoint '{}': metadata epoch_samples = {} is more than the {} samples of an epoch (sampler "
                   "dataset_size): the file is damaged or was edited",
                   f.path(), m.epoch_samples, m.dataset_size);

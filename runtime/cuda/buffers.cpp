@@ -1,6 +1,6 @@
 #include "runtime/cuda/buffers.h"
 
-#include "runtime/cuda/check.h"
+#include "runtime/cuda/check_runtime.h"
 
 namespace dp::cuda {
 namespace {

@@ -1,31 +1,22 @@
-// defines: CHECK_CUDA, CHECK_CUDNN, CHECK_CUBLAS, CHECK_NCCL — the CUDA-library members of the
-// check-macro family in base/error.h. Same message shape:
-//   CUDA error: cudaMalloc(&p, n) at file.cu:12 [rank 0/4 on node1]: out of memory (2); hint: ...
+// defines: CHECK_CUDNN, CHECK_CUBLAS, CHECK_NCCL — the CUDA libraries' members of the check-macro
+// family in base/error.h — beside CHECK_CUDA and CHECK_LAUNCH (check_runtime.h, included). Same
+// message shape:
+//   cuDNN error: cudnnCreate(&h) at file.cpp:12 [rank 0/4 on node1]: CUDNN_STATUS_... (2000)
 #pragma once
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
 
-#include "base/error.h"
+#include "runtime/cuda/check_runtime.h"
 
 namespace dp {
-[[noreturn]] void fail_cuda(cudaError_t e, const char* expr, const char* file, int line);
 [[noreturn]] void fail_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line);
 [[noreturn]] void fail_cublas(cublasStatus_t s, const char* expr, const char* file, int line);
 [[noreturn]] void fail_nccl(ncclResult_t r, const char* expr, const char* file, int line);
 // The hint for common causes ("" when none): pure, tested on its own.
-std::string cuda_hint(cudaError_t e);
 std::string nccl_hint(ncclResult_t r);
 }  // namespace dp
 
-#define CHECK_CUDA(expr)                                                                     \
-  do {                                                                                       \
-    cudaError_t dp_e_ = (expr);                                                              \
-    if (dp_e_ != cudaSuccess) [[unlikely]] ::dp::fail_cuda(dp_e_, #expr, __FILE__, __LINE__); \
-  } while (0)
-// After a kernel launch: launch-configuration errors surface here, not at the next sync.
-#define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
 #define CHECK_CUDNN(expr)                                                                    \
   do {                                                                                       \
     cudnnStatus_t dp_s_ = (expr);                                                            \

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "base/dtype.h"
+#include "runtime/cuda/log_library_failure.h"
 #include "runtime/cuda/owner.h"
 
 namespace dp::cuda {

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "runtime/cuda/log_library_failure.h"
 #include "runtime/cuda/owner.h"
 
 namespace dp::cuda {

@@ -4,7 +4,8 @@
 // class over one that adds the handle's own methods.
 //
 // tiny-cuda-nn's habit: the destructor never throws; a failed destroy is logged (subsystem
-// "cuda", runtime/cuda/log_failure.h) and otherwise ignored, so an owner can be destroyed during
+// "cuda", runtime/cuda/log_failure.h; an owner of a cuBLAS or cuDNN handle also includes
+// log_library_failure.h) and otherwise ignored, so an owner can be destroyed during
 // stack unwinding. A moved-from or default-constructed owner is empty (its handle Handle{}) and
 // its destruction is a no-op.
 #pragma once
@@ -49,7 +50,7 @@ class Owner {
   explicit operator bool() const { return static_cast<bool>(h_); }
   // Destroys the handle now (logging a failure); the owner is empty afterwards.
   void reset() noexcept {
-    if (h_) log_if_failed(Destroy{}(h_), Destroy::what);
+    if (h_) ReleaseLog<decltype(Destroy{}(h_))>::log(Destroy{}(h_), Destroy::what);
     h_ = Handle{};
   }
 

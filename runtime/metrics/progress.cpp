@@ -33,6 +33,7 @@ std::string format_progress(const ProgressState& s) {
                                   : fmt::format("  {:.1f} samples/s", s.samples_per_s);
   if (s.data_share >= 0) out += fmt::format("  data {:.0f}%", 100.0 * s.data_share);
   if (s.eta_s >= 0) out += "  ETA " + format_duration(s.eta_s);
+  if (!s.straggler.empty()) out += "  straggler " + s.straggler;
   return out;
 }
 

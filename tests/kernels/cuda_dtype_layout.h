@@ -71,4 +71,12 @@ inline double unit_roundoff(DType dtype) {
   return dtype == DType::BF16 ? 1.0 / 256 : dtype == DType::F16 ? 1.0 / 2048 : 1.0 / (1 << 24);
 }
 
+// The absolute rounding error below dtype's normal range, where unit_roundoff's relative bound
+// fails: half the spacing of its subnormals (f16: 2^-25, as values under 2^-14 are multiples of
+// 2^-24; bf16: 2^-134; f32: 2^-150). Rounding to dtype errs by at most
+// unit_roundoff * |v| + subnormal_half_spacing.
+inline double subnormal_half_spacing(DType dtype) {
+  return dtype == DType::BF16 ? 0x1p-134 : dtype == DType::F16 ? 0x1p-25 : 0x1p-150;
+}
+
 }  // namespace dp::kernels::cuda::test

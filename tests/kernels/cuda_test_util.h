@@ -13,7 +13,7 @@
 
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/cuda/check.h"
+#include "runtime/cuda/check_runtime.h"
 #include "runtime/device_memory.h"
 
 namespace dp::kernels::cuda::test {

@@ -2,6 +2,8 @@
 // exact error line naming file:line, the key, and the closest key or the allowed values.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "runtime/config.h"
 
 namespace dp {
@@ -160,6 +162,42 @@ TEST(Config, ResolvedConfigRoundTrips) {
   Config lb = parse_config(to_toml(l), "resolved.toml");
   ASSERT_EQ(lb.model.layers.size(), 1u);
   EXPECT_EQ(std::get<bool>(lb.model.layers[0].args.at("bias")), false);
+}
+
+// Floats print as the shortest text that reads back as the same double, and stay floats.
+TEST(Config, FloatsPrintShortestAndRoundTripExactly) {
+  Config c = parse_config(std::string(kMin) + "[train]\nlr = 0.1\nweight_decay = 1e-08\n", "m.cfg");
+  const std::string t = to_toml(c);
+  EXPECT_NE(t.find("\nmean = [0.286]\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nmomentum = 0.9\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nlr = 0.1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nweight_decay = 1e-08\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nloss_scale_init = 65536.0\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("99999"), std::string::npos) << t;
+  EXPECT_EQ(t.find("00000001"), std::string::npos) << t;
+  // Awkward doubles come back bit for bit.
+  for (double v : {0.1 + 0.2, 1.0 / 3.0, 2.5e-300, 123456.125, 0.28599999999999998, 1e-7 / 3.0}) {
+    Config x = parse_config(kMin, "m.cfg", {fmt::format("train.min_lr={:.17g}", v)});
+    Config back = parse_config(to_toml(x), "resolved.toml");
+    EXPECT_EQ(back.train.min_lr, v) << to_toml(x);
+  }
+  const std::string ref = config_reference();
+  EXPECT_NE(ref.find("| `mean` | `[0.286]` |"), std::string::npos);
+  EXPECT_NE(ref.find("| `beta1` | `0.9` |"), std::string::npos);
+}
+
+TEST(Config, InitAndInitSkip) {
+  Config c = parse_config(std::string(kMin) + "init = \"w.safetensors\"\ninit_skip = [\"fc.*\", \"layer4.*\"]\n", "m.cfg");
+  EXPECT_EQ(c.model.init, "w.safetensors");
+  EXPECT_EQ(c.model.init_skip, (std::vector<std::string>{"fc.*", "layer4.*"}));
+  Config back = parse_config(to_toml(c), "resolved.toml");
+  EXPECT_EQ(back.model.init_skip, c.model.init_skip);
+  EXPECT_EQ(error_of(std::string(kMin) + "init_skip = [1]\n"),
+            "m.cfg:3: model.init_skip must be an array of strings, got an array");
+  EXPECT_EQ(error_of(std::string(kMin) + "init_skip = [\"fc.*\"]\n"),
+            "m.cfg: model.init_skip is set but model.init is empty: name the weights file to start from "
+            "(model.init = \"weights.safetensors\") or drop model.init_skip");
+  EXPECT_TRUE(parse_config(kMin, "m.cfg").dist.broadcast_buffers);
 }
 
 TEST(Config, ExampleConfigsParse) {

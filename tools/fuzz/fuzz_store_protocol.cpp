@@ -17,7 +17,7 @@ namespace {
 std::string encode_request(const Request& q) {
   if (q.op == kHello) return encode_hello(q.rank, q.world_size, q.nonce, q.mac, q.job_id);
   std::string b;
-  put_u8(b, q.op);
+  put_u8(b, q.op == kTxn && q.report_only ? kTxnReport : q.op);  // TXN_REPORT parses as kTxn + report_only
   if (q.op == kTxn) {
     put_u32(b, q.timeout_ms);
     put_u32(b, static_cast<uint32_t>(q.del.size()));

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# A real Slurm cluster on this host for tests: munged, slurmctld and two slurmd "nodes" (n1, n2),
-# all on loopback, every file under DIR. Needs root and the packages tools/setup.sh installs
-# (slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmix-dev libpmi2-0);
-# installs nothing itself.
+# A real Slurm cluster on this machine for tests: munged, slurmctld and slurmd "nodes", every file
+# under DIR. Two kinds:
+#  - loopback (default): two slurmd nodes n1, n2 on 127.0.0.1, sharing this machine's host name;
+#  - hosts (SLURM_FIXTURE_HOSTS=N, N >= 1): N hosts h1..hN, each a network namespace with its own
+#    address 10.213.0.(10+i), its own host name (UTS namespace) and its own slurmd, joined by a
+#    bridge in one more namespace where slurmctld and munged run (tools/slurm/netns.sh). Slurm
+#    clients must run there: `fixture.sh run DIR srun ...`.
+# Needs root and the packages tools/setup.sh installs (slurm-wlm slurmctld slurmd slurm-client
+# slurm-wlm-basic-plugins munge libpmix-dev libpmi2-0, iproute2); installs nothing itself.
 #
 #   tools/slurm/fixture.sh start DIR    start (or reuse) the cluster; prints `export SLURM_CONF=...`
 #                                       on stdout (eval it), progress on stderr
 #   tools/slurm/fixture.sh stop DIR     stop exactly the daemons `start` started (by their pid
-#                                       files), wait for them to exit
+#                                       files), wait for them to exit; hosts: kill whatever is left
+#                                       in the namespaces (by pid) and delete them
 #   tools/slurm/fixture.sh status DIR   one line per daemon and sinfo; exit 0 when all are up
+#   tools/slurm/fixture.sh run DIR CMD...        CMD where the Slurm clients reach the cluster
+#                                                (hosts: the ctl namespace; loopback: here)
+#   tools/slurm/fixture.sh pids DIR HOST         hosts: the pids of every process on HOST (h3)
+#   tools/slurm/fixture.sh link DIR HOST up|down hosts: connect or cut HOST's link to the bridge
 #
 # Layout of DIR: slurm.conf, munge/ (socket, pid, log, seed: our own munged, run as the munge
-# user), run/ (pid files), log/, state/, spool/n1 spool/n2, tmpfs/n1 tmpfs/n2 (TmpFS per node, so
-# the two pmix step daemons do not share /tmp/spmix_appdir_*).
-# Ports: slurmctld $SLURM_FIXTURE_PORT (default 17000), slurmd n1/n2 on the next two (17001/17002).
+# user), run/ (pid files), log/, state/, spool/<node>, tmpfs/<node> (TmpFS per node, so the pmix
+# step daemons of two nodes do not share /tmp/spmix_appdir_*); hosts: mode (N and the namespaces'
+# prefix dpf<owner>), netns.list (the namespaces made).
+# Loopback ports: slurmctld $SLURM_FIXTURE_PORT (default 17000), slurmd n1/n2 on the next two.
+# Hosts: every daemon on Slurm's default ports, inside the namespaces (nothing to collide with).
+# The owner of a hosts cluster is $SLURM_FIXTURE_OWNER (a pid, default the caller's parent): a
+# cluster whose owner died without `stop` is reaped by the next `start` of any hosts cluster.
+# $SLURM_FIXTURE_SLURMD_TIMEOUT sets SlurmdTimeout (default 30 s): how long slurmctld waits for
+# a silent slurmd before it marks the node DOWN and fails its jobs.
 # $SLURM_FIXTURE_FIRST_JOB_ID sets FirstJobId (default 1). $SLURM_FIXTURE_CRED_EXPIRE (seconds,
 # at least 5) sets AuthInfo's cred_expire (default: Slurm's 120): the lifetime of a job step
 # credential, which is also how long a requeued job waits before it may start again (slurmd
@@ -22,19 +38,25 @@
 # (such a requeued job) is started only by the main scheduling loop, so that loop runs every
 # second (SchedulerParameters=sched_interval=1; Slurm's default is 60 s). Each node declares 2 CPUs
 # (SlurmdParameters=config_overrides: whatever the machine has), so `srun -N2 -n4` places ranks
-# 0,1 on n1 and 2,3 on n2. Nodes n1/n2 are not resolvable host names: steps that need a master
-# address should set MASTER_ADDR=127.0.0.1 (the Slurm env bootstrap prefers it to
-# SLURM_JOB_NODELIST). /etc/hosts is left alone.
+# 0,1 on the first node and 2,3 on the second. Loopback nodes n1/n2 are not resolvable host names:
+# steps that need a master address should set MASTER_ADDR=127.0.0.1 (the Slurm env bootstrap
+# prefers it to SLURM_JOB_NODELIST); hosts h1..hN are not in /etc/hosts either (left alone):
+# host hi is 10.213.0.(10+i).
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|status DIR" >&2; exit 2; }
-[ $# -eq 2 ] || usage
+usage() { echo "usage: $0 start|stop|status|run|pids|link DIR [...]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
 cmd=$1
 dir=$2
+shift 2
 say() { printf '[slurm-fixture] %s\n' "$*" >&2; }
 die() { printf '[slurm-fixture] error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=tools/slurm/netns.sh
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 
 port=${SLURM_FIXTURE_PORT:-17000}
+hosts=0      # 0: loopback; N: N hosts in namespaces (set by setup_paths)
+prefix=""    # hosts: the namespaces' name prefix
 nodes=(n1 n2)
 conf=""
 munge_sock=""
@@ -50,11 +72,41 @@ live_pid() {
   echo "$pid"
 }
 
+# The cluster's kind: what DIR/mode says for an existing cluster, else $SLURM_FIXTURE_HOSTS.
 setup_paths() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   conf=$dir/slurm.conf
   munge_sock=$dir/munge/munge.socket
+  if [ -s "$dir/mode" ]; then
+    read -r hosts prefix <"$dir/mode"
+  else
+    hosts=${SLURM_FIXTURE_HOSTS:-0}
+    [[ $hosts =~ ^[0-9]+$ ]] && [ "$hosts" -le 200 ] || die "SLURM_FIXTURE_HOSTS='$hosts' is not a number of hosts in [0, 200]"
+    prefix=$(netns_prefix "${SLURM_FIXTURE_OWNER:-$PPID}")
+  fi
+  if [ "$hosts" -gt 0 ]; then
+    local i
+    nodes=()
+    for i in $(seq "$hosts"); do nodes+=("h$i"); done
+  fi
+}
+
+# in_ctl CMD...: CMD where slurmctld is reachable (hosts: inside the ctl namespace).
+in_ctl() {
+  if [ "$hosts" -gt 0 ]; then nsenter --net="/run/netns/$prefix-ctl" "$@"; else "$@"; fi
+}
+
+# in_node NODE NAME CMD...: CMD on node NODE (hosts: in its namespace, under host name NAME in a
+# UTS namespace of its own, which daemons and everything they start keep).
+in_node() {
+  local node=$1 name=$2
+  shift 2
+  if [ "$hosts" -gt 0 ]; then
+    nsenter --net="/run/netns/$prefix-$node" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
+  else
+    "$@"
+  fi
 }
 
 # pid-file:binary for every daemon of ours, in stop order.
@@ -102,7 +154,7 @@ all_up() {
 
 nodes_idle() {
   local out
-  out=$(SLURM_CONF=$conf timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
+  out=$(SLURM_CONF=$conf in_ctl timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
   local n
   for n in "${nodes[@]}"; do
     grep -Eq "^$n (idle|allocated|mixed|completing)\$" <<<"$out" || return 1
@@ -120,7 +172,7 @@ tail_logs() {
 
 check_tools() {
   local missing=() c
-  for c in /usr/sbin/munged munge unmunge /usr/sbin/slurmctld /usr/sbin/slurmd sinfo srun scontrol; do
+  for c in /usr/sbin/munged munge unmunge /usr/sbin/slurmctld /usr/sbin/slurmd sinfo srun scontrol ip unshare; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
   done
   [ ${#missing[@]} -eq 0 ] || die "not installed: ${missing[*]} (tools/setup.sh installs slurm-wlm, munge, libpmix-dev, ...)"
@@ -143,7 +195,7 @@ start_munge() {
   mkdir -p "$dir/munge"
   chown munge:munge "$dir/munge"
   chmod 0755 "$dir/munge"
-  if ! runuser -u munge -- /usr/sbin/munged --socket="$munge_sock" --pid-file="$dir/munge/munged.pid" \
+  if ! in_ctl runuser -u munge -- /usr/sbin/munged --socket="$munge_sock" --pid-file="$dir/munge/munged.pid" \
        --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" 2>"$dir/munge/start.err"; then
     cat "$dir/munge/start.err" >&2
     tail_logs
@@ -158,16 +210,35 @@ start_munge() {
   die "munged started but 'munge -n | unmunge' fails on $munge_sock"
 }
 
+# The node and partition lines, and where slurmctld is, for either kind.
+node_lines() {
+  local host i
+  if [ "$hosts" -eq 0 ]; then
+    host=$(hostname -s)
+    echo "SlurmctldHost=$host(127.0.0.1)"
+    echo "SlurmctldPort=$port"
+    for i in 1 2; do
+      echo "NodeName=n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + i)) CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 State=UNKNOWN"
+    done
+    echo "PartitionName=test Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES"
+  else
+    echo "SlurmctldHost=ctl($NETNS_CTL_ADDR)"
+    for i in $(seq "$hosts"); do
+      echo "NodeName=h$i NodeHostname=h$i NodeAddr=$(netns_host_addr "$i") CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 State=UNKNOWN"
+    done
+    echo "PartitionName=test Nodes=h[1-$hosts] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES"
+  fi
+}
+
 write_conf() {
-  local host
-  host=$(hostname -s)
-  mkdir -p "$dir"/{run,log,state} "$dir"/spool/{n1,n2} "$dir"/tmpfs/{n1,n2}
+  local n kind="two nodes on loopback"
+  [ "$hosts" -eq 0 ] || kind="$hosts hosts in network namespaces"
+  mkdir -p "$dir"/{run,log,state}
+  for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n" "$dir/tmpfs/$n"; done
   cat >"$conf" <<EOF
-# Written by tools/slurm/fixture.sh: a two-node test cluster on loopback.
+# Written by tools/slurm/fixture.sh: a test cluster ($kind).
 ClusterName=dptrain-test
 FirstJobId=${SLURM_FIXTURE_FIRST_JOB_ID:-1}
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -200,10 +271,8 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=5
 SlurmctldTimeout=30
-SlurmdTimeout=30
-NodeName=n1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 State=UNKNOWN
-NodeName=n2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 State=UNKNOWN
-PartitionName=test Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+SlurmdTimeout=${SLURM_FIXTURE_SLURMD_TIMEOUT:-30}
+$(node_lines)
 EOF
 }
 
@@ -217,25 +286,34 @@ start() {
   fi
   stop_all  # whatever is left of an earlier, partial start
   local t0=$SECONDS
+  if [ "$hosts" -gt 0 ]; then
+    netns_reap_stale
+    netns_teardown "$dir/netns.list"
+    echo "$hosts $prefix" >"$dir/mode"
+    netns_up "$dir/netns.list" "$prefix" "$hosts" || { stop_everything; die "could not make the hosts' network namespaces"; }
+  fi
   start_munge
   write_conf
-  SLURM_CONF=$conf /usr/sbin/slurmctld -f "$conf" -c || { tail_logs; die "slurmctld did not start"; }
+  SLURM_CONF=$conf in_node ctl ctl /usr/sbin/slurmctld -f "$conf" -c ||
+    { tail_logs; stop_everything; die "slurmctld did not start"; }
   local n
   for n in "${nodes[@]}"; do
-    SLURM_CONF=$conf /usr/sbin/slurmd -f "$conf" -N "$n" || { tail_logs; die "slurmd -N $n did not start"; }
+    SLURM_CONF=$conf in_node "$n" "$n" /usr/sbin/slurmd -f "$conf" -N "$n" ||
+      { tail_logs; stop_everything; die "slurmd -N $n did not start"; }
   done
-  local deadline=$((SECONDS + ${SLURM_FIXTURE_TIMEOUT:-60}))
+  local deadline=$((SECONDS + ${SLURM_FIXTURE_TIMEOUT:-60})) where="slurmctld port $port"
+  [ "$hosts" -eq 0 ] || where="namespaces $prefix-*"
   until all_up; do
     if [ $SECONDS -ge $deadline ]; then
       say "nodes not idle after ${SLURM_FIXTURE_TIMEOUT:-60} s; sinfo says:"
-      SLURM_CONF=$conf timeout 10 sinfo -N >&2 || true
+      SLURM_CONF=$conf in_ctl timeout 10 sinfo -N >&2 || true
       tail_logs
-      stop_all
+      stop_everything
       die "the cluster in $dir did not come up"
     fi
     sleep 0.2
   done
-  say "up in $((SECONDS - t0)) s: nodes n1 n2 idle (slurmctld port $port, SLURM_CONF=$conf)"
+  say "up in $((SECONDS - t0)) s: nodes ${nodes[*]} idle ($where, SLURM_CONF=$conf)"
   echo "export SLURM_CONF=$conf"
 }
 
@@ -251,14 +329,39 @@ status() {
     fi
   done
   if [ -f "$conf" ]; then
-    SLURM_CONF=$conf timeout 10 sinfo -N 2>&1 || rc=1
+    SLURM_CONF=$conf in_ctl timeout 10 sinfo -N 2>&1 || rc=1
   fi
   return $rc
 }
 
+# Daemons by pid, then (hosts) whatever is left in the namespaces, and the namespaces.
+stop_everything() {
+  stop_all
+  if [ "$hosts" -gt 0 ]; then
+    netns_teardown "$dir/netns.list"
+    rm -f "$dir/mode"
+  fi
+}
+
+# host_index HOST: i for "hi" of this hosts cluster, or a clear error.
+host_index() {
+  [ "$hosts" -gt 0 ] || die "$dir is a loopback cluster: it has no hosts"
+  [[ $1 =~ ^h([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le "$hosts" ] ||
+    die "no host '$1' in $dir (hosts h1..h$hosts)"
+  echo "${BASH_REMATCH[1]}"
+}
+
 case "$cmd" in
-  start) start ;;
-  stop) setup_paths; stop_all ;;
-  status) status ;;
+  start) [ $# -eq 0 ] || usage; start ;;
+  stop) [ $# -eq 0 ] || usage; setup_paths; stop_everything ;;
+  status) [ $# -eq 0 ] || usage; status ;;
+  run) [ $# -ge 1 ] || usage; setup_paths; SLURM_CONF=$conf in_ctl "$@" ;;
+  pids) [ $# -eq 1 ] || usage; setup_paths; host_index "$1" >/dev/null; ip netns pids "$prefix-$1" ;;
+  link)
+    [ $# -eq 2 ] && { [ "$2" = up ] || [ "$2" = down ]; } || usage
+    setup_paths
+    i=$(host_index "$1")
+    ip -n "$prefix-ctl" link set "veth-h$i" "$2"
+    ;;
   *) usage ;;
 esac

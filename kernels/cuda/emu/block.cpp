@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cuda/emu/errors.h"
 #include "kernels/cuda/emu/options.h"
@@ -89,17 +90,18 @@ bool BlockRunner::run(uint3 b) {
   warp_collectives_ = false;
   t_coords = Coords{uint3{0, 0, 0}, b, info_.block, info_.grid};
   if (dynamic_shared_) std::memset(dynamic_shared_, kSharedPoison, info_.dynamic_shared);
-  for (EmuThread& t : threads_) {
+  for (EmuThread& t : threads_) {  // each starts at its first run
     t.status = ThreadStatus::Ready;
     t.warp_epoch = 0;
-    t.fiber.start(stacks().get(t.linear), &BlockRunner::thread_main, this);
+    t.fiber = nullptr;
   }
-  while (exited_ < threads_.size()) {
+  const unsigned n = size();
+  while (exited_ < n) {
     bool ran = false;
-    for (EmuThread& t : threads_) {
-      if (t.status != ThreadStatus::Ready) continue;
+    for (unsigned i = 0; i < n; ++i) {
+      if (threads_[i].status != ThreadStatus::Ready) continue;
       ran = true;
-      run_thread(t);
+      i = run_thread(threads_[i]);  // the sweep goes on after the last thread that fiber ran
       if (!fault_.empty()) return stop_on_fault();
     }
     if (!ran && !open_barrier()) return stop_on_fault();
@@ -111,36 +113,78 @@ bool BlockRunner::run(uint3 b) {
 bool BlockRunner::stop_on_fault() {
   aborting_ = true;
   for (EmuThread& t : threads_)
-    if (t.fiber.started() && !t.fiber.finished()) run_thread(t);
+    if (t.fiber != nullptr) run_thread(t);  // waiting: its wait throws FiberAbort
   aborting_ = false;
   record_fault(fault_);
   fault_.clear();
   return false;
 }
 
-void BlockRunner::run_thread(EmuThread& t) {
+Fiber* BlockRunner::acquire_fiber() {
+  if (free_fibers_.empty()) return fibers_.emplace_back(std::make_unique<Fiber>()).get();
+  Fiber* f = free_fibers_.back();
+  free_fibers_.pop_back();
+  return f;
+}
+
+// Resumes t (starting a fiber for it if it has none) until its fiber suspends or finishes;
+// returns the linear index of the thread that fiber ran last (t, or a later one it went on with).
+unsigned BlockRunner::run_thread(EmuThread& t) {
+  if (t.fiber == nullptr) {
+    t.fiber = acquire_fiber();
+    t.fiber->start(stacks().acquire(), &BlockRunner::thread_main, this);
+  }
+  Fiber* f = t.fiber;
   t.status = ThreadStatus::Running;
   t_coords.thread_idx = t.idx;
   running_ = &t;
-  t.fiber.resume();
+  f->resume();
+  EmuThread& last = *running_;
   running_ = nullptr;
+  if (f->finished()) {
+    stacks().release(f->take_stack());
+    free_fibers_.push_back(f);
+    last.fiber = nullptr;
+  }
+  return last.linear;
 }
 
+// A fiber's work: the running thread, then each following thread that has not started yet, until
+// one waits (the fiber then stays with it) or none is left to start.
 void BlockRunner::thread_main(void* self) {
   auto* block = static_cast<BlockRunner*>(self);
-  EmuThread& t = block->self();
+  for (EmuThread* t = &block->self();;) {
+    block->run_body(*t);
+    EmuThread* next = block->next_unstarted(*t);
+    if (next == nullptr) return;
+    next->fiber = std::exchange(t->fiber, nullptr);
+    next->status = ThreadStatus::Running;
+    t_coords.thread_idx = next->idx;
+    block->running_ = t = next;
+  }
+}
+
+void BlockRunner::run_body(EmuThread& t) {
   try {
-    block->body_(block->body_arg_);
-    block->check_exit_leaves_no_waiter(t);
+    body_(body_arg_);
+    check_exit_leaves_no_waiter(t);
   } catch (const FiberAbort&) {
     // unwound: the block faulted
   } catch (const std::exception& e) {
-    block->fault_ = block->where(t) + ": the kernel threw: " + e.what();
+    fault_ = where(t) + ": the kernel threw: " + e.what();
   } catch (...) {
-    block->fault_ = block->where(t) + ": the kernel threw a non-standard exception";
+    fault_ = where(t) + ": the kernel threw a non-standard exception";
   }
   t.status = ThreadStatus::Exited;
-  ++block->exited_;
+  ++exited_;
+}
+
+// The thread after t if it has not started (it is then Ready, and the sweep would run it next);
+// none after a fault.
+EmuThread* BlockRunner::next_unstarted(const EmuThread& t) {
+  if (!fault_.empty() || aborting_) return nullptr;
+  EmuThread* next = thread(t.linear + 1);
+  return next != nullptr && next->fiber == nullptr && next->status == ThreadStatus::Ready ? next : nullptr;
 }
 
 // A lane that exits while lanes of its warp wait for it in a collective: they would wait forever
@@ -174,7 +218,7 @@ int BlockRunner::barrier(BarrierKind kind, int pred, std::source_location site) 
 }
 
 void BlockRunner::wait() {
-  running_->fiber.suspend();
+  running_->fiber->suspend();
   if (aborting_) throw FiberAbort{};
   running_->status = ThreadStatus::Running;  // made Ready by the one that released it, now resumed
 }

@@ -4,7 +4,10 @@
 // the thread that runs now.
 //
 // Scheduling: the scheduler sweeps the block's threads in linear order (x fastest), resuming
-// every ready one until it waits (barrier, warp collective) or exits. When a sweep finds none
+// every ready one until it waits (barrier, warp collective) or exits. A fiber whose thread exits
+// goes on with the next thread if that one has not started yet — what the sweep would run next
+// anyway — so the threads of a barrier-free kernel cost a function call each, not a fiber; a
+// fiber belongs to one thread only from its first wait on. When a sweep finds none
 // ready, either every thread waits at the same __syncthreads (the barrier opens) or the block can
 // never finish: a thread exited or waits elsewhere (deadlock), or threads wait at different
 // __syncthreads (divergent barrier) — a fault, reported instead of hanging.
@@ -15,6 +18,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -63,7 +67,7 @@ struct EmuThread {
   int barrier_arg;            // __syncthreads_count/and/or's predicate, then their result
   WarpOp op;
   uint32_t warp_epoch;        // __syncwarp generations passed (racecheck's order within a warp)
-  Fiber fiber;
+  Fiber* fiber;               // the fiber running it; null before it starts and after it exits
 };
 
 enum class BarrierKind : uint8_t { Plain, Count, And, Or };
@@ -107,7 +111,10 @@ class BlockRunner {
 
  private:
   static void thread_main(void* self);
-  void run_thread(EmuThread& t);
+  unsigned run_thread(EmuThread& t);
+  void run_body(EmuThread& t);
+  EmuThread* next_unstarted(const EmuThread& t);
+  Fiber* acquire_fiber();
   bool open_barrier();
   bool stop_on_fault();
   std::string describe_stuck() const;
@@ -117,6 +124,8 @@ class BlockRunner {
   Body body_;
   void* body_arg_;
   std::vector<EmuThread> threads_;
+  std::vector<std::unique_ptr<Fiber>> fibers_;  // made on demand, at most one per thread
+  std::vector<Fiber*> free_fibers_;
   EmuThread* running_ = nullptr;
   unsigned exited_ = 0;
   uint32_t barrier_gen_ = 0;

@@ -57,19 +57,24 @@ FiberStacks::~FiberStacks() {
   for (auto& s : stacks_) munmap(s->base, s->size + page_size());
 }
 
-FiberStacks::Stack& FiberStacks::get(size_t i) {
-  while (stacks_.size() <= i) {
-    const size_t total = bytes_ + page_size();
-    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-      std::fprintf(stderr, "dp cuda emu: cannot map a %zu-byte fiber stack (thread %zu)\n", total, stacks_.size());
-      std::abort();
-    }
-    mprotect(p, page_size(), PROT_NONE);
-    stacks_.push_back(std::make_unique<Stack>(Stack{static_cast<char*>(p), bytes_}));
+FiberStacks::Stack& FiberStacks::acquire() {
+  if (!free_.empty()) {
+    Stack* s = free_.back();
+    free_.pop_back();
+    return *s;
   }
-  return *stacks_[i];
+  const size_t total = bytes_ + page_size();
+  void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "dp cuda emu: cannot map a %zu-byte fiber stack (stack %zu)\n", total, stacks_.size());
+    std::abort();
+  }
+  mprotect(p, page_size(), PROT_NONE);
+  stacks_.push_back(std::make_unique<Stack>(Stack{static_cast<char*>(p), bytes_}));
+  return *stacks_.back();
 }
+
+void FiberStacks::release(Stack& s) { free_.push_back(&s); }
 
 void Fiber::start(FiberStacks::Stack& stack, Entry entry, void* arg) {
   stack_ = &stack;
@@ -83,6 +88,12 @@ void Fiber::start(FiberStacks::Stack& stack, Entry entry, void* arg) {
     Fiber::trampoline(&t);
     static_cast<Fiber*>(t.data)->leave();
   });
+}
+
+FiberStacks::Stack& Fiber::take_stack() {
+  FiberStacks::Stack* s = stack_;
+  stack_ = nullptr;
+  return *s;
 }
 
 Fiber* Fiber::current() { return t_current; }

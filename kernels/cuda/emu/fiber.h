@@ -17,6 +17,9 @@ namespace dp::emu {
 
 // Stacks of `bytes` each, mmap'ed with a guard page below (an overflow faults instead of
 // corrupting the neighbour), kept for the life of the host thread and reused by every launch.
+// A fiber takes a stack when it starts and gives it back when it finishes, most recent first:
+// the threads of a barrier-free kernel run one after another on one stack that stays in cache,
+// and only threads that wait at the same time (a barrier, a warp collective) need one each.
 class FiberStacks {
  public:
   struct Stack {
@@ -28,12 +31,14 @@ class FiberStacks {
   ~FiberStacks();
   FiberStacks(const FiberStacks&) = delete;
   FiberStacks& operator=(const FiberStacks&) = delete;
-  Stack& get(size_t i);  // the i-th stack, made on first use
+  Stack& acquire();  // a free stack (the last given back), or a new one
+  void release(Stack& s);
   size_t bytes() const { return bytes_; }
 
  private:
   size_t bytes_;
   std::vector<std::unique_ptr<Stack>> stacks_;
+  std::vector<Stack*> free_;
 };
 
 class Fiber {
@@ -41,6 +46,8 @@ class Fiber {
   using Entry = void (*)(void* arg);
   // Prepares the fiber to run entry(arg) on `stack`; it starts at the first resume().
   void start(FiberStacks::Stack& stack, Entry entry, void* arg);
+  // The stack of a finished fiber, to give back (the fiber has none afterwards).
+  FiberStacks::Stack& take_stack();
   // From the scheduler: runs the fiber until it suspends or finishes.
   void resume();
   // From inside the fiber: back to the scheduler, continuing here at the next resume().

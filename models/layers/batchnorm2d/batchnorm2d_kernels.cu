@@ -6,7 +6,9 @@
 #include "models/layers/batchnorm2d/batchnorm2d_kernels.h"
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/shared_memory.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
@@ -56,7 +58,7 @@ struct GradOp {
 // lies in plane (n, c), contiguous within the plane). partial: (chunks, K, C).
 template <typename Op>
 __global__ void sums_nchw_kernel(double* partial, Op op, int64_t C, int64_t HW, int64_t M, int64_t chunk_len) {
-  __shared__ double red[Op::K][kSumThreads];
+  DP_SHARED(double, red, [Op::K][kSumThreads]);
   const int64_t c = blockIdx.x, p = blockIdx.y;
   const int64_t begin = p * chunk_len, end = min(M, begin + chunk_len);
   double acc[Op::K] = {};
@@ -79,7 +81,7 @@ __global__ void sums_nchw_kernel(double* partial, Op op, int64_t C, int64_t HW, 
 // reads 32 neighbouring channels of one row (coalesced). partial: (chunks, K, C).
 template <typename Op>
 __global__ void sums_nhwc_kernel(double* partial, Op op, int64_t C, int64_t M, int64_t chunk_len) {
-  __shared__ double red[Op::K][kTileRows][kTileC];
+  DP_SHARED(double, red, [Op::K][kTileRows][kTileC]);
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t c = blockIdx.x * int64_t(kTileC) + tx, p = blockIdx.y;
   const int64_t begin = p * chunk_len, end = min(M, begin + chunk_len);
@@ -191,12 +193,12 @@ cudaError_t run_sums(double* out0, double* out1, const Op& op, const BnDims& d, 
   double* partial = static_cast<double*>(scratch);  // (chunks, K, C)
   const dim3 grid(static_cast<unsigned>(pt.tiles), static_cast<unsigned>(pt.chunks));
   if (d.nhwc)
-    sums_nhwc_kernel<Op><<<grid, dim3(kTileC, kTileRows), 0, stream>>>(partial, op, d.C, M, pt.chunk_len);
+    DP_LAUNCH(sums_nhwc_kernel<Op>, grid, dim3(kTileC, kTileRows), 0, stream)(partial, op, d.C, M, pt.chunk_len);
   else
-    sums_nchw_kernel<Op><<<grid, kSumThreads, 0, stream>>>(partial, op, d.C, d.HW, M, pt.chunk_len);
+    DP_LAUNCH(sums_nchw_kernel<Op>, grid, kSumThreads, 0, stream)(partial, op, d.C, d.HW, M, pt.chunk_len);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  sums_finish_kernel<<<grid_1d(Op::K * d.C), kThreads, 0, stream>>>(out0, out1, partial, d.C, Op::K, pt.chunks);
+  DP_LAUNCH(sums_finish_kernel, grid_1d(Op::K * d.C), kThreads, 0, stream)(out0, out1, partial, d.C, Op::K, pt.chunks);
   DP_RETURN_LAUNCH();
 }
 
@@ -259,8 +261,8 @@ cudaError_t batchnorm_forward(void* y, const void* x, DType dtype, const float* 
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
-    forward_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), w, b,
-                                                                mean, invstd, total, d.C, d.HW, d.nhwc);
+    DP_LAUNCH(forward_kernel<T>, grid_1d(total), kThreads, 0, stream)(
+        static_cast<T*>(y), static_cast<const T*>(x), w, b, mean, invstd, total, d.C, d.HW, d.nhwc);
     DP_RETURN_LAUNCH();
   });
 }
@@ -274,23 +276,23 @@ cudaError_t batchnorm_grad_input(void* dx, const void* dy, const void* x, DType 
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
-    grad_input_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(
-        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), w, mean, invstd, sum_dy,
-        sum_dy_xhat, count, total, d.C, d.HW, d.nhwc);
+    DP_LAUNCH(grad_input_kernel<T>, grid_1d(total), kThreads, 0, stream)(
+        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), w, mean, invstd, sum_dy, sum_dy_xhat,
+        count, total, d.C, d.HW, d.nhwc);
     DP_RETURN_LAUNCH();
   });
 }
 
 cudaError_t batchnorm_set_count(double* count_slot, double count, cudaStream_t stream) {
   if (!count_slot || !(count >= 0)) return cudaErrorInvalidValue;
-  set_count_kernel<<<1, 1, 0, stream>>>(count_slot, count);
+  DP_LAUNCH(set_count_kernel, 1, 1, 0, stream)(count_slot, count);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t batchnorm_mean(double* mean, const double* sum, const double* count, int64_t C, cudaStream_t stream) {
   if (C < 0 || (C > 0 && !count)) return cudaErrorInvalidValue;
   if (C == 0) return cudaSuccess;
-  mean_kernel<<<grid_1d(C), kThreads, 0, stream>>>(mean, sum, count, C);
+  DP_LAUNCH(mean_kernel, grid_1d(C), kThreads, 0, stream)(mean, sum, count, C);
   DP_RETURN_LAUNCH();
 }
 
@@ -300,8 +302,8 @@ cudaError_t batchnorm_finalize(double* invstd, float* running_mean, float* runni
   if (C < 0 || !(count > 0) || !(eps > 0) || (update_running && !(count > 1 && momentum >= 0 && momentum <= 1)))
     return cudaErrorInvalidValue;
   if (C == 0) return cudaSuccess;
-  finalize_kernel<<<grid_1d(C), kThreads, 0, stream>>>(invstd, running_mean, running_var, mean, sqdev, count,
-                                                        momentum, eps, update_running, C);
+  DP_LAUNCH(finalize_kernel, grid_1d(C), kThreads, 0, stream)(
+      invstd, running_mean, running_var, mean, sqdev, count, momentum, eps, update_running, C);
   DP_RETURN_LAUNCH();
 }
 
@@ -309,7 +311,7 @@ cudaError_t batchnorm_running_stats(double* mean, double* invstd, const float* r
                                     const float* running_var, double eps, int64_t C, cudaStream_t stream) {
   if (C < 0 || !(eps > 0)) return cudaErrorInvalidValue;
   if (C == 0) return cudaSuccess;
-  running_stats_kernel<<<grid_1d(C), kThreads, 0, stream>>>(mean, invstd, running_mean, running_var, eps, C);
+  DP_LAUNCH(running_stats_kernel, grid_1d(C), kThreads, 0, stream)(mean, invstd, running_mean, running_var, eps, C);
   DP_RETURN_LAUNCH();
 }
 
@@ -317,13 +319,13 @@ cudaError_t batchnorm_accumulate_param_grads(float* dw, float* db, const double*
                                              int64_t C, cudaStream_t stream) {
   if (C < 0) return cudaErrorInvalidValue;
   if (C == 0) return cudaSuccess;
-  accumulate_kernel<<<grid_1d(C), kThreads, 0, stream>>>(dw, db, sum_dy, sum_dy_xhat, C);
+  DP_LAUNCH(accumulate_kernel, grid_1d(C), kThreads, 0, stream)(dw, db, sum_dy, sum_dy_xhat, C);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t increment_counter(int64_t* counter, cudaStream_t stream) {
   if (!counter) return cudaErrorInvalidValue;
-  increment_kernel<<<1, 1, 0, stream>>>(counter);
+  DP_LAUNCH(increment_kernel, 1, 1, 0, stream)(counter);
   DP_RETURN_LAUNCH();
 }
 

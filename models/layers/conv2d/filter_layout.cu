@@ -3,6 +3,7 @@
 
 #include "models/layers/conv2d/filter_layout.h"
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -53,7 +54,7 @@ cudaError_t launch_kcrs_to_krsc(T* y, const T* x, int64_t k, int64_t c, int64_t 
   if (k < 0 || c < 0 || r < 0 || s < 0) return cudaErrorInvalidValue;
   const int64_t n = k * c * r * s;
   if (n == 0) return cudaSuccess;
-  kcrs_to_krsc_kernel<T><<<grid_1d(n), kThreads, 0, stream>>>(y, x, n, c, r * s);
+  DP_LAUNCH(kcrs_to_krsc_kernel<T>, grid_1d(n), kThreads, 0, stream)(y, x, n, c, r * s);
   DP_RETURN_LAUNCH();
 }
 
@@ -63,7 +64,7 @@ cudaError_t launch_krsc_add_to_kcrs(typename E::T* y, const typename E::T* x, in
   if (k < 0 || c < 0 || r < 0 || s < 0) return cudaErrorInvalidValue;
   const int64_t n = k * c * r * s;
   if (n == 0) return cudaSuccess;
-  krsc_add_to_kcrs_kernel<E><<<grid_1d(n), kThreads, 0, stream>>>(y, x, n, c, r * s);
+  DP_LAUNCH(krsc_add_to_kcrs_kernel<E>, grid_1d(n), kThreads, 0, stream)(y, x, n, c, r * s);
   DP_RETURN_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
 #include "models/layers/dropout/dropout_kernels.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layout.h"
 #include "kernels/cuda/philox.h"
@@ -51,8 +52,8 @@ cudaError_t apply_mask(T* out, const T* in, int64_t n, double p, uint64_t seed, 
   if (n < 0 || !(p >= 0 && p < 1)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const float scale = static_cast<float>(1.0 / (1.0 - p));  // as the CPU twin: in double, then rounded
-  dropout_kernel<T, Map><<<grid_1d((n + 3) / 4), kThreads, 0, stream>>>(out, in, n, dropout_keep_threshold(p), scale,
-                                                                          seed, stream_id, at);
+  DP_LAUNCH(dropout_kernel<T, Map>, grid_1d((n + 3) / 4), kThreads, 0, stream)(
+      out, in, n, dropout_keep_threshold(p), scale, seed, stream_id, at);
   DP_RETURN_LAUNCH();
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace dp::kernels::cuda {
@@ -60,10 +61,10 @@ cudaError_t global_avgpool_forward(void* y, const void* x, DType dtype, int64_t 
     using T = decltype(tag);
     if (NC == 0) return cudaSuccess;
     if (nhwc)
-      forward_nhwc_kernel<T><<<grid_1d(NC), kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(x), NC,
-                                                                    C, HW);
+      DP_LAUNCH(forward_nhwc_kernel<T>, grid_1d(NC), kThreads, 0, stream)(
+          static_cast<T*>(y), static_cast<const T*>(x), NC, C, HW);
     else
-      forward_nchw_kernel<T><<<grid_1d(NC, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream>>>(
+      DP_LAUNCH(forward_nchw_kernel<T>, grid_1d(NC, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream)(
           static_cast<T*>(y), static_cast<const T*>(x), NC, HW);
     DP_RETURN_LAUNCH();
   });
@@ -76,8 +77,8 @@ cudaError_t global_avgpool_backward(void* dx, const void* dy, DType dtype, int64
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (total == 0) return cudaSuccess;
-    backward_kernel<T><<<grid_1d(total), kThreads, 0, stream>>>(static_cast<T*>(dx), static_cast<const T*>(dy), total,
-                                                                 C, HW, nhwc);
+    DP_LAUNCH(backward_kernel<T>, grid_1d(total), kThreads, 0, stream)(
+        static_cast<T*>(dx), static_cast<const T*>(dy), total, C, HW, nhwc);
     DP_RETURN_LAUNCH();
   });
 }

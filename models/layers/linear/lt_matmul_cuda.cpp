@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "runtime/cuda/exec_context.h"
+#include "runtime/cuda/log_library_failure.h"
 #include "runtime/cuda/owner.h"
 #include "runtime/cuda/check.h"
 #include "runtime/log.h"

@@ -8,7 +8,7 @@
 
 #include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
 #include "runtime/cuda/buffers.h"
-#include "runtime/cuda/check.h"
+#include "runtime/cuda/check_runtime.h"
 
 namespace dp::models {
 

@@ -1,7 +1,9 @@
 #include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
 
 #include "kernels/host_device.h"
+#include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/shared_memory.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
@@ -57,7 +59,7 @@ __global__ void xent_rows_kernel(const float* logits, const int32_t* labels, flo
 
 // One block: thread t sums rows t, t + 256, ... in double, then a fixed tree; loss = total / N.
 __global__ void mean_kernel(const float* row_loss, float* loss, int64_t N) {
-  __shared__ double part[kThreads];
+  DP_SHARED(double, part, [kThreads]);
   double s = 0;
   for (int64_t n = threadIdx.x; n < N; n += kThreads) s += row_loss[n];
   part[threadIdx.x] = s;
@@ -78,13 +80,13 @@ cudaError_t softmax_xent(const float* logits, const int32_t* labels, float* dlog
     // The smoothed target, as the CPU twin forms it: in double, here rounded once to float.
     const double off = smoothing / static_cast<double>(K);
     const unsigned blocks = grid_1d(N, kWarpsPerBlock);
-    xent_rows_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+    DP_LAUNCH(xent_rows_kernel, blocks, kWarpsPerBlock * 32, 0, stream)(
         logits, labels, dlogits, row_loss, N, K, static_cast<float>(1.0 - smoothing), static_cast<float>(off),
         static_cast<float>(1.0 - smoothing + off), static_cast<float>(off));
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  mean_kernel<<<1, kThreads, 0, stream>>>(row_loss, loss, N);
+  DP_LAUNCH(mean_kernel, 1, kThreads, 0, stream)(row_loss, loss, N);
   DP_RETURN_LAUNCH();
 }
 

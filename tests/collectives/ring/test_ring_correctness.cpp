@@ -90,6 +90,22 @@ struct Element {
     std::memcpy(acc, v[0], esz);
     finish(acc);
   }
+  // Hierarchical (algorithms.h), nodes of `per_node` consecutive ranks: node k's value is
+  // x[kL] (op) (x[kL+1] (op) (...)), then the leaders' ring order (block j of M nodes) or their
+  // recursive doubling (latency).
+  void hierarchical(int per_node, bool latency, int j, unsigned char* acc) const {
+    const size_t esz = dtype_size(dt);
+    Element nodes{dt, op, n / per_node, {}};
+    for (int k = 0; k < nodes.n; ++k) {
+      std::memcpy(nodes.x[k], x[(k + 1) * per_node - 1], esz);
+      for (int i = per_node - 2; i >= 0; --i)
+        kernels::cpu::reduce(dt, kind_of(op), nodes.x[k], x[k * per_node + i], nodes.x[k], 1);
+    }
+    nodes.op = op == ReduceOp::Avg ? ReduceOp::Sum : op;  // the average divides by all ranks, once
+    if (latency) nodes.recursive_doubling(acc);
+    else nodes.ring(j, acc);
+    finish(acc);
+  }
   // Independent check of a float result against the exact sum / max / min.
   bool plausible(const unsigned char* got, std::string* why) const {
     double g = as_double(dt, got);
@@ -153,8 +169,9 @@ Tensor input_tensor(DType dt, uint64_t seed, int rank, int64_t count, int64_t fi
 uint64_t case_seed(int a, int b, int c, int d) { return ringtest::splitmix64((a * 131 + b) * 131 * 131 + c * 131 + d); }
 
 // Every op x dtype x reduction x size through one communicator. `latency`: the communicator
-// uses recursive doubling and the binomial tree (else the ring and the chain).
-void run_matrix(Communicator& comm, bool latency, Checker& ck, uint64_t* seq) {
+// uses recursive doubling and the binomial tree (else the ring and the chain). per_node > 0:
+// its allreduce is hierarchical over nodes of per_node consecutive ranks.
+void run_matrix(Communicator& comm, bool latency, Checker& ck, uint64_t* seq, int per_node = 0) {
   const int n = comm.size(), r = comm.rank();
   const std::string algo = latency ? "latency" : "bandwidth";
   for (DType dt : kDTypes) {
@@ -167,12 +184,18 @@ void run_matrix(Communicator& comm, bool latency, Checker& ck, uint64_t* seq) {
         WorkPtr w = comm.allreduce_async(t, op);
         w->wait();
         if (w->seq() != ++*seq) ck.fail(fmt::format("allreduce got sequence number {}, expected {}", w->seq(), *seq));
-        std::string what = fmt::format("{} allreduce {} {} of {}", algo, dtype_name(dt), reduce_op_name(op), count);
+        std::string what = fmt::format("{}{} allreduce {} {} of {}", per_node ? "hierarchical " : "", algo,
+                                       dtype_name(dt), reduce_op_name(op), count);
         Element e{dt, op, n, {}};
         unsigned char want[8];
         for (int64_t i = 0; i < count; ++i) {
           e.load(seed, i);
-          if (latency) {
+          if (per_node > 0) {
+            const int m = n / per_node;
+            int j = 0;
+            while (ring::ring_block(count, m, j).begin + ring::ring_block(count, m, j).len <= i) ++j;
+            e.hierarchical(per_node, latency, j, want);
+          } else if (latency) {
             e.recursive_doubling(want);
           } else {
             int j = 0;
@@ -245,16 +268,18 @@ void check_barriers(Communicator& comm, ringtest::SharedState* s, Checker& ck) {
 }
 
 // shm: run over shared memory (where the bootstrap puts ranks on one node) and over TCP.
-void matrix_on(int n, int ranks_per_node, bool tcp_too) {
+// hierarchical: all-reduce hierarchically (with ranks_per_node > 0), else flat.
+void matrix_on(int n, int ranks_per_node, bool tcp_too, bool hierarchical = false) {
   auto results = ringtest::run_ranks(
       n,
-      [tcp_too](Bootstrap& bs, ringtest::SharedState* s, int r) {
+      [tcp_too, hierarchical, ranks_per_node](Bootstrap& bs, ringtest::SharedState* s, int r) {
         Checker ck{s, r};
         RingOptions latency;
         latency.timeout_s = 30;
         latency.small_bytes = std::numeric_limits<size_t>::max();
         latency.piece_bytes = 1000;
         latency.shm_fifo_bytes = 4096;
+        latency.hierarchical = hierarchical;
         RingOptions bandwidth = latency;
         bandwidth.small_bytes = 0;
         for (bool shm : {true, false}) {
@@ -263,8 +288,8 @@ void matrix_on(int n, int ranks_per_node, bool tcp_too) {
           auto c1 = make_ring_communicator(bs, latency);
           auto c2 = make_ring_communicator(bs, bandwidth);
           uint64_t seq1 = 0, seq2 = 0;
-          run_matrix(*c1, true, ck, &seq1);
-          run_matrix(*c2, false, ck, &seq2);
+          run_matrix(*c1, true, ck, &seq1, hierarchical ? ranks_per_node : 0);
+          run_matrix(*c2, false, ck, &seq2, hierarchical ? ranks_per_node : 0);
           check_barriers(*c1, s, ck);
         }
         return ck.failures == 0 ? 0 : 1;
@@ -278,6 +303,15 @@ TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn3Ranks) { matrix_on(3, 0, tr
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn4Ranks) { matrix_on(4, 0, true); }
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOn8Ranks) { matrix_on(8, 0, true); }
 TEST(RingCollectives, EveryOpDtypeReductionAndSizeOnTwoNodesOfTwo) { matrix_on(4, 2, false); }
+// The hierarchical allreduce (the default on such topologies): bit for bit its own documented
+// order, and within the flat algorithms' tolerance of the exact result (Element::plausible).
+// Nodes of 2 and 3 (a chain with a middle member), 2, 3 (leaders fold in recursive doubling)
+// and 4 nodes; FIFOs of 4 KiB and pieces of 1000 bytes, so that the chain and the broadcast
+// pipeline and wrap.
+TEST(RingCollectives, HierarchicalEveryOpDtypeReductionAndSizeOnTwoNodesOfTwo) { matrix_on(4, 2, false, true); }
+TEST(RingCollectives, HierarchicalEveryOpDtypeReductionAndSizeOnTwoNodesOfThree) { matrix_on(6, 3, false, true); }
+TEST(RingCollectives, HierarchicalEveryOpDtypeReductionAndSizeOnThreeNodesOfTwo) { matrix_on(6, 2, false, true); }
+TEST(RingCollectives, HierarchicalEveryOpDtypeReductionAndSizeOnFourNodesOfTwo) { matrix_on(8, 2, false, true); }
 
 // The blocking forms run on the calling thread only when nothing is queued or running: behind
 // an async collective still in flight they queue, and collectives issued from a second thread

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <regex>
 
+#include "collectives/collective_tag.h"
+#include "collectives/flight_analysis.h"
 #include "collectives/ring/ring_communicator.h"
 #include "tests/collectives/ring_harness.h"
 
@@ -384,6 +387,111 @@ TEST(RingFaults, WorkWaitWithATimeoutThenCompletes) {
   EXPECT_NE(rs[0].report.find("ring allreduce #1 (f32, 5 elements, sum) [rank 0/2 on "), std::string::npos)
       << rs[0].report;
   EXPECT_NE(rs[0].report.find("not completed after 0.1 s (wait timeout)"), std::string::npos) << rs[0].report;
+}
+
+}  // namespace
+}  // namespace dp
+
+namespace dp {
+namespace {
+
+// The flight recorder on a real timeout: rank 3 (two nodes of two, so the all-reduces are
+// hierarchical) stops calling collectives after #3; the others time out in #4, each writes its
+// record, and diagnose_flight names rank 3 and the bucket and step of #4.
+TEST(RingFaults, FlightRecordsOfATimeoutNameTheRankThatNeverEntered) {
+  namespace fs = std::filesystem;
+  constexpr double kTimeout = 1.5;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("dptrain-flight-fault-{}", getpid());
+  auto rs = ringtest::run_ranks(
+      4,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(kTimeout));
+        comm->flight_recorder()->set_path((dir / "flight" / fmt::format("rank-{}.json", r)).string());
+        set_collective_step(7);
+        Tensor t = Tensor::zeros({1000});
+        for (int b = 0; b < 3; ++b) {
+          BucketScope tag(b);
+          comm->allreduce(t, ReduceOp::Avg);
+        }
+        if (r == 3) {  // hangs elsewhere, then is killed: no record of its own
+          std::this_thread::sleep_for(std::chrono::duration<double>(3 * kTimeout));
+          return kFailedAsExpected;
+        }
+        try {
+          BucketScope tag(2);
+          comm->allreduce(t, ReduceOp::Avg);
+        } catch (const CommunicationError& e) {
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30, /*ranks_per_node=*/2);
+  EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
+  const std::vector<RankFlight> recs = read_flight_dir(dir.string());
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].collectives.at(4).op, "allreduce");
+  EXPECT_EQ(recs[0].collectives.at(3).state, "done");
+  EXPECT_EQ(diagnose_flight(recs), "rank 3 never entered all-reduce #4 (bucket 2, step 7); all others are waiting in it");
+  fs::remove_all(dir);
+}
+
+// The desync check: ranks that reduce different gradient buckets of the same size (which no
+// other field of the stream headers tells apart) fail at once, naming the bucket.
+TEST(RingFaults, DifferentBucketsOfTheSameSizeAreADesync) {
+  auto rs = ringtest::run_ranks(
+      3,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor t = Tensor::zeros({256});
+        comm->barrier();
+        const double start = monotonic_s();
+        try {
+          BucketScope tag(r == 2 ? 5 : 4);
+          comm->allreduce(t, ReduceOp::Avg);
+        } catch (const CommunicationError& e) {
+          report(s, r, e.what());
+          return monotonic_s() - start < 5 ? kFailedAsExpected : 4;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(std::regex_search(
+        rs[r].report, std::regex(R"(ranks 0, 1 issued allreduce \(f32, 256 elements, avg, bucket 4\) as #2 while rank 2 )"
+                                 R"(issued allreduce \(f32, 256 elements, avg, bucket 5\): the gradient bucket differs)")))
+        << "rank " << r << ": " << rs[r].report;
+}
+
+// A collective that moves no data (an empty bucket: nothing to compare on the wire) and differs
+// only in its bucket is found by the running hash in the next one, and named.
+TEST(RingFaults, AnEarlierBucketMismatchIsFoundByTheHistory) {
+  auto rs = ringtest::run_ranks(
+      3,
+      [&](Bootstrap& bs, SharedState* s, int r) {
+        auto comm = make_ring_communicator(bs, options(20));
+        Tensor empty = Tensor::zeros({0}), t = Tensor::zeros({16});
+        try {
+          {
+            BucketScope tag(r == 2 ? 1 : 0);
+            comm->allreduce(empty, ReduceOp::Avg);  // #1: no stream, no header to compare
+          }
+          comm->allreduce(t, ReduceOp::Avg);        // #2: the histories differ
+        } catch (const CommunicationError& e) {
+          report(s, r, e.what());
+          return kFailedAsExpected;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, kFailedAsExpected), "");
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(std::regex_search(rs[r].report, std::regex(R"(issued allreduce \(f32, 0 elements, avg, bucket [01]\) as #1 )"
+                                                           R"(while rank \d issued allreduce \(f32, 0 elements, avg, )"
+                                                           R"(bucket [01]\): the gradient bucket differs.*\(found by the )"
+                                                           R"(desync check in #2\))")))
+        << "rank " << r << ": " << rs[r].report;
 }
 
 }  // namespace

@@ -320,12 +320,15 @@ TEST(RingOptions, DefaultsAreTheTunablesDefaults) {
   EXPECT_EQ(env.shm_fifo_bytes, code.shm_fifo_bytes);
   EXPECT_EQ(env.spin_us, code.spin_us);
   EXPECT_EQ(env.listen_host, code.listen_host);
+  EXPECT_EQ(env.hierarchical, code.hierarchical);
+  EXPECT_EQ(env.flight_records, code.flight_records);
 }
 
 TEST(RingOptions, TheRingTunablesSetTheirFields) {
   const std::map<std::string, std::string> vars = {
       {"DPTRAIN_RING_SMALL_BYTES", "1024"}, {"DPTRAIN_RING_PIECE_BYTES", "4096"}, {"DPTRAIN_RING_SOCKET_BUFFER", "0"},
-      {"DPTRAIN_RING_SHM_BYTES", "0"},      {"DPTRAIN_RING_SPIN_US", "7.5"},      {"DPTRAIN_RING_HOST", "10.1.2.3"}};
+      {"DPTRAIN_RING_SHM_BYTES", "0"},      {"DPTRAIN_RING_SPIN_US", "7.5"},      {"DPTRAIN_RING_HOST", "10.1.2.3"},
+      {"DPTRAIN_RING_HIERARCHICAL", "0"},   {"DPTRAIN_FLIGHT_RECORDS", "64"}};
   const RingOptions o = ring_options_from_tunables(read_tunables([&](const char* name) -> const char* {
                                                      auto it = vars.find(name);
                                                      return it == vars.end() ? nullptr : it->second.c_str();
@@ -338,6 +341,8 @@ TEST(RingOptions, TheRingTunablesSetTheirFields) {
   EXPECT_EQ(o.shm_fifo_bytes, 0u);
   EXPECT_EQ(o.spin_us, 7.5);
   EXPECT_EQ(o.listen_host, "10.1.2.3");
+  EXPECT_FALSE(o.hierarchical);
+  EXPECT_EQ(o.flight_records, 64u);
 }
 
 }  // namespace

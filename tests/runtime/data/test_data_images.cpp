@@ -24,41 +24,14 @@
 namespace fs = std::filesystem;
 using dp::data::testing::TempDir;
 using dp::data::testing::user_error;
+using dp::data::testing::tar_of;
+using dp::data::testing::text;
+using dp::data::testing::write;
 using dp::data::testing::kTinyJpeg;
 using dp::data::testing::kTinyPng;
 using ::testing::HasSubstr;
 
 namespace {
-
-void write(const std::string& path, const std::vector<uint8_t>& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
-}
-std::vector<uint8_t> text(const std::string& s) { return {s.begin(), s.end()}; }
-
-// A ustar archive of (name, bytes) members, with the two zero blocks at the end.
-std::vector<uint8_t> tar_of(const std::vector<std::pair<std::string, std::vector<uint8_t>>>& members) {
-  std::vector<uint8_t> out;
-  for (const auto& [name, data] : members) {
-    uint8_t h[512] = {};
-    std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
-    std::snprintf(reinterpret_cast<char*>(h + 100), 8, "%07o", 0644);
-    std::snprintf(reinterpret_cast<char*>(h + 124), 12, "%011o", static_cast<unsigned>(data.size()));
-    std::snprintf(reinterpret_cast<char*>(h + 136), 12, "%011o", 0u);
-    h[156] = '0';
-    std::memcpy(h + 257, "ustar\0" "00", 8);
-    std::memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (uint8_t b : h) sum += b;
-    std::snprintf(reinterpret_cast<char*>(h + 148), 8, "%06o", sum);
-    out.insert(out.end(), h, h + 512);
-    out.insert(out.end(), data.begin(), data.end());
-    out.resize((out.size() + 511) / 512 * 512, 0);
-  }
-  out.resize(out.size() + 1024, 0);
-  return out;
-}
 
 dp::data::ImageOptions options(bool skip_bad = false) {
   dp::data::ImageOptions o;
