@@ -1,0 +1,49 @@
+#include "kernels/cpu/onednn.h"
+
+namespace dp::kernels::cpu::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+memory::desc act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc) {
+  return memory::desc({n, c, h, w}, memory::data_type::f32, nhwc ? Tag::nhwc : Tag::nchw);
+}
+
+memory::desc plain_md(const memory::dims& dims, Tag tag) { return memory::desc(dims, memory::data_type::f32, tag); }
+
+memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY_NONE); }
+
+memory owned(const memory::desc& md) { return memory(md, engine()); }
+
+void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
+  onednn_call(fmt::format("oneDNN primitive (kind {})", static_cast<int>(p.get_kind())), [&] {
+    p.execute(stream(), args);
+    stream().wait();
+  });
+}
+
+Reorder::Reorder(const memory::desc& from, const memory::desc& to, bool accumulate) {
+  if (from == to && !accumulate) return;
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  prim_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to, attr));
+  made_ = true;
+}
+
+void Reorder::operator()(const memory& from, const memory& to) const {
+  DP_CHECK(made_, "an empty oneDNN reorder was run");
+  execute(prim_, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+}  // namespace dp::kernels::cpu::onednn
