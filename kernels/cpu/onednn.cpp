@@ -46,4 +46,16 @@ void Reorder::operator()(const memory& from, const memory& to) const {
   execute(prim_, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
+const memory& weights_for(const Reorder& r, memory& user, memory& prim, const void* data) {
+  bind(user, data);
+  if (r) r(user, prim);
+  else bind(prim, data);
+  return prim;
+}
+
+void add_into(float* dst, const memory& src, int64_t n) {
+  const float* s = static_cast<const float*>(src.get_data_handle());
+  for (int64_t i = 0; i < n; ++i) dst[i] += s[i];
+}
+
 }  // namespace dp::kernels::cpu::onednn

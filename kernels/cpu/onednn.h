@@ -61,6 +61,14 @@ class Reorder {
   bool made_ = false;
 };
 
+// Our weight (in `user`, bound to `data`) as a primitive wants it: reordered into `prim` when the
+// layouts differ (r made), else `prim` bound to our buffer itself. Returns prim.
+const memory& weights_for(const Reorder& r, memory& user, memory& prim, const void* data);
+
+// dst[i] += src[i] for a small f32 vector oneDNN computed (bias, scale and shift gradients),
+// added into the gradient arena in index order.
+void add_into(float* dst, const memory& src, int64_t n);
+
 // Calls f(), turning a dnnl::error into a DpError that says which layer and operation failed
 // and that train.cpu_backend = "reference" avoids oneDNN.
 template <typename F>

@@ -45,10 +45,10 @@ ROWS = {
     "ddp": ("Fashion-MNIST CNN, 2 processes x 1 thread (DDP, gloo)", "fmnist_cnn", 128, 1, 2, [], 160, 20),
     "r18": ("CIFAR ResNet-18, batch 32, 1 thread", "cifar_resnet18", 32, 1, 1,
             ["data.dataset=synthetic", "data.synthetic_shape=[3,32,32]", "data.synthetic_train=100000",
-             "data.mean=[0.0]", "data.std=[1.0]"], 36, 6),
+             "data.mean=[0.0,0.0,0.0]", "data.std=[1.0,1.0,1.0]"], 36, 6),
     "r50": ("ResNet-50, batch 16, 224x224 synthetic, 2 threads", "resnet50", 16, 2, 1,
             ["data.dataset=synthetic", "data.synthetic_shape=[3,224,224]", "data.synthetic_train=100000",
-             "data.synthetic_classes=1000", "data.mean=[0.0]", "data.std=[1.0]"], 18, 3),
+             "data.synthetic_classes=1000", "data.mean=[0.0,0.0,0.0]", "data.std=[1.0,1.0,1.0]"], 18, 3),
 }
 CFG = {"fmnist_cnn": "models/fmnist_cnn.cfg", "cifar_resnet18": "models/cifar_resnet18.cfg",
        "resnet50": "models/resnet50.cfg"}

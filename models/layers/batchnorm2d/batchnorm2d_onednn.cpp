@@ -152,11 +152,8 @@ void BatchNorm2d::backward_onednn(const StepContext& ctx, const Tensor& x, const
       {DNNL_ARG_DIFF_SRC, dx.defined() ? dn::bind(e.diff_src, dx.raw()) : e.dx_scratch}};
   if (fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   dn::execute(e.bwd, args);
-  const float* ds = static_cast<const float*>(e.diff_scale.get_data_handle());
-  const float* dh = static_cast<const float*>(e.diff_shift.get_data_handle());
-  float* gw = grads_[0].data<float>();
-  float* gb = grads_[1].data<float>();
-  for (int64_t c = 0; c < C_; ++c) gw[c] += ds[c], gb[c] += dh[c];
+  dn::add_into(grads_[0].data<float>(), e.diff_scale, C_);
+  dn::add_into(grads_[1].data<float>(), e.diff_shift, C_);
 }
 
 BatchNorm2d::OnednnState& BatchNorm2d::onednn_state() {

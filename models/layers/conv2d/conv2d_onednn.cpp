@@ -109,11 +109,8 @@ void Conv2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) 
     });
   }
   OnednnState::Fwd& f = it->second;
-  dn::bind(f.w_user, params_[0].raw());
-  if (f.w_reorder) f.w_reorder(f.w_user, f.w);
-  else dn::bind(f.w, params_[0].raw());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::bind(f.src, x.raw())},
-                                       {DNNL_ARG_WEIGHTS, f.w},
+                                       {DNNL_ARG_WEIGHTS, dn::weights_for(f.w_reorder, f.w_user, f.w, params_[0].raw())},
                                        {DNNL_ARG_DST, dn::bind(f.dst, y.raw())},
                                        {DNNL_ARG_SCRATCHPAD, f.scratch}};
   if (a_.bias) args.emplace(DNNL_ARG_BIAS, dn::bind(f.bias, params_[1].raw()));
@@ -169,17 +166,10 @@ void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   if (a_.bias) wargs.emplace(DNNL_ARG_DIFF_BIAS, b.diff_bias);
   dn::execute(b.weights, wargs);
   b.diff_w_accumulate(b.diff_w, dn::bind(b.diff_w_user, grads_[0].raw()));
-  if (a_.bias) {
-    const float* db = static_cast<const float*>(b.diff_bias.get_data_handle());
-    float* g = grads_[1].data<float>();
-    for (int64_t o = 0; o < a_.out_channels; ++o) g[o] += db[o];
-  }
+  if (a_.bias) dn::add_into(grads_[1].data<float>(), b.diff_bias, a_.out_channels);
   if (!dx.defined()) return;
-  dn::bind(b.w_user, params_[0].raw());
-  if (b.w_reorder) b.w_reorder(b.w_user, b.w);
-  else dn::bind(b.w, params_[0].raw());
   dn::execute(b.data, {{DNNL_ARG_DIFF_DST, *diff_dst},
-                       {DNNL_ARG_WEIGHTS, b.w},
+                       {DNNL_ARG_WEIGHTS, dn::weights_for(b.w_reorder, b.w_user, b.w, params_[0].raw())},
                        {DNNL_ARG_DIFF_SRC, dn::bind(b.diff_src, dx.raw())},
                        {DNNL_ARG_SCRATCHPAD, b.scratch_d}});
 }

@@ -85,20 +85,10 @@ Linear::OnednnState::Entry& Linear::OnednnState::entry(const Linear& l, int64_t 
   });
 }
 
-namespace {
-// The weight for a primitive: reordered from our buffer into the primitive's, or our buffer.
-const memory& weight(const dn::Reorder& r, memory& user, memory& prim, const void* data) {
-  dn::bind(user, data);
-  if (r) r(user, prim);
-  else dn::bind(prim, data);
-  return prim;
-}
-}  // namespace
-
 void Linear::forward_onednn(const Tensor& x, Tensor& y) {
   OnednnState::Entry& e = onednn_state().entry(*this, x.dim(0));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::bind(e.src, x.raw())},
-                                       {DNNL_ARG_WEIGHTS, weight(e.w_to_fwd, e.w_user, e.w_fwd, params_[0].raw())},
+                                       {DNNL_ARG_WEIGHTS, dn::weights_for(e.w_to_fwd, e.w_user, e.w_fwd, params_[0].raw())},
                                        {DNNL_ARG_DST, dn::bind(e.dst, y.raw())},
                                        {DNNL_ARG_SCRATCHPAD, e.scratch_f}};
   if (bias_) args.emplace(DNNL_ARG_BIAS, dn::bind(e.bias, params_[1].raw()));
@@ -120,14 +110,10 @@ void Linear::backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy,
   if (bias_) wargs.emplace(DNNL_ARG_DIFF_BIAS, e.diff_bias);
   dn::execute(e.bwd_w, wargs);
   e.diff_w_accumulate(e.diff_w, dn::bind(e.diff_w_user, grads_[0].raw()));
-  if (bias_) {
-    const float* db = static_cast<const float*>(e.diff_bias.get_data_handle());
-    float* g = grads_[1].data<float>();
-    for (int64_t o = 0; o < out_; ++o) g[o] += db[o];
-  }
+  if (bias_) dn::add_into(grads_[1].data<float>(), e.diff_bias, out_);
   if (!dx.defined()) return;
   dn::execute(e.bwd_d, {{DNNL_ARG_DIFF_DST, *diff_dst},
-                        {DNNL_ARG_WEIGHTS, weight(e.w_to_bwd, e.w_user, e.w_bwd, params_[0].raw())},
+                        {DNNL_ARG_WEIGHTS, dn::weights_for(e.w_to_bwd, e.w_user, e.w_bwd, params_[0].raw())},
                         {DNNL_ARG_DIFF_SRC, dn::bind(e.diff_src, dx.raw())},
                         {DNNL_ARG_SCRATCHPAD, e.scratch_d}});
 }
