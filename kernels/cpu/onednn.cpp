@@ -1,5 +1,8 @@
 #include "kernels/cpu/onednn.h"
 
+#include <cstdlib>
+#include <memory>
+
 namespace dp::kernels::cpu::onednn {
 
 dnnl::engine& engine() {
@@ -21,6 +24,22 @@ memory::desc plain_md(const memory::dims& dims, Tag tag) { return memory::desc(d
 memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY_NONE); }
 
 memory owned(const memory::desc& md) { return memory(md, engine()); }
+
+const memory& scratch(memory& m) {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<void, Free> buf;
+  thread_local size_t size = 0;
+  const size_t want = m.get_desc().get_size();
+  if (want > size) {
+    size = (want + 4095) / 4096 * 4096;
+    buf.reset(std::aligned_alloc(64, size));
+    DP_CHECK(buf != nullptr, "out of host memory allocating a {} byte oneDNN scratchpad", size);
+  }
+  m.set_data_handle(buf.get());
+  return m;
+}
 
 void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
   onednn_call(fmt::format("oneDNN primitive (kind {})", static_cast<int>(p.get_kind())), [&] {

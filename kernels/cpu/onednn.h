@@ -43,6 +43,11 @@ inline const memory& bind(memory& m, const void* p) {
   return m;
 }
 
+// Binds a scratchpad memory (made with unbound(pd.scratchpad_desc())) to this thread's one
+// scratchpad buffer, grown to the largest any primitive asked for: layers run one after another,
+// so one buffer serves them all (it grows during the first step only).
+const memory& scratch(memory& m);
+
 // Runs `p` on this thread's stream and waits.
 void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
 

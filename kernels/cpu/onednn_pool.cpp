@@ -8,7 +8,7 @@ struct OnednnPool::Entry {
   dnnl::pooling_forward::primitive_desc fpd;
   dnnl::pooling_forward fwd;
   dnnl::pooling_backward bwd;
-  memory src, dst, diff_src, diff_dst, ws, scratch, dst_scratch;
+  memory src, dst, diff_src, diff_dst, ws, scratch, scratch_bwd, dst_scratch;
   const void* ws_x = nullptr;  // which input (and step) the workspace belongs to
   uint64_t ws_step = 0;
 };
@@ -37,10 +37,9 @@ OnednnPool::Entry& OnednnPool::entry(const PoolGeometry& g) {
     e->fwd = dnnl::pooling_forward(e->fpd);
     e->bwd = dnnl::pooling_backward(bpd);
     e->src = unbound(src), e->dst = unbound(dst), e->diff_src = unbound(src), e->diff_dst = unbound(dst);
-    if (g.max) e->ws = owned(e->fpd.workspace_desc()), e->dst_scratch = owned(dst);
-    const auto& big = bpd.scratchpad_desc().get_size() > e->fpd.scratchpad_desc().get_size() ? bpd.scratchpad_desc()
-                                                                                              : e->fpd.scratchpad_desc();
-    e->scratch = owned(big);
+    if (g.max) e->ws = owned(e->fpd.workspace_desc());
+    e->scratch = unbound(e->fpd.scratchpad_desc());
+    e->scratch_bwd = unbound(bpd.scratchpad_desc());
     return *entries_.emplace(g, std::move(e)).first->second;
   });
 }
@@ -48,7 +47,7 @@ OnednnPool::Entry& OnednnPool::entry(const PoolGeometry& g) {
 void OnednnPool::forward(const PoolGeometry& g, const float* x, float* y, uint64_t step) {
   Entry& e = entry(g);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, bind(e.src, x)}, {DNNL_ARG_DST, bind(e.dst, y)}, {DNNL_ARG_SCRATCHPAD, e.scratch}};
+      {DNNL_ARG_SRC, bind(e.src, x)}, {DNNL_ARG_DST, bind(e.dst, y)}, {DNNL_ARG_SCRATCHPAD, scratch(e.scratch)}};
   if (g.max) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   execute(e.fwd, args);
   e.ws_x = x, e.ws_step = step;
@@ -56,10 +55,13 @@ void OnednnPool::forward(const PoolGeometry& g, const float* x, float* y, uint64
 
 void OnednnPool::backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step) {
   Entry& e = entry(g);
-  if (g.max && (e.ws_x != x || e.ws_step != step))
+  if (g.max && (e.ws_x != x || e.ws_step != step)) {  // the workspace is another input's: redo it
+    if (!e.dst_scratch) e.dst_scratch = owned(e.fpd.dst_desc());
     forward(g, x, static_cast<float*>(e.dst_scratch.get_data_handle()), step);
+  }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_DIFF_DST, bind(e.diff_dst, dy)}, {DNNL_ARG_DIFF_SRC, bind(e.diff_src, dx)}, {DNNL_ARG_SCRATCHPAD, e.scratch}};
+      {DNNL_ARG_DIFF_DST, bind(e.diff_dst, dy)}, {DNNL_ARG_DIFF_SRC, bind(e.diff_src, dx)},
+      {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_bwd)}};
   if (g.max) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   execute(e.bwd, args);
 }

@@ -108,8 +108,8 @@ def dptrain_run(args, row, work):
         pass
     if rc != 0 or len(ips) < 2:
         return None, peak, f"rc={rc}, log {log}"
-    # samples_per_s is per rank: the job's throughput is procs times it (each rank its own batch).
-    return statistics.median(ips[1:]) * procs, peak, ""
+    # samples_per_s is already the job's (rank 0 counts every rank's batch: launch/telemetry.cpp).
+    return statistics.median(ips[1:]), peak, ""
 
 
 def torch_run(args, row, mode, work):

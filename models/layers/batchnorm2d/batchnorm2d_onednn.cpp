@@ -26,8 +26,9 @@ struct BatchNorm2d::OnednnState {
     dnnl::batch_normalization_forward fwd;
     dnnl::batch_normalization_backward bwd;
     bool have_bwd = false;
-    memory src, dst, scale, shift, mean, var, ws, scratch, dst_scratch;
-    memory diff_src, diff_dst, diff_scale, diff_shift, dx_scratch;
+    memory src, dst, scale, shift, mean, var, ws, scratch, scratch_bwd;
+    memory diff_src, diff_dst, diff_scale, diff_shift;
+    memory dst_scratch, dx_scratch;  // made on first need: a backward of another input, no dx wanted
     // Which input the statistics and workspace in this entry belong to.
     const void* x = nullptr;
     uint64_t step = 0;
@@ -72,7 +73,7 @@ BatchNorm2d::OnednnState::Entry& BatchNorm2d::OnednnState::entry(const BatchNorm
     e.mean = training ? dn::owned(vec) : dn::unbound(vec);
     e.var = training ? dn::owned(vec) : dn::unbound(vec);
     if (relu) e.ws = dn::owned(e.fpd.workspace_desc());
-    e.scratch = dn::owned(e.fpd.scratchpad_desc());
+    e.scratch = dn::unbound(e.fpd.scratchpad_desc());
     return entries.emplace(key, std::move(e)).first->second;
   });
 }
@@ -87,8 +88,7 @@ void BatchNorm2d::OnednnState::make_backward(const BatchNorm2d& bn, Entry& e, bo
     e.bwd = dnnl::batch_normalization_backward(bpd);
     const memory::desc vec = dn::plain_md({bn.C_}, dn::Tag::x);
     e.diff_scale = dn::owned(vec), e.diff_shift = dn::owned(vec);
-    e.dx_scratch = dn::owned(data), e.dst_scratch = dn::owned(data);
-    if (bpd.scratchpad_desc().get_size() > e.scratch.get_desc().get_size()) e.scratch = dn::owned(bpd.scratchpad_desc());
+    e.scratch_bwd = dn::unbound(bpd.scratchpad_desc());
     e.have_bwd = true;
   });
 }
@@ -105,7 +105,7 @@ void BatchNorm2d::OnednnState::run_forward(const BatchNorm2d& bn, Entry& e, cons
                                        {DNNL_ARG_SHIFT, dn::bind(e.shift, params_[1].raw())},
                                        {DNNL_ARG_MEAN, e.mean},
                                        {DNNL_ARG_VARIANCE, e.var},
-                                       {DNNL_ARG_SCRATCHPAD, e.scratch}};
+                                       {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch)}};
   if (bn.fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   dn::execute(e.fwd, args);
 }
@@ -139,16 +139,18 @@ void BatchNorm2d::backward_onednn(const StepContext& ctx, const Tensor& x, const
   if (!e.have_bwd) onednn_state().make_backward(*this, e, ctx.training);
   // The statistics (training) and the ReLU's workspace must be this input's.
   if ((ctx.training || fused_relu_) && (e.x != x.raw() || e.step != ctx.step)) {
+    if (!e.dst_scratch) e.dst_scratch = dn::owned(e.fpd.dst_desc());  // made only when needed
     onednn_state().run_forward(*this, e, x, e.dst_scratch.get_data_handle(), ctx.training);
     e.x = x.raw(), e.step = ctx.step;
   }
   if (!ctx.training) dn::bind(e.mean, buffers_[0].raw()), dn::bind(e.var, buffers_[1].raw());
+  if (!dx.defined() && !e.dx_scratch) e.dx_scratch = dn::owned(e.fpd.src_desc());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, dn::bind(e.src, x.raw())},       {DNNL_ARG_DIFF_DST, dn::bind(e.diff_dst, dy.raw())},
       {DNNL_ARG_SCALE, dn::bind(e.scale, params_[0].raw())}, {DNNL_ARG_MEAN, e.mean},
       {DNNL_ARG_SHIFT, dn::bind(e.shift, params_[1].raw())},  // unused, yet oneDNN 2.6 wants it
       {DNNL_ARG_VARIANCE, e.var},                     {DNNL_ARG_DIFF_SCALE, e.diff_scale},
-      {DNNL_ARG_DIFF_SHIFT, e.diff_shift},            {DNNL_ARG_SCRATCHPAD, e.scratch},
+      {DNNL_ARG_DIFF_SHIFT, e.diff_shift},            {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch_bwd)},
       {DNNL_ARG_DIFF_SRC, dx.defined() ? dn::bind(e.diff_src, dx.raw()) : e.dx_scratch}};
   if (fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   dn::execute(e.bwd, args);

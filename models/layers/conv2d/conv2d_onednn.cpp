@@ -104,7 +104,7 @@ void Conv2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) 
       f.w_user = dn::unbound(g.w_user);
       f.w_reorder = dn::Reorder(g.w_user, f.pd.weights_desc(), false);
       f.w = f.w_reorder ? dn::owned(f.pd.weights_desc()) : dn::unbound(g.w_user);
-      f.scratch = dn::owned(f.pd.scratchpad_desc());
+      f.scratch = dn::unbound(f.pd.scratchpad_desc());
       return map.emplace(key, std::move(f)).first;
     });
   }
@@ -112,7 +112,7 @@ void Conv2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) 
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::bind(f.src, x.raw())},
                                        {DNNL_ARG_WEIGHTS, dn::weights_for(f.w_reorder, f.w_user, f.w, params_[0].raw())},
                                        {DNNL_ARG_DST, dn::bind(f.dst, y.raw())},
-                                       {DNNL_ARG_SCRATCHPAD, f.scratch}};
+                                       {DNNL_ARG_SCRATCHPAD, dn::scratch(f.scratch)}};
   if (a_.bias) args.emplace(DNNL_ARG_BIAS, dn::bind(f.bias, params_[1].raw()));
   dn::execute(f.prim, args);
 }
@@ -144,8 +144,8 @@ Conv2d::OnednnState::Bwd& Conv2d::OnednnState::backward_entry(const Conv2d& c, i
     b.diff_w = dn::owned(wpd.diff_weights_desc());
     b.diff_w_accumulate = dn::Reorder(wpd.diff_weights_desc(), g.w_user, true);
     if (bias) b.diff_bias = dn::owned(g.bias);
-    b.scratch_d = dn::owned(dpd.scratchpad_desc());
-    b.scratch_w = dn::owned(wpd.scratchpad_desc());
+    b.scratch_d = dn::unbound(dpd.scratchpad_desc());
+    b.scratch_w = dn::unbound(wpd.scratchpad_desc());
     if (relu) b.masked_dy = dn::owned(g.dst);
     return map.emplace(key, std::move(b)).first->second;
   });
@@ -162,7 +162,7 @@ void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   std::unordered_map<int, memory> wargs{{DNNL_ARG_SRC, dn::bind(b.src, x.raw())},
                                         {DNNL_ARG_DIFF_DST, *diff_dst},
                                         {DNNL_ARG_DIFF_WEIGHTS, b.diff_w},
-                                        {DNNL_ARG_SCRATCHPAD, b.scratch_w}};
+                                        {DNNL_ARG_SCRATCHPAD, dn::scratch(b.scratch_w)}};
   if (a_.bias) wargs.emplace(DNNL_ARG_DIFF_BIAS, b.diff_bias);
   dn::execute(b.weights, wargs);
   b.diff_w_accumulate(b.diff_w, dn::bind(b.diff_w_user, grads_[0].raw()));
@@ -171,7 +171,7 @@ void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   dn::execute(b.data, {{DNNL_ARG_DIFF_DST, *diff_dst},
                        {DNNL_ARG_WEIGHTS, dn::weights_for(b.w_reorder, b.w_user, b.w, params_[0].raw())},
                        {DNNL_ARG_DIFF_SRC, dn::bind(b.diff_src, dx.raw())},
-                       {DNNL_ARG_SCRATCHPAD, b.scratch_d}});
+                       {DNNL_ARG_SCRATCHPAD, dn::scratch(b.scratch_d)}});
 }
 
 }  // namespace dp::models

@@ -78,9 +78,9 @@ Linear::OnednnState::Entry& Linear::OnednnState::entry(const Linear& l, int64_t 
     e.diff_w_accumulate = dn::Reorder(wpd.diff_weights_desc(), w_user, true);
     if (l.bias_) e.diff_bias = dn::owned(bias);
     if (l.fused_relu_) e.masked_dy = dn::owned(dst);
-    e.scratch_f = dn::owned(fpd.scratchpad_desc());
-    e.scratch_d = dn::owned(dpd.scratchpad_desc());
-    e.scratch_w = dn::owned(wpd.scratchpad_desc());
+    e.scratch_f = dn::unbound(fpd.scratchpad_desc());
+    e.scratch_d = dn::unbound(dpd.scratchpad_desc());
+    e.scratch_w = dn::unbound(wpd.scratchpad_desc());
     return entries.emplace(key, std::move(e)).first->second;
   });
 }
@@ -90,7 +90,7 @@ void Linear::forward_onednn(const Tensor& x, Tensor& y) {
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::bind(e.src, x.raw())},
                                        {DNNL_ARG_WEIGHTS, dn::weights_for(e.w_to_fwd, e.w_user, e.w_fwd, params_[0].raw())},
                                        {DNNL_ARG_DST, dn::bind(e.dst, y.raw())},
-                                       {DNNL_ARG_SCRATCHPAD, e.scratch_f}};
+                                       {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch_f)}};
   if (bias_) args.emplace(DNNL_ARG_BIAS, dn::bind(e.bias, params_[1].raw()));
   dn::execute(e.fwd, args);
 }
@@ -106,7 +106,7 @@ void Linear::backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy,
   std::unordered_map<int, memory> wargs{{DNNL_ARG_SRC, dn::bind(e.src, x.raw())},
                                         {DNNL_ARG_DIFF_DST, *diff_dst},
                                         {DNNL_ARG_DIFF_WEIGHTS, e.diff_w},
-                                        {DNNL_ARG_SCRATCHPAD, e.scratch_w}};
+                                        {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch_w)}};
   if (bias_) wargs.emplace(DNNL_ARG_DIFF_BIAS, e.diff_bias);
   dn::execute(e.bwd_w, wargs);
   e.diff_w_accumulate(e.diff_w, dn::bind(e.diff_w_user, grads_[0].raw()));
@@ -115,7 +115,7 @@ void Linear::backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy,
   dn::execute(e.bwd_d, {{DNNL_ARG_DIFF_DST, *diff_dst},
                         {DNNL_ARG_WEIGHTS, dn::weights_for(e.w_to_bwd, e.w_user, e.w_bwd, params_[0].raw())},
                         {DNNL_ARG_DIFF_SRC, dn::bind(e.diff_src, dx.raw())},
-                        {DNNL_ARG_SCRATCHPAD, e.scratch_d}});
+                        {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch_d)}});
 }
 
 Linear::OnednnState& Linear::onednn_state() {
