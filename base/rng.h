@@ -86,6 +86,7 @@ class Rng {
 };
 
 // Well-known streams, so that e.g. changing the data order never changes the initial weights.
-enum RngStream : uint64_t { kStreamInit = 1, kStreamDropout = 2, kStreamShuffle = 3, kStreamAugment = 4, kStreamData = 5 };
+enum RngStream : uint64_t { kStreamInit = 1, kStreamDropout = 2, kStreamShuffle = 3, kStreamAugment = 4, kStreamData = 5,
+                          kStreamCrop = 6 };  // kStreamCrop: random resized crops
 
 }  // namespace dp

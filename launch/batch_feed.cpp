@@ -5,9 +5,10 @@
 namespace dp::launch {
 
 BatchFeed::BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
-                     const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input)
+                     const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input,
+                     int workers)
     : loader_(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch, /*prefetch=*/3,
-              input ? data::raw_format_of(ds) : data::BatchFormat::Transformed),
+              input ? data::raw_format_of(ds) : data::BatchFormat::Transformed, workers),
       input_(input),
       epoch_(epoch) {
   if (input_) pull();  // the first batch starts its way to the device now

@@ -27,9 +27,10 @@ DeviceInputPtr make_device_input(GpuRun& gpu, const data::Transform& transform, 
 class BatchFeed {
  public:
   // input: null on the CPU; on a GPU the run's DeviceInput for `transform` (the loader then hands out raw batches and
-  // applies no transform: the device does).
+  // applies no transform: the device does; image data sets are still decoded and cropped on the host).
+  // workers: the loader's threads (launch/datasets.h loader_workers).
   BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
-            const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input);
+            const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input, int workers = 1);
   ~BatchFeed();
 
   struct Item {
@@ -40,6 +41,8 @@ class BatchFeed {
   };
   // The next batch, or false at the end of the order.
   bool next(Item& out);
+  // Seconds next() waited for the loader so far (the data-loading stall).
+  double wait_seconds() const { return loader_.wait_seconds(); }
 
  private:
   // The GPU side (batch_feed_cuda.cpp): the next batch from the DeviceInput; pull() loads the

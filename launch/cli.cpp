@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "launch/inference.h"
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
 #include "launch/submit.h"
@@ -39,6 +40,19 @@ void add_run_options(CLI::App& app, RunArgs& a) {
   app.add_flag("--dump-replicas", a.dump_replicas,
                "every rank also writes its replica at each checkpoint (checkpoint.replicas = true; compare them "
                "with diffckpt --all)");
+}
+
+// `--set k=v model.cfg`: --set takes every value up to the next option (so that `--set a=1 b=2`
+// works), which swallows a config given after it. A --set value without '=' is no override: when
+// no config was given otherwise, that value is the config.
+void take_config_from_sets(RunArgs& a) {
+  if (!a.cfg_path.empty()) return;
+  for (auto it = a.sets.begin(); it != a.sets.end(); ++it) {
+    if (it->find('=') != std::string::npos) continue;
+    a.cfg_path = *it;
+    a.sets.erase(it);
+    return;
+  }
 }
 
 // The cfg overrides the options stand for: --set first, then the dedicated options (which win).
@@ -73,8 +87,16 @@ std::string self_exe() {
   return p.string();
 }
 
-// dptrain submit: resolve the cfg here (so its errors show now, not in the job), write the
-// script into the run directory and hand it to sbatch, or print it.
+// The snapshot's path in run_path: a name of its own per submission (a queued job keeps its file).
+std::string free_snapshot_path(const std::string& run_path, std::time_t now) {
+  for (int attempt = 1;; ++attempt) {
+    const std::string p = run_path + "/" + snapshot_name(now, attempt);
+    if (!std::filesystem::exists(p)) return p;
+  }
+}
+
+// dptrain submit: resolve the cfg here (so its errors show now, not in the job), snapshot it into
+// the run directory, write the script that runs the snapshot and hand it to sbatch, or print it.
 int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   if (a.cfg_path.empty()) {
     std::fprintf(stderr, "dptrain: error: no config given; try: dptrain submit --nodes 2 --gpus-per-node 4 "
@@ -86,64 +108,41 @@ int submit(const RunArgs& a, const SlurmOptions& slurm, bool dry_run) {
   log::parse_levels(cfg.run.log_levels);  // fail at the prompt, not in the queue
   check_tunables();                       // (sbatch hands the job this environment)
   namespace fs = std::filesystem;
-  const std::string root = fs::absolute(cfg.run.dir).lexically_normal().string();
-  SbatchJob job{.slurm = slurm,
-                .job_name = cfg.run.name,
-                .workdir = fs::current_path().string(),
-                .run_path = root + "/" + cfg.run.name,
-                .dptrain = self_exe(),
-                .args = {fs::absolute(a.cfg_path).lexically_normal().string()}};
-  // The job's command line: the same overrides, with the run directory made absolute. Never
-  // --reset: a requeued job must resume, not start over.
-  for (const auto& s : a.sets) job.args.insert(job.args.end(), {"--set", s});
-  if (!a.log_level.empty()) job.args.insert(job.args.end(), {"--log-level", a.log_level});
-  if (a.dump_replicas) job.args.push_back("--dump-replicas");
-  job.args.insert(job.args.end(), {"--run-dir", root, "--name", cfg.run.name});
+  cfg.run.dir = fs::absolute(cfg.run.dir).lexically_normal().string();
+  const std::string run_path = cfg.run.dir + "/" + cfg.run.name;
+  const std::string snapshot = free_snapshot_path(run_path, std::time(nullptr));
+  // Never --reset: a requeued job must resume, not start over. --run-dir and --name repeat what
+  // the snapshot says, for whoever reads the script.
+  SbatchJob job{.slurm = slurm, .job_name = cfg.run.name, .workdir = fs::current_path().string(),
+                .run_path = run_path, .dptrain = self_exe(),
+                .args = {snapshot, "--run-dir", cfg.run.dir, "--name", cfg.run.name}};
   const std::string script = sbatch_script(job);
+  if (const std::string w = finished_run_warning(run_path); !w.empty())
+    std::fprintf(stderr, "dptrain submit: warning: %s\n", w.c_str());
   if (dry_run) {
     std::fputs(script.c_str(), stdout);
     // Slurm opens the job's output files before the script runs: their folder must exist.
-    std::fprintf(stderr, "dptrain submit: dry run, nothing written; to submit this script yourself, first create %s/%s/logs\n",
-                 root.c_str(), cfg.run.name.c_str());
+    std::fprintf(stderr, "dptrain submit: dry run, nothing written; without --dry-run, submit writes the script, "
+                         "%s/logs and the cfg snapshot %s the script runs\n",
+                 run_path.c_str(), snapshot.c_str());
     return 0;
   }
-  RunDir run(root, cfg.run.name);
+  RunDir run(cfg.run.dir, cfg.run.name);
+  run.write_text(fs::path(snapshot).filename().string(), snapshot_text(to_toml(cfg), a.cfg_path));
   run.write_text("submit.sbatch", script);
   const std::string path = run.file("submit.sbatch");
   const std::string id = submit_sbatch(path);
-  std::printf("dptrain: submitted batch job %s (script %s; task output %s/logs/slurm-%s-<task>.out)\n", id.c_str(),
-              path.c_str(), run.path().c_str(), id.c_str());
+  std::printf("dptrain: submitted batch job %s (script %s, running the cfg snapshot %s; task output "
+              "%s/logs/slurm-%s-<task>.out)\n",
+              id.c_str(), path.c_str(), snapshot.c_str(), run.path().c_str(), id.c_str());
   return 0;
 }
-}  // namespace
-
-int run_cli(int argc, char** argv) {
-  CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
-               "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
-               "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
-               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
-               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
-               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)"};
-  app.set_version_flag("--version", "dptrain 0.1.0");
-  app.footer(tunables_help());
-  RunArgs run_args;
-  bool reference = false, list_layers = false, reset = false;
-  int nproc = 1;
-  add_run_options(app, run_args);
-  app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
-      ->check(CLI::Range(1, 1024));
-  app.add_flag("--print-config-reference", reference,
-               "print every cfg key and environment tunable (Markdown) and exit");
-  app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
-  app.add_flag("--reset", reset, "start over: delete the run directory's checkpoints instead of resuming from them");
-
+// `dptrain submit`'s options.
+CLI::App* add_submit_command(CLI::App& app, RunArgs& sub_args, SlurmOptions& slurm, bool& dry_run) {
   CLI::App* sub = app.add_subcommand(
       "submit", "write an sbatch script for model.cfg into the run directory (<run.dir>/<run.name>/submit.sbatch) and "
                 "submit it with sbatch: one task per GPU, srun --mpi=pmix, requeued on preemption "
                 "(SIGUSR1 90 s before the time limit)");
-  RunArgs sub_args;
-  SlurmOptions slurm;
-  bool dry_run = false;
   add_run_options(*sub, sub_args);
   sub->add_option("--nodes", slurm.nodes, "nodes (default 1)")->check(CLI::Range(1, 100000));
   sub->add_option("--gpus-per-node", slurm.gpus_per_node,
@@ -162,11 +161,110 @@ int run_cli(int argc, char** argv) {
   sub->add_option("--nodelist", slurm.nodelist, "nodes to run on, e.g. node[01-04]");
   sub->add_flag("--dry-run", dry_run, "print the script instead of writing and submitting it");
 
+  return sub;
+}
+
+// `dptrain eval` and `dptrain predict`: the cfg, the weights, and what to read and write.
+struct InferArgs {
+  std::string cfg_path;
+  std::vector<std::string> sets;
+  std::string log_level;
+  InferenceOptions o;
+};
+
+CLI::App* add_inference_command(CLI::App& app, InferArgs& a, bool predict) {
+  CLI::App* c = app.add_subcommand(
+      predict ? "predict" : "eval",
+      predict ? "the top-k classes and probabilities of every sample of --input, in input order, as JSON lines in --out "
+                "(data-parallel with --nproc or srun)"
+              : "evaluate --weights on the cfg's evaluation split: loss, top-1, top-5, the same on any number of "
+                "ranks (--nproc or srun)");
+  c->fallthrough();  // --nproc after the command's name
+  c->add_option("config", a.cfg_path, "model.cfg (TOML): the model the weights are of, and the data and batch size");
+  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  c->add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (run.log_level)");
+  c->add_option("--weights", a.o.weights,
+                "a dptrain final.safetensors or checkpoint, or a safetensors state_dict (torchvision names)")
+      ->required();
+  if (predict) {
+    c->add_option("--input", a.o.input, "an IDX image file or a CIFAR-10 binary file")->required();
+    c->add_option("--out", a.o.out, "the predictions, one JSON line per sample (written whole or not at all)")
+        ->required();
+    c->add_option("--topk", a.o.topk, "classes per sample (default 5)")->check(CLI::Range(1, 1000000));
+  } else {
+    c->add_option("--out", a.o.out, "also write the metrics as one JSON line to this file");
+  }
+  return c;
+}
+
+// eval or predict: the cfg checked here (in the launcher too, before any worker starts).
+int inference(InferArgs a, bool predict, int nproc, bool launcher, int argc, char** argv) {
+  RunArgs r{.cfg_path = a.cfg_path, .sets = a.sets};
+  take_config_from_sets(r);
+  if (r.cfg_path.empty()) {
+    std::fprintf(stderr, "dptrain: error: no config given; try: dptrain %s models/fmnist_cnn.cfg --weights "
+                         "runs/fmnist_cnn/final.safetensors%s (see dptrain %s --help)\n",
+                 predict ? "predict" : "eval",
+                 predict ? " --input /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --out preds.jsonl" : "",
+                 predict ? "predict" : "eval");
+    return 2;
+  }
+  if (!a.log_level.empty()) r.sets.push_back("run.log_level=\"" + a.log_level + "\"");
+  const Config cfg = load_config(r.cfg_path, r.sets);
+  models::validate_model(cfg.model);
+  if (!std::filesystem::exists(a.o.weights))
+    DP_THROW_USER("--weights {}: no such file (give a final.safetensors, a checkpoint or a safetensors state_dict)",
+                  a.o.weights);
+  if (launcher) {
+    check_tunables();
+    return run_local(nproc, worker_args_of(argc, argv));
+  }
+  log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
+  tunables();
+  return predict ? run_predict(cfg, a.o) : run_eval(cfg, a.o);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
+               "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
+               "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
+               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
+               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
+               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
+               "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
+               "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample"};
+  app.set_version_flag("--version", "dptrain 0.1.0");
+  app.footer(tunables_help());
+  RunArgs run_args;
+  bool reference = false, list_layers = false, reset = false;
+  int nproc = 1;
+  add_run_options(app, run_args);
+  app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--print-config-reference", reference,
+               "print every cfg key and environment tunable (Markdown) and exit");
+  app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
+  app.add_flag("--reset", reset,
+               "start over: delete the run directory's checkpoints instead of resuming from them (the earlier run's "
+               "metrics, event files and final weights move into <run>/before-reset-<time>/)");
+
+  RunArgs sub_args;
+  SlurmOptions slurm;
+  bool dry_run = false;
+  CLI::App* sub = add_submit_command(app, sub_args, slurm, dry_run);
+  InferArgs eval_args, predict_args;
+  CLI::App* eval = add_inference_command(app, eval_args, false);
+  CLI::App* predict = add_inference_command(app, predict_args, true);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  take_config_from_sets(run_args);
+  take_config_from_sets(sub_args);
   if (sub->parsed()) return reporting_errors([&] { return submit(sub_args, slurm, dry_run); });
   // --nproc N: this process launches N workers (our arguments minus --nproc) and supervises
   // them, after checking once what can be checked (the cfg). The launcher's variables in our
@@ -174,6 +272,10 @@ int run_cli(int argc, char** argv) {
   const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
+  if (eval->parsed() || predict->parsed()) {
+    const bool p = predict->parsed();
+    return reporting_errors([&] { return inference(p ? predict_args : eval_args, p, nproc, launcher, argc, argv); });
+  }
   return reporting_errors([&] {
     if (launcher && (reference || list_layers)) return run_local(nproc, worker_args_of(argc, argv));
     if (reference) {

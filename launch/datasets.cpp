@@ -1,7 +1,15 @@
 #include "launch/datasets.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <thread>
+
+#include "runtime/data/image_folder.h"
+#include "runtime/data/npy.h"
+#include "runtime/data/tar_shards.h"
+#include "runtime/log.h"
 
 namespace dp::launch {
 namespace {
@@ -16,6 +24,7 @@ std::string idx_file(const std::string& dir, const std::string& stem) {
   return std::filesystem::exists(gz) ? gz : dir + "/" + stem;
 }
 int64_t limited(int64_t n, int64_t limit) { return limit > 0 ? std::min(n, limit) : n; }
+bool is_images(data::DatasetKind k) { return k == data::DatasetKind::ImageFolder || k == data::DatasetKind::TarShards; }
 
 // One generator for both splits: the evaluation samples are the indices after the training ones,
 // so they come from the same distribution but are never trained on.
@@ -27,9 +36,22 @@ Datasets synthetic(const DataConfig& cfg) {
           {ds, range(cfg.synthetic_train, limited(cfg.synthetic_eval, cfg.eval_limit))}};
 }
 
+// <path>/train and <path>/val (or data.val_path), with the same classes.
+void image_folders(const DataConfig& cfg, std::shared_ptr<const data::Dataset>& tr,
+                   std::shared_ptr<const data::Dataset>& ev) {
+  const std::string train_dir = cfg.path + "/train", val_dir = cfg.val_path.empty() ? cfg.path + "/val" : cfg.val_path;
+  if (!std::filesystem::is_directory(train_dir))
+    DP_THROW_USER("{}: no such folder; data.dataset = \"image_folder\" reads data.path = \"{}\" as train/<class>/<image> "
+                  "and val/<class>/<image> (torchvision's ImageFolder layout)",
+                  train_dir, cfg.path);
+  tr = data::open_image_folder(train_dir, image_options(cfg));
+  ev = data::open_image_folder(val_dir, image_options(cfg));
+  data::check_same_classes(*tr, train_dir, *ev, val_dir);
+}
+
 // The data set of data.dataset, opened: training files first (so theirs is the error a user sees
 // when both are missing).
-Datasets open_kind(const DataConfig& cfg) {
+Datasets open_kind(const DataConfig& cfg, const std::string& index_dir) {
   std::shared_ptr<const data::Dataset> tr, ev;
   switch (cfg.dataset) {
     case data::DatasetKind::Synthetic: return synthetic(cfg);
@@ -37,13 +59,25 @@ Datasets open_kind(const DataConfig& cfg) {
       tr = data::open_cifar10(cfg.path, true);
       ev = data::open_cifar10(cfg.path, false);
       break;
-    case data::DatasetKind::Idx:  // any MNIST-style IDX pair, plain or gzip
-      tr = data::open_idx(idx_file(cfg.path, "train-images-idx3-ubyte"), idx_file(cfg.path, "train-labels-idx1-ubyte"));
-      ev = data::open_idx(idx_file(cfg.path, "t10k-images-idx3-ubyte"), idx_file(cfg.path, "t10k-labels-idx1-ubyte"));
+    case data::DatasetKind::Idx:  // any MNIST-style IDX pair, plain or gzip, any class count
+      tr = data::open_idx(idx_file(cfg.path, "train-images-idx3-ubyte"), idx_file(cfg.path, "train-labels-idx1-ubyte"), 0);
+      ev = data::open_idx(idx_file(cfg.path, "t10k-images-idx3-ubyte"), idx_file(cfg.path, "t10k-labels-idx1-ubyte"), 0);
       break;
     case data::DatasetKind::FashionMnist:
       tr = data::open_fashion_mnist(cfg.path, true);
       ev = data::open_fashion_mnist(cfg.path, false);
+      break;
+    case data::DatasetKind::ImageFolder: image_folders(cfg, tr, ev); break;
+    case data::DatasetKind::TarShards:
+      tr = data::open_tar_shards(cfg.path, image_options(cfg), index_dir);
+      ev = data::open_tar_shards(cfg.val_path, image_options(cfg), index_dir);
+      break;
+    case data::DatasetKind::Npy:
+      tr = data::open_npy(cfg.path + "/train_x.npy", cfg.path + "/train_y.npy");
+      ev = data::open_npy(cfg.path + "/val_x.npy", cfg.path + "/val_y.npy");
+      if (ev->sample_shape() != tr->sample_shape())
+        DP_THROW_USER("{}/val_x.npy has samples of shape {} but train_x.npy {}; expected the same", cfg.path,
+                      shape_str(ev->sample_shape()), shape_str(tr->sample_shape()));
       break;
   }
   DP_CHECK(tr && ev, "data set kind {} is not handled", static_cast<int>(cfg.dataset));
@@ -54,13 +88,27 @@ Datasets open_kind(const DataConfig& cfg) {
 }
 }  // namespace
 
-Datasets open_datasets(const DataConfig& cfg) {
-  Datasets d = open_kind(cfg);
+Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir) {
+  Datasets d = open_kind(cfg, index_dir.empty() ? std::string("tar-index") : index_dir);
   const Shape s = d.train.dataset->sample_shape();
   if (!cfg.mean.empty() && static_cast<int64_t>(cfg.mean.size()) != s[0])
     DP_THROW_USER("data.mean and data.std have {} values but the {} data has {} channels; give one per channel",
                   cfg.mean.size(), enum_name(cfg.dataset), s[0]);
   return d;
+}
+
+std::string tar_index_dir(const Config& cfg) {
+  return cfg.data.index_dir.empty() ? cfg.run.dir + "/" + cfg.run.name + "/tar-index" : cfg.data.index_dir;
+}
+
+data::ImageOptions image_options(const DataConfig& d) {
+  data::ImageOptions o;
+  o.eval_crop.kind = data::image::ImageCrop::Kind::ResizeCenterCrop;
+  o.eval_crop.size = static_cast<int>(d.image_size);
+  o.eval_crop.resize = static_cast<int>(d.resize > 0 ? d.resize : (d.image_size * 8 + 3) / 7);
+  o.eval_crop.decode_scaled = d.decode_scaled;
+  o.skip_bad = d.skip_bad;
+  return o;
 }
 
 data::Transform transform_of(const DataConfig& d, bool train) {
@@ -71,7 +119,44 @@ data::Transform transform_of(const DataConfig& d, bool train) {
     t.crop_padding = static_cast<int>(d.crop_padding);
     t.hflip = d.hflip;
   }
+  if (is_images(d.dataset)) {
+    data::image::ImageCrop c = image_options(d).eval_crop;
+    if (train && d.random_resized_crop) {
+      c.kind = data::image::ImageCrop::Kind::RandomResizedCrop;
+      c.scale_lo = d.crop_scale.at(0), c.scale_hi = d.crop_scale.at(1);
+      c.ratio_lo = d.crop_ratio.at(0), c.ratio_hi = d.crop_ratio.at(1);
+    }
+    t.crop = c;
+  }
   return t;
+}
+
+std::vector<std::string> data_classes(const Datasets& ds) {
+  std::vector<std::string> names = ds.train.dataset->class_names();
+  const int k = std::max(ds.train.dataset->num_classes(), ds.eval.dataset->num_classes());
+  for (int c = static_cast<int>(names.size()); c < k; ++c) names.push_back(std::to_string(c));
+  return names;
+}
+
+std::string classes_json(const std::vector<std::string>& classes) { return nlohmann::json(classes).dump(); }
+
+int64_t resolve_num_classes(int64_t configured, int64_t data_classes) {
+  if (configured == 0) return data_classes;
+  if (configured < data_classes)
+    DP_THROW_USER("model.num_classes = {} but the data has {} classes; set model.num_classes = {} (or leave it out: "
+                  "it defaults to the data's class count)",
+                  configured, data_classes, data_classes);
+  if (configured > data_classes)
+    log::get("train")->warn("model.num_classes = {} but the data has {} classes: outputs {}..{} never see a label",
+                            configured, data_classes, data_classes, configured - 1);
+  return configured;
+}
+
+int loader_workers(const DataConfig& d, int local_ranks) {
+  if (d.workers > 0) return static_cast<int>(d.workers);
+  if (!is_images(d.dataset)) return 1;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, local_ranks));
 }
 
 }  // namespace dp::launch

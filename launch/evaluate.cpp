@@ -23,23 +23,17 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
   }
 }
 
-EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm, GpuRun* gpu) {
-  EvalResult r;
+void forward_in_eval_mode(Graph& model, const data::Dataset& ds, std::vector<int64_t> order, const Config& cfg,
+                          uint64_t step, GpuRun* gpu, int workers, const BatchLogits& on_batch) {
   const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
   const StepContext ctx = gpu ? gpu->context(false, seed, step, nullptr) : StepContext{false, seed, step};
-  std::vector<int64_t> shard;
-  for (size_t k = static_cast<size_t>(comm.rank()); k < split.indices.size(); k += static_cast<size_t>(comm.size()))
-    shard.push_back(split.indices[k]);
   const data::Transform transform = transform_of(cfg.data, false);
-  DeviceInputPtr input =
-      gpu ? make_device_input(*gpu, transform, *split.dataset, cfg.train.batch_size, seed) : nullptr;
-  BatchFeed feed(*split.dataset, std::move(shard), cfg.train.batch_size, /*drop_last=*/false, transform, seed, 0,
-                 input.get());
+  DeviceInputPtr input = gpu ? make_device_input(*gpu, transform, ds, cfg.train.batch_size, seed) : nullptr;
+  BatchFeed feed(ds, std::move(order), cfg.train.batch_size, /*drop_last=*/false, transform, seed, 0, input.get(),
+                 workers);
   BatchFeed::Item b;
   Tensor host_logits;
-  double loss_sum = 0;
-  int64_t top1 = 0, top5 = 0;
+  int64_t first = 0;
   while (feed.next(b)) {
     const Tensor* logits = &model.forward(ctx, b.x);
     if (gpu) {
@@ -47,10 +41,25 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
       host_logits.copy_from(*logits);
       logits = &host_logits;
     }
-    loss_sum += loss.forward_backward(*logits, b.y_host, nullptr) * static_cast<double>(b.n);
-    count_hits(*logits, b.y_host, top1, top5);
-    r.samples += b.n;
+    on_batch(*logits, b, first);
+    first += b.n;
   }
+}
+
+EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
+                    uint64_t step, Communicator& comm, GpuRun* gpu, int workers) {
+  EvalResult r;
+  std::vector<int64_t> shard;
+  for (size_t k = static_cast<size_t>(comm.rank()); k < split.indices.size(); k += static_cast<size_t>(comm.size()))
+    shard.push_back(split.indices[k]);
+  double loss_sum = 0;
+  int64_t top1 = 0, top5 = 0;
+  forward_in_eval_mode(model, *split.dataset, std::move(shard), cfg, step, gpu, workers,
+                       [&](const Tensor& logits, const BatchFeed::Item& b, int64_t) {
+                         loss_sum += loss.forward_backward(logits, b.y_host, nullptr) * static_cast<double>(b.n);
+                         count_hits(logits, b.y_host, top1, top5);
+                         r.samples += b.n;
+                       });
   Tensor sums = Tensor::zeros({4}, DType::F64);
   double* v = sums.data<double>();
   v[0] = loss_sum, v[1] = static_cast<double>(top1), v[2] = static_cast<double>(top5), v[3] = static_cast<double>(r.samples);

@@ -1,9 +1,13 @@
 // defines: EvalResult, count_hits and evaluate, the distributed evaluation: each rank evaluates
-// its shard of the split and the sums are all-reduced, giving exactly one process's metric.
+// its shard of the split and the sums are all-reduced, giving exactly one process's metric; and
+// forward_in_eval_mode, the loop over a shard it shares with `dptrain predict`.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "collectives/communicator.h"
+#include "launch/batch_feed.h"
 #include "launch/datasets.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/config.h"
@@ -26,7 +30,16 @@ void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64
 // eval mode; loss sums, hit counts and sample counts are all-reduced. Every rank calls it.
 // gpu: the run's GPU side when the model is on a GPU (the batches go through a DeviceInput, the
 // logits come back to the host for the loss and the hits), else null.
+// workers: the loader's threads.
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
-                    uint64_t step, Communicator& comm, GpuRun* gpu = nullptr);
+                    uint64_t step, Communicator& comm, GpuRun* gpu = nullptr, int workers = 1);
+
+// The model in eval mode over `order` (indices into ds), in batches of train.batch_size with the
+// evaluation transform (data.mean/std, no augmentation); for each batch, `on_batch` gets the
+// logits (N, K) f32 on the CPU, the batch (its host labels) and the position in `order` of its
+// first sample. gpu and workers as for evaluate.
+using BatchLogits = std::function<void(const Tensor& logits, const BatchFeed::Item& batch, int64_t first)>;
+void forward_in_eval_mode(Graph& model, const data::Dataset& ds, std::vector<int64_t> order, const Config& cfg,
+                          uint64_t step, GpuRun* gpu, int workers, const BatchLogits& on_batch);
 
 }  // namespace dp::launch

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <utility>
 
 #include "launch/command.h"
 #include "base/error.h"
+#include "runtime/checkpoint/safetensors.h"
 
 namespace dp::launch {
 namespace {
@@ -98,6 +100,35 @@ std::string sbatch_script(const SbatchJob& job) {
   }
   o += "\n";
   return o;
+}
+
+std::string snapshot_name(std::time_t t, int attempt) {
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return attempt > 1 ? fmt::format("submit-{}-{}.cfg", stamp, attempt) : fmt::format("submit-{}.cfg", stamp);
+}
+
+std::string snapshot_text(const std::string& resolved_toml, const std::string& source_cfg) {
+  return fmt::format("# written by `dptrain submit` from {} (with its --set options): the job runs this file, so\n"
+                     "# later edits of {} do not change it\n{}",
+                     source_cfg, source_cfg, resolved_toml);
+}
+
+std::string finished_run_warning(const std::string& run_path) {
+  const std::string final_path = run_path + "/final.safetensors";
+  if (!std::filesystem::exists(final_path)) return "";
+  std::string step = "?";
+  try {
+    const SafetensorsFile f = SafetensorsFile::open(final_path);
+    if (f.metadata().count("step")) step = f.metadata().at("step");
+  } catch (const std::exception&) {
+    // Unreadable: still a finished run's file; the step stays unknown.
+  }
+  return fmt::format("{} already holds a finished run ({} from step {}): the job will resume it, find it complete "
+                     "and only evaluate. To train again, submit with another --name, or move {} away first",
+                     run_path, final_path, step, run_path);
 }
 
 std::string submit_sbatch(const std::string& script_path) {

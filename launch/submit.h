@@ -9,7 +9,12 @@
 // job id, resumes from the run directory's newest checkpoint. Outputs are opened in append mode,
 // so a requeued job adds to its logs: logs/slurm-<job>.out (the batch script) and
 // logs/slurm-<job>-<task>.out (each task).
+//
+// The job runs a snapshot of the resolved cfg taken at submit time (<run>/submit-<time>.cfg, every
+// --set applied, run.dir absolute), not the cfg the user keeps editing: a job waiting in the queue,
+// or requeued, runs what was submitted.
 #pragma once
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -31,7 +36,7 @@ struct SbatchJob {
   std::string workdir;             // absolute: where the job starts (the submit directory)
   std::string run_path;            // absolute: <run.dir>/<run.name>
   std::string dptrain;             // absolute path of the dptrain binary
-  std::vector<std::string> args;   // dptrain's arguments: the cfg's absolute path, then options
+  std::vector<std::string> args;   // dptrain's arguments: the cfg snapshot's absolute path, then options
 };
 
 // Tasks per node the job asks for (see SlurmOptions). Throws UserError when --ntasks-per-node
@@ -44,6 +49,17 @@ std::string sbatch_script(const SbatchJob& job);
 
 // `word` as one shell word: unchanged when it holds only [A-Za-z0-9_./=:,@%+-], else in single quotes.
 std::string shell_quote(const std::string& word);
+
+// Pure. The snapshot's file name for a submission at `t` (local time): "submit-20250301-142233.cfg";
+// attempt > 1 (that name is taken: two submissions in one second) adds "-<attempt>".
+std::string snapshot_name(std::time_t t, int attempt = 1);
+
+// The snapshot's text: the resolved config (runtime/config.h to_toml) under a line saying what it is.
+std::string snapshot_text(const std::string& resolved_toml, const std::string& source_cfg);
+
+// "" unless <run_path>/final.safetensors exists (the run directory holds a finished run, which the
+// job would find complete: it would only evaluate); then the warning saying so and what to do.
+std::string finished_run_warning(const std::string& run_path);
 
 // Runs `sbatch --parsable <script_path>` (found on PATH) and returns the job id it prints.
 // sbatch's own messages go to our stderr. Throws UserError when sbatch is not on PATH or fails:

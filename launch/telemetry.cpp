@@ -27,7 +27,7 @@ std::string hms(double s) {
 
 void LogWindow::add(const StepTally& s) {
   loss += s.loss * s.samples, samples += s.samples, hits += s.top1, ++steps;
-  step_s += s.step_s, comm_s += s.comm_s, exposed_s += s.exposed_s;
+  step_s += s.step_s, comm_s += s.comm_s, exposed_s += s.exposed_s, data_s += s.data_s;
 }
 
 Telemetry::Telemetry(const Config& cfg, int rank, int world, const std::string& tb_dir, TimePoint run_start)
@@ -98,6 +98,7 @@ void Telemetry::show_progress(const StepPosition& at) {
   ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.samples;
   ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
   ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
+  ps.data_share = w.data_s / std::max(w.step_s, 1e-9);
   progress(ps, at.step == at.total);
 }
 
@@ -114,16 +115,19 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
                     {"perf/samples_per_s", sps},
                     {"perf/step_ms", 1e3 * w.step_s / w.steps},
                     {"perf/comm_ms", 1e3 * w.comm_s / w.steps},
-                    {"perf/comm_exposed_ms", 1e3 * w.exposed_s / w.steps}});
+                    {"perf/comm_exposed_ms", 1e3 * w.exposed_s / w.steps},
+                    {"perf/data_wait_ms", 1e3 * w.data_s / w.steps}});
   if (at.scaling) scalars(at.step, {{"train/loss_scale", at.loss_scale}});
   auto lg = log::get("train");
-  lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s ETA {}", at.epoch + 1, at.epochs,
-           at.step, at.total, loss, accuracy, at.lr, sps, hms(eta));
+  const double stall = w.data_s / std::max(w.step_s, 1e-9);
+  lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s data wait {:.0f}% ETA {}",
+           at.epoch + 1, at.epochs, at.step, at.total, loss, accuracy, at.lr, sps, 100.0 * stall, hms(eta));
   if (rank_ == 0)
     run.append_metrics({{"split", "train"}, {"step", at.step}, {"epoch", at.epoch + 1}, {"loss", loss},
                         {"accuracy", accuracy}, {"lr", at.lr}, {"samples_per_s", sps},
                         {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
-                        {"comm_exposed_s", w.exposed_s / w.steps}, {"loss_scale", at.loss_scale},
+                        {"comm_exposed_s", w.exposed_s / w.steps}, {"data_wait_s", w.data_s / w.steps},
+                        {"data_stall", stall}, {"loss_scale", at.loss_scale},
                         {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}});
   lg->flush();  // the rank's log file follows the run window by window
 }

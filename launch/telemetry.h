@@ -38,6 +38,7 @@ struct StepTally {
   double step_s = 0;     // the step's wall time
   double comm_s = 0;     // its gradient all-reduces' time on the wire (0 with one rank)
   double exposed_s = 0;  // the part of comm_s that backward did not hide
+  double data_s = 0;     // its waits for the next batch (the data-loading stall)
 };
 
 // Where the run is after a step, and what its train line shows besides the window's means.
@@ -59,7 +60,7 @@ struct LogWindow {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double loss = 0;  // sum over samples of the loss
   int64_t samples = 0, hits = 0, steps = 0;
-  double step_s = 0, comm_s = 0, exposed_s = 0;  // per-step times summed over the window
+  double step_s = 0, comm_s = 0, exposed_s = 0, data_s = 0;  // per-step times summed over the window
   void add(const StepTally& s);
 };
 

@@ -5,17 +5,21 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "base/error.h"
 #include "collectives/bootstrap/factory.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
+#include "launch/run_history.h"
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/weights_file.h"
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/sampler.h"
 #include "runtime/log.h"
+#include "runtime/suggest.h"
 #include "runtime/tunables.h"
 
 namespace dp::launch {
@@ -84,7 +88,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
   const int64_t bs = plan_.batch_size, n = static_cast<int64_t>(order.size());
   const int64_t samples = cfg_.data.drop_last ? n / bs * bs : n;
   EpochData data{BatchFeed(*ds_.train.dataset, std::move(order), bs, cfg_.data.drop_last, transform_of(cfg_.data, true),
-                           seed_, static_cast<uint64_t>(epoch), train_input_.get()),
+                           seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_),
                  {}, samples, 0};
   while (step_ < plan_.total && data.taken < data.samples) {
     const auto t_step = Clock::now();
@@ -103,6 +107,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
     }
     maybe_evaluate(epoch);
   }
+  epoch_complete_ = data.taken >= data.samples;
   return true;
 }
 
@@ -119,6 +124,7 @@ void TrainSession::join_the_job() {
   if (world_ > 1)
     lg()->info("{} ranks via the {} bootstrap, {} collectives", world_, boot_->kind(), comm_->backend());
   set_cpu_threads(cfg_.train.threads);
+  workers_ = loader_workers(cfg_.data, boot_->local_size());
 }
 
 void TrainSession::choose_the_device() {
@@ -133,9 +139,11 @@ void TrainSession::choose_the_device() {
 }
 
 void TrainSession::open_data_and_build_model() {
-  ds_ = open_datasets(cfg_.data);
+  ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_));
   lg()->info("data: train {} ({} samples), eval {} samples", ds_.train.dataset->describe(), ds_.train.indices.size(),
              ds_.eval.indices.size());
+  classes_ = data_classes(ds_);
+  cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
   model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
                                gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
@@ -144,7 +152,7 @@ void TrainSession::open_data_and_build_model() {
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());
-  check_model_fits_data(*model_, ds_.train.dataset->num_classes());
+  check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
   loss_.emplace(cfg_.train.label_smoothing);
   opt_ = make_optimizer(cfg_.train, model_->num_parameters());
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
@@ -155,6 +163,7 @@ void TrainSession::open_data_and_build_model() {
 void TrainSession::open_run_directory() {
   run_ = std::make_unique<RunDir>(cfg_.run.dir, cfg_.run.name);
   if (rank_ == 0) run_->write_text("config.toml", to_toml(cfg_));
+  if (rank_ == 0) run_->write_text("classes.json", classes_json(classes_) + "\n");
   log::configure(cfg_.run.log_level, run_->file(fmt::format("logs/rank-{}.log", rank_)), false, cfg_.run.log_levels);
   log_tunables();  // the DPTRAIN_* variables set, once: rank 0's console and every rank's file
   // Warnings reach the file at once (a killed run keeps them); the rest when the session ends
@@ -172,14 +181,52 @@ void TrainSession::resume_or_start_over() {
   ckpts_ = std::make_unique<CheckpointDir>(run_->file("checkpoints"));
   if (writer_) ckpts_->prepare();
   if (options_.reset || !cfg_.checkpoint.resume) {
+    const char* why = options_.reset ? "--reset" : "checkpoint.resume = false";
     const int n = writer_ ? ckpts_->remove_all() : 0;
-    if (n > 0)
-      lg()->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}",
-                 options_.reset ? "--reset" : "checkpoint.resume = false", n, ckpts_->path());
+    if (n > 0) lg()->warn("{}: starting over; deleted {} checkpoint(s) of an earlier run in {}", why, n, ckpts_->path());
+    if (writer_) {
+      const SetAside s = set_aside_earlier_run(*run_, std::time(nullptr));
+      if (!s.folder.empty())
+        lg()->warn("{}: moved the earlier run's {} to {}; this run starts clean files", why, join(s.moved), s.folder);
+    }
   } else if (auto r = resume_latest(*ckpts_, *model_, *opt_)) {
     resume_from(*r);
   }
+  if (result_.resumed_from_step < 0 && !cfg_.model.init.empty()) init_from_weights();
   cur_epoch_ = start_epoch_, cur_samples_ = start_samples_;
+  if (renumbered_from_ >= 0) checkpoint_renumbered_position();
+}
+
+// Resumed at another step number than its checkpoint's (another world size or batch): the
+// earlier run's checkpoints numbered above this run's step move into a subfolder (they would
+// shadow this run's newer ones) and the position is checkpointed under its new number at once.
+// Collective: a barrier first (every rank has loaded the checkpoint before rank 0 moves it), then
+// save_checkpoint's.
+void TrainSession::checkpoint_renumbered_position() {
+  comm_->barrier();
+  if (writer_) {
+    const std::string sub = fmt::format("renumbered-at-step-{}", step_);
+    const std::vector<std::string> moved = ckpts_->move_above(step_, sub);
+    if (!moved.empty())
+      lg()->warn("moved the earlier run's checkpoint(s) {} into {}/{}: their step numbers are above this run's {}",
+                 join(moved), ckpts_->path(), sub, step_);
+    // metrics.jsonl's step numbers change meaning here: one line says so.
+    run_->append_metrics({{"split", "renumbered"}, {"step", step_}, {"checkpoint_step", renumbered_from_},
+                          {"world_size", world_}, {"batch_size", plan_.batch_size}, {"accum_steps", plan_.accum}});
+  }
+  save_checkpoint();
+}
+
+// model.init: a fresh run starts from these weights (every rank reads them; rank 0's are then
+// broadcast like any start), except the tensors model.init_skip leaves fresh. The optimizer starts
+// fresh. A resumed run continues from its own checkpoints and never comes here.
+void TrainSession::init_from_weights() {
+  const WeightsLoad w = init_model_weights(cfg_.model, *model_);
+  lg()->info("model.init: {} of the model's {} tensors from {} ({})", w.plan.load.size(), model_->state().size(),
+             w.path, weights_kind_name(w.kind));
+  if (!w.plan.skipped.empty())
+    lg()->info("model.init_skip: left at their fresh initialisation: {}", join(w.plan.skipped));
+  if (!w.plan.unused.empty()) lg()->info("model.init_skip: not used from the file: {}", join(w.plan.unused));
 }
 
 // Takes the checkpoint's position, warning where this run's data or batch differ from its.
@@ -190,24 +237,39 @@ void TrainSession::resume_from(const ResumePoint& r) {
     lg()->warn("resuming from the previous good checkpoint {} (step {}) because {} newer one(s) failed their checks "
                "(see above)",
                r.path, m.step, r.skipped.size());
-  if (m.step > plan_.total)
-    DP_THROW_USER("checkpoint '{}' is at step {}, beyond this run's {} steps: raise train.steps or train.epochs, "
+  // Where a straight run of this world size and batch is after the checkpoint's samples.
+  const int64_t at = step_at_position(plan_, world_, cfg_.data.drop_last, m.epoch, std::min(m.epoch_samples, n_train));
+  if (at > plan_.total)
+    DP_THROW_USER("checkpoint '{}' is at step {} of this run, beyond its {}: raise train.steps or train.epochs, "
                   "or start over with --reset",
-                  r.path, m.step, plan_.total);
+                  r.path, at, counted(plan_.total, "step"));
   if (m.dataset_size != n_train || m.shuffle != cfg_.data.shuffle || m.drop_last != cfg_.data.drop_last)
     lg()->warn("checkpoint '{}' was written with {} training samples (shuffle {}, drop_last {}), this run has {} "
                "(shuffle {}, drop_last {}): the rest of the epoch is not the data the interrupted run would have seen",
                r.path, m.dataset_size, m.shuffle, m.drop_last, n_train, cfg_.data.shuffle, cfg_.data.drop_last);
-  if (m.batch_size * m.world_size != bs * world_size)
-    lg()->warn("checkpoint '{}' was written with batch {} x {} rank(s), this run uses {} x {}: the step count goes on "
-               "from {}, the epoch from sample {}",
-               r.path, m.batch_size, m.world_size, bs, world_size, m.step, m.epoch_samples);
-  step_ = last_saved_ = m.step;
+  if (at != m.step)
+    lg()->warn("checkpoint '{}' was written at step {} with batch {} x {} rank(s); this run uses {} x {}{}: it goes on "
+               "at step {} of its {}, where a straight run of its own sees the same samples (epoch {}, sample {}), so "
+               "its schedule and its end follow the samples seen",
+               r.path, m.step, m.batch_size, m.world_size, bs, world_size,
+               plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", at, plan_.total, m.epoch + 1,
+               m.epoch_samples);
+  step_ = at;
+  last_saved_ = at == m.step ? at : -1;
+  renumbered_from_ = at == m.step ? -1 : m.step;
   start_epoch_ = m.epoch;
   // epoch_samples counts every rank's samples: the consumed prefix of the epoch's order.
   start_samples_ = m.epoch_samples;
   result_.resumed_from_step = step_;
   result_.resumed_from = r.path;
+  if (writer_) {
+    // The steps after the checkpoint are redone: their metrics lines go; an evaluation of the
+    // checkpoint's step that was logged already is not logged again.
+    const MetricsTrim t = trim_metrics_file(*run_, m.step);
+    if (t.dropped > 0)
+      lg()->info("metrics.jsonl: dropped {} line(s) of the steps after {} (this run redoes them)", t.dropped, m.step);
+    if (t.eval_at_step) eval_logged_at_ = step_;
+  }
   lg()->info("resumed from {}: step {}, epoch {}, {} samples of it done", r.path, step_, start_epoch_ + 1,
              start_samples_);
 }
@@ -234,12 +296,17 @@ void TrainSession::make_reducer() {
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
+  if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
+  buffer_bcast_ = std::make_unique<BufferBroadcast>(*model_);
+  if (buffer_bcast_->empty()) return buffer_bcast_.reset();
+  lg()->info("buffers: rank 0's {} buffers ({:.1f} KB) replace the other ranks' after every step (dist.broadcast_buffers)",
+             buffer_bcast_->count(), buffer_bcast_->bytes() / 1e3);
 }
 
 // What the run will do, and where it reports as it goes.
 void TrainSession::announce_training() {
-  lg()->info("training: {} steps ({} epochs of {} steps, batch {}{}), optimizer {}, lr {} ({})", plan_.total,
-             plan_.epochs, plan_.steps_per_epoch, plan_.batch_size,
+  lg()->info("training: {} ({} of {}, batch {}{}), optimizer {}, lr {} ({})", counted(plan_.total, "step"),
+             counted(plan_.epochs, "epoch"), counted(plan_.steps_per_epoch, "step"), plan_.batch_size,
              plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", enum_name(cfg_.train.optimizer),
              cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
@@ -271,6 +338,11 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
   optimizer_step(lr);
+  if (buffer_bcast_) {
+    const auto t0 = Clock::now();
+    buffer_bcast_->run(*comm_, gpu_.get());  // one model on every rank at every step boundary
+    tel_->phase("broadcast_buffers", t0, Clock::now());
+  }
   tel_->end_step();
   ++step_;
   if (gpu_) gpu_->after_step(step_);
@@ -288,6 +360,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   const uint64_t step = static_cast<uint64_t>(step_);
   const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
   model_->zero_grad();
+  step_data_s_ = 0;
   const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
   int64_t n = 0, top1 = 0, top5 = 0;
   double l = 0;
@@ -311,6 +384,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   tally.loss = l / static_cast<double>(n);
   tally.samples = n, tally.top1 = top1;
   if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
+  tally.data_s = step_data_s_;
   return tally;
 }
 
@@ -328,6 +402,7 @@ Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) 
                               data.samples, step_, identity_string()));
   const auto t_got = Clock::now();
   tel_->phase("data", t_data, t_got);
+  step_data_s_ += std::chrono::duration<double>(t_got - t_data).count();
   return t_got;
 }
 
@@ -420,19 +495,24 @@ void TrainSession::maybe_evaluate(int64_t epoch) {
 }
 
 // Without train.eval_every, every epoch ends with an evaluation; with it, the run does unless
-// its last step had one.
+// its last step had one. A run that ends inside an epoch (train.steps) says where.
 void TrainSession::maybe_evaluate_after_epoch(int64_t epoch) {
-  if (cfg_.train.eval_every == 0 || (step_ == plan_.total && !evaluated_last_))
-    evaluate_and_log(fmt::format("after epoch {} (step {})", epoch + 1, step_), epoch);
+  if (cfg_.train.eval_every != 0 && (step_ != plan_.total || evaluated_last_)) return;
+  if (epoch_complete_) return evaluate_and_log(fmt::format("after epoch {} (step {})", epoch + 1, step_), epoch);
+  const int64_t into = step_ - epoch * plan_.steps_per_epoch;
+  evaluate_and_log(fmt::format("at step {} ({} of {} into epoch {})", step_, into,
+                               counted(plan_.steps_per_epoch, "step"), epoch + 1),
+                   epoch);
 }
 
 // Collective (the evaluation's all-reduces); its log line, scalars and rank 0's metrics line.
 void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
-  result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get());
+  result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get(), workers_);
   const EvalResult& e = result_.final_eval;
   tel_->end_progress_line();
-  tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
   lg()->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, e.loss, e.top1, e.top5, e.samples);
+  if (step_ == eval_logged_at_) return;  // resumed at a step whose evaluation the files hold already
+  tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
   if (rank_ == 0)
     run_->append_metrics({{"split", "eval"}, {"step", step_}, {"epoch", epoch + 1}, {"loss", e.loss}, {"top1", e.top1},
                           {"top5", e.top5}, {"samples", e.samples}, {"time", seconds_since(t_start_)}});
@@ -476,6 +556,7 @@ CheckpointMeta TrainSession::checkpoint_meta() const {
   m.optimizer = opt_->name();
   m.optimizer_steps = opt_->steps();
   m.config = to_toml(cfg_);
+  m.classes = classes_json(classes_);
   return m;
 }
 
@@ -535,7 +616,7 @@ TrainResult TrainSession::finish() {
   if (gpu_) report_gpu_memory();
   result_.seconds = seconds_since(t_start_);
   if (cfg_.checkpoint.final && writer_) write_final_weights();
-  lg()->info("done: {} steps in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", step_, hms(result_.seconds),
+  lg()->info("done: {} in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", counted(step_, "step"), hms(result_.seconds),
              result_.final_eval.top1, result_.final_eval.top5, result_.final_eval.loss);
   return result_;
 }
@@ -563,7 +644,7 @@ void TrainSession::write_final_weights() {
   for (const auto& nt : model_->state()) tensors.emplace_back(nt.name, nt.tensor);
   write_safetensors(run_->file("final.safetensors"), tensors,
                     {{"format", "dptrain-weights"}, {"format_version", "1"}, {"step", std::to_string(step_)},
-                     {"config", to_toml(cfg_)}});
+                     {"config", to_toml(cfg_)}, {"classes", classes_json(classes_)}});
 }
 
 }  // namespace dp::launch

@@ -10,8 +10,9 @@
 // as it goes (progress, train lines, scalars, trace) in launch/telemetry.h.
 //
 // Every rank runs the same sequence of collectives: the start-up allgather and broadcasts, a
-// stop-agreement all-reduce before the first step and after each step but the last, a barrier
-// per checkpoint, the evaluation's all-reduces, and the trace allgather at the end.
+// stop-agreement all-reduce before the first step and after each step but the last, the buffers'
+// broadcast after each step (dist.broadcast_buffers), a barrier per checkpoint, the evaluation's
+// all-reduces, and the trace allgather at the end.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "collectives/communicator.h"
 #include "collectives/reducer/reducer.h"
 #include "launch/batch_feed.h"
+#include "launch/buffer_broadcast.h"
 #include "launch/datasets.h"
 #include "launch/evaluate.h"
 #include "launch/gpu_run.h"
@@ -93,6 +95,8 @@ class TrainSession {
   void open_run_directory();
   void resume_or_start_over();
   void resume_from(const ResumePoint& r);
+  void init_from_weights();
+  void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
   void announce_training();
@@ -129,7 +133,9 @@ class TrainSession {
   void report_gpu_memory();
   void write_final_weights();
 
-  const Config& cfg_;
+  // A copy: model.num_classes is resolved against the data (0 = the data's count) before the run
+  // directory and the checkpoints record it.
+  Config cfg_;
   const TrainOptions options_;
   const Clock::time_point t_start_ = Clock::now();
   // Declared in the order they are made, so that they go in reverse: the reducer before the
@@ -143,6 +149,9 @@ class TrainSession {
   Device device_;
   std::unique_ptr<GpuRun> gpu_;
   Datasets ds_;
+  std::vector<std::string> classes_;  // the data's class names (data_classes)
+  int workers_ = 1;                   // loader threads (data.workers resolved)
+  double step_data_s_ = 0;            // the step's waits for batches so far
   uint64_t seed_ = 0;
   std::unique_ptr<Graph> model_;
   std::optional<models::SoftmaxCrossEntropy> loss_;
@@ -165,7 +174,11 @@ class TrainSession {
   int64_t start_epoch_ = 0, start_samples_ = 0;
   int64_t cur_epoch_ = 0, cur_samples_ = 0;
   bool evaluated_last_ = false;  // the last step was followed by an evaluation
+  bool epoch_complete_ = false;  // the last run_epoch used up its epoch's data
+  int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
+  int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;
   // The loss gradient w.r.t. the logits (on the CPU; on the GPU) and the logits' host copy on a

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/cuda/device_choice.h"
@@ -11,6 +12,7 @@
 #include "runtime/metrics/step_range.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/sgd.h"
+#include "runtime/suggest.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -100,10 +102,37 @@ StepPlan plan_steps(const Config& cfg, int64_t train_samples, int world) {
   try {
     optim::validate_schedule(schedule_of(cfg.train), p.total);
   } catch (const UserError& e) {
-    DP_THROW_USER("{}: {}; the run has {} steps (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
-                  e.what(), p.total, cfg.train.warmup_steps);
+    DP_THROW_USER("{}: {}; the run has {} (train.steps or train.epochs) and train.warmup_steps = {}", cfg.source,
+                  e.what(), counted(p.total, "step"), cfg.train.warmup_steps);
   }
   return p;
+}
+
+namespace {
+
+// What one rank gets of an epoch whose first `skip` samples are consumed: the size of
+// data::sampler_indices_after's answer (the skipped prefix off its share when skip is a multiple of
+// the world size, else the rest of the order shared out anew).
+int64_t rank_samples_after(int64_t n, int world, bool drop_last, int64_t skip) {
+  skip = std::clamp<int64_t>(skip, 0, n);
+  if (skip % world == 0) return std::max<int64_t>(0, data::sampler_num_samples(n, world, drop_last) - skip / world);
+  return data::sampler_num_samples(n - skip, world, drop_last);
+}
+
+}  // namespace
+
+int64_t step_at_position(const StepPlan& p, int world, bool drop_last, int64_t epoch, int64_t samples) {
+  const int64_t r = rank_samples_after(p.train_samples, world, drop_last, samples);
+  const int64_t loaded = drop_last ? r / p.batch_size * p.batch_size : r;  // what the loader hands out
+  const int64_t per_step = p.batch_size * p.accum;
+  const int64_t steps_left = std::min((loaded + per_step - 1) / per_step, p.steps_per_epoch);
+  return epoch * p.steps_per_epoch + p.steps_per_epoch - steps_left;
+}
+
+WeightsLoad init_model_weights(const ModelConfig& m, Graph& model) {
+  return load_weights(m.init, model, m.init_skip,
+                      "Leave tensors at their fresh initialisation with model.init_skip (glob patterns, e.g. "
+                      "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of");
 }
 
 ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {

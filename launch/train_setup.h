@@ -14,6 +14,7 @@
 #include "base/device.h"
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/reducer/reducer.h"
+#include "runtime/checkpoint/weights_file.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 #include "runtime/optim/optimizer.h"
@@ -53,6 +54,20 @@ struct StepPlan {
 // Steps per epoch follow the rank's share of the data (DistributedSampler's num_samples). Throws
 // UserError when an epoch has no step, or when the schedule does not fit the run's steps.
 StepPlan plan_steps(const Config& cfg, int64_t train_samples, int world);
+
+// The step this plan's straight run has done at a data position: epoch `epoch` (0-based) with the
+// first `samples` of its order consumed (all ranks together; clamped to the training set). It is
+// the epoch's first step plus its steps minus the steps the rest of the epoch takes at this world
+// size (each rank's share of the rest, DistributedSampler's padding or truncation, in micro-batches
+// of batch_size, accum per step). A checkpoint of another world size or batch resumes at this step:
+// the schedule follows the samples seen, and every epoch, the run with it, ends exactly where a
+// straight run of this world size ends. At the checkpoint's own world size and batch it is the
+// checkpoint's step.
+int64_t step_at_position(const StepPlan& plan, int world, bool drop_last, int64_t epoch, int64_t samples);
+
+// model.init -> the model's starting weights, except the tensors model.init_skip leaves fresh
+// (runtime/checkpoint/weights_file.h); throws UserError naming every mismatch and what to change.
+WeightsLoad init_model_weights(const ModelConfig& m, Graph& model);
 
 // dist.* -> the gradient reducer's options; gpu: the run's execution context when the gradients
 // live on a GPU, else null.

@@ -9,7 +9,9 @@
 namespace dp::models {
 
 void validate_model(const ModelConfig& cfg) {
-  const std::vector<LayerSpec> specs = cfg.preset == PresetKind::None ? cfg.layers : preset_layers(cfg);
+  ModelConfig c = cfg;
+  if (c.num_classes == 0) c.num_classes = 2;  // "the data's count", known once the data is open: any valid count
+  const std::vector<LayerSpec> specs = c.preset == PresetKind::None ? c.layers : preset_layers(c);
   std::vector<std::string> seen = {"input"};
   for (const auto& spec : specs) {
     layer_registry().validate(spec);

@@ -1,5 +1,9 @@
 #include "runtime/config.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -37,7 +41,8 @@ struct EnumRef {
 };
 
 using FieldPtr =
-    std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*, EnumRef>;
+    std::variant<std::string*, int64_t*, double*, bool*, std::vector<double>*, std::vector<int64_t>*,
+                 std::vector<std::string>*, EnumRef>;
 
 struct Field {
   std::string section, key, help;
@@ -60,11 +65,49 @@ std::vector<Field> schema(Config& c) {
       {"run", "progress_every_s", "seconds between plain progress lines when stdout is not a terminal (0 = none)",
        &c.run.progress_every_s, 0, 1e9},
       {"data", "dataset", "data set kind", &c.data.dataset},
-      {"data", "path", "folder of the data set files (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin)", &c.data.path},
-      {"data", "mean", "per-channel normalisation mean (inputs scaled to [0, 1] first)", &c.data.mean},
-      {"data", "std", "per-channel normalisation standard deviation", &c.data.std},
+      {"data", "path",
+       "where the data is: a folder (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin; image_folder: train/<class>/<image> "
+       "and val/...; npy: {train,val}_{x,y}.npy) or, for tar_shards, the training shards (\"train-{000000..000146}.tar\")",
+       &c.data.path},
+      {"data", "val_path", "image_folder: the evaluation folder (empty: <path>/val); tar_shards: the evaluation shards",
+       &c.data.val_path},
+      {"data", "mean",
+       "per-channel normalisation mean (inputs scaled to [0, 1] first); image_folder and tar_shards default to "
+       "ImageNet's [0.485, 0.456, 0.406], npy to none",
+       &c.data.mean},
+      {"data", "std",
+       "per-channel normalisation standard deviation; image_folder and tar_shards default to ImageNet's "
+       "[0.229, 0.224, 0.225], npy to none",
+       &c.data.std},
       {"data", "crop_padding", "random crop with this zero padding (0 = off)", &c.data.crop_padding, 0, 1024},
-      {"data", "hflip", "random horizontal flip", &c.data.hflip},
+      {"data", "hflip", "random horizontal flip of training samples (image_folder and tar_shards default to true)",
+       &c.data.hflip},
+      {"data", "image_size", "image data sets: the side of the square samples the model sees", &c.data.image_size, 1,
+       65536},
+      {"data", "resize",
+       "image data sets, evaluation: Resize(resize) (the shorter side) then CenterCrop(image_size); 0: image_size * 8 / 7 "
+       "(256 for 224)",
+       &c.data.resize, 0, 65536},
+      {"data", "random_resized_crop",
+       "image data sets, training: RandomResizedCrop(image_size, crop_scale, crop_ratio); false: as evaluation",
+       &c.data.random_resized_crop},
+      {"data", "crop_scale", "RandomResizedCrop's scale: the range of the crop's share of the image area",
+       &c.data.crop_scale},
+      {"data", "crop_ratio", "RandomResizedCrop's ratio: the range of the crop's aspect ratio (width / height)",
+       &c.data.crop_ratio},
+      {"data", "decode_scaled",
+       "JPEGs whose crop keeps at least image_size pixels per side at 1/2, 1/4 or 1/8 size are decoded at that size "
+       "(much faster for large photos; pixels differ slightly from a full decode, as PIL's draft mode)",
+       &c.data.decode_scaled},
+      {"data", "skip_bad",
+       "images that cannot be decoded, tar samples without a label or image, unsupported image files and empty "
+       "class folders are left out (counted in the log) instead of being an error",
+       &c.data.skip_bad},
+      {"data", "index_dir", "tar_shards: folder of the cached shard indices (empty: <run.dir>/<run.name>/tar-index)",
+       &c.data.index_dir},
+      {"data", "workers",
+       "loader threads per rank (0: image data sets get the rank's share of the cores, others 1)", &c.data.workers, 0,
+       1024},
       {"data", "train_limit", "use only the first N training samples (0 = all)", &c.data.train_limit, 0, 9.2e18},
       {"data", "eval_limit", "evaluate on the first N evaluation samples (0 = all)", &c.data.eval_limit, 0, 9.2e18},
       {"data", "shuffle", "shuffle the training set each epoch", &c.data.shuffle},
@@ -77,10 +120,18 @@ std::vector<Field> schema(Config& c) {
       {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape},
       {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
       {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
-      {"model", "num_classes", "output classes of a preset", &c.model.num_classes, 2, 1e9},
+      {"model", "num_classes", "output classes of a preset (0: the data set's class count)", &c.model.num_classes, 0,
+       1e9},
       {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
       {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
+      {"model", "init",
+       "start from these weights: a safetensors file (a torchvision state_dict, a dptrain final.safetensors or "
+       "checkpoint); \"\" = fresh initialisation. A resumed run continues from its own checkpoints instead",
+       &c.model.init},
+      {"model", "init_skip",
+       "glob patterns of tensors model.init leaves at their fresh initialisation, e.g. [\"fc.*\"] for a new head",
+       &c.model.init_skip},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
@@ -124,6 +175,10 @@ std::vector<Field> schema(Config& c) {
       {"dist", "overlap", "all-reduce buckets during backward (false: after backward)", &c.dist.overlap},
       {"dist", "allow_unused", "a parameter without a gradient in a step is not an error", &c.dist.allow_unused},
       {"dist", "compress", "gradients travel in 16 bits (bf16 or fp16) and are averaged in f32", &c.dist.compress},
+      {"dist", "broadcast_buffers",
+       "after every step rank 0's buffers (batch norm running statistics) replace the others' (DDP's "
+       "broadcast_buffers), so replicas stay identical; unnecessary with model.sync_bn",
+       &c.dist.broadcast_buffers},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -226,6 +281,14 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
               out.push_back(*e.value<int64_t>());
             }
             *p = out;
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            if (!n.is_array()) wrong("an array of strings");
+            std::vector<std::string> out;
+            for (const auto& e : *n.as_array()) {
+              if (!e.is_string()) wrong("an array of strings");
+              out.push_back(*e.value<std::string>());
+            }
+            *p = out;
           }
         }
       },
@@ -324,11 +387,12 @@ void apply_table(Config& c, std::vector<Field>& fields, const toml::table& root,
                       join(keys_of(fields, section)));
       }
       assign(*f, vv, where(file, vv));
+      c.given.push_back(f->full());
     }
   }
 }
 
-void apply_override(std::vector<Field>& fields, const std::string& ov) {
+void apply_override(Config& c, std::vector<Field>& fields, const std::string& ov) {
   const std::string pos = fmt::format("--set {}", ov);
   auto eq = ov.find('=');
   auto dot = ov.find('.');
@@ -353,6 +417,44 @@ void apply_override(std::vector<Field>& fields, const std::string& ov) {
     t = toml::table{{"v", value}};
   }
   assign(*f, *t.get("v"), pos);
+  c.given.push_back(f->full());
+}
+
+// Defaults that depend on the data set, for the keys the user did not give: image data sets
+// normalise with ImageNet's statistics and flip training samples (torchvision's ResNet recipe);
+// arrays are not normalised; the evaluation's resize follows the image size (256 for 224).
+void resolve_defaults(Config& c) {
+  auto given = [&](const char* key) { return std::find(c.given.begin(), c.given.end(), key) != c.given.end(); };
+  const data::DatasetKind k = c.data.dataset;
+  if (k == data::DatasetKind::ImageFolder || k == data::DatasetKind::TarShards) {
+    if (!given("data.mean")) c.data.mean = {0.485, 0.456, 0.406};
+    if (!given("data.std")) c.data.std = {0.229, 0.224, 0.225};
+    if (!given("data.hflip")) c.data.hflip = true;
+  } else if (k == data::DatasetKind::Npy && !given("data.mean") && !given("data.std")) {
+    c.data.mean.clear();
+    c.data.std.clear();
+  }
+  if (c.data.resize == 0) c.data.resize = (c.data.image_size * 8 + 3) / 7;  // round(image_size * 8 / 7)
+  if (!given("model.num_classes")) c.model.num_classes = 0;  // the data's count, once the data is open
+}
+
+// The image keys: two-value ranges, a resize no smaller than the crop.
+void validate_images(const Config& c, const std::string& src) {
+  auto range = [&](const char* key, const std::vector<double>& v, double max) {
+    if (v.size() != 2 || !(v[0] > 0) || !(v[0] <= v[1]) || !(v[1] <= max))
+      DP_THROW_USER("{}: data.{} must be [low, high] with 0 < low <= high{}, got [{}]", src, key,
+                    max < kInf ? fmt::format(" <= {}", max) : "", fmt::join(v, ", "));
+  };
+  range("crop_scale", c.data.crop_scale, 1.0);
+  range("crop_ratio", c.data.crop_ratio, kInf);
+  if (c.data.resize < c.data.image_size)
+    DP_THROW_USER("{}: data.resize = {} is smaller than data.image_size = {}: the centre crop needs resize >= "
+                  "image_size",
+                  src, c.data.resize, c.data.image_size);
+  if (c.data.dataset == data::DatasetKind::TarShards && c.data.val_path.empty())
+    DP_THROW_USER("{}: data.dataset = \"tar_shards\" needs data.val_path, the evaluation shards (e.g. "
+                  "\"val-{{0000..0006}}.tar\")",
+                  src);
 }
 
 void validate(const Config& c) {
@@ -369,8 +471,13 @@ void validate(const Config& c) {
                   c.data.std.size());
   for (double s : c.data.std)
     if (!(s > 0)) DP_THROW_USER("{}: data.std values must be > 0, got {}", src, s);
+  if (!c.model.init_skip.empty() && c.model.init.empty())
+    DP_THROW_USER("{}: model.init_skip is set but model.init is empty: name the weights file to start from "
+                  "(model.init = \"weights.safetensors\") or drop model.init_skip",
+                  src);
   if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
+  validate_images(c, src);
 }
 
 template <class T>
@@ -378,6 +485,16 @@ std::string toml_scalar(const T& v) {
   std::ostringstream os;
   os << toml::value<T>(v);
   return os.str();
+}
+// A double as TOML: the shortest text that reads back as the same double (0.286, not toml++'s
+// 0.28599999999999998), kept a float by a ".0" when it would read as an integer.
+template <>
+std::string toml_scalar<double>(const double& v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);  // shortest round-trip (fmt's Dragonbox)
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
 }
 
 // A field's value in TOML syntax, as the resolved config.toml and the reference show it.
@@ -401,7 +518,7 @@ std::string arg_value(const ArgValue& v) {
   std::ostringstream os;
   switch (v.index()) {
     case 0: os << std::get<int64_t>(v); break;
-    case 1: os << toml::value<double>(std::get<double>(v)); break;
+    case 1: os << toml_scalar(std::get<double>(v)); break;
     case 2: os << (std::get<bool>(v) ? "true" : "false"); break;
     default: os << toml::value<std::string>(std::get<std::string>(v)); break;
   }
@@ -420,7 +537,8 @@ Config parse_impl(const std::string& text, const std::string& name, const std::v
                   std::string(e.description()));
   }
   apply_table(c, fields, root, name);
-  for (const auto& ov : overrides) apply_override(fields, ov);
+  for (const auto& ov : overrides) apply_override(c, fields, ov);
+  resolve_defaults(c);
   validate(c);
   return c;
 }
@@ -467,6 +585,7 @@ std::string to_toml(const Config& cfg) {
 
 std::string config_reference() {
   Config c;
+  c.model.num_classes = 0;  // what a cfg without the key gets (resolve_defaults)
   auto fields = schema(c);
   std::string out, section;
   for (const auto& f : fields) {

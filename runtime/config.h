@@ -53,15 +53,30 @@ struct DataConfig {
   int64_t synthetic_eval = 1000;
   std::vector<int64_t> synthetic_shape = {3, 32, 32};
   int64_t synthetic_classes = 10;
+  // Image data sets (image_folder, tar_shards): torchvision's transforms.
+  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
+  int64_t image_size = 224;         // the side of the square samples the model sees
+  int64_t resize = 0;               // evaluation: Resize(resize) then CenterCrop(image_size); 0 = image_size * 8 / 7
+  bool random_resized_crop = true;  // training: RandomResizedCrop(image_size) (false: as evaluation)
+  std::vector<double> crop_scale = {0.08, 1.0};                // RandomResizedCrop's scale
+  std::vector<double> crop_ratio = {3.0 / 4.0, 4.0 / 3.0};     // and ratio
+  bool decode_scaled = true;        // JPEGs may be decoded at 1/2, 1/4, 1/8 size when the crop allows
+  bool skip_bad = false;            // undecodable or unlabeled samples are left out (else an error)
+  std::string index_dir;            // tar_shards: where shard indices are cached ("" = <run>/tar-index)
+  int64_t workers = 0;              // loader threads per rank (0 = the rank's share of the cores for images, else 1)
 };
 
 struct ModelConfig {
   PresetKind preset = PresetKind::None;  // None: the [[layer]] list
+  // Built in code: 10. From a cfg: 0 unless given, which the run resolves to the data's class count
+  // (launch/datasets.h resolve_num_classes).
   int64_t num_classes = 10;
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
   double dropout = 0.0;            // mlp/cnn presets
   std::vector<LayerSpec> layers;   // the [[layer]] list
   bool sync_bn = false;            // batch norm statistics over all ranks (SyncBatchNorm)
+  std::string init;                // starting weights (safetensors); "" = fresh initialisation
+  std::vector<std::string> init_skip;  // glob patterns of tensors `init` leaves fresh ("fc.*")
 };
 
 struct TrainConfig {
@@ -111,6 +126,7 @@ struct DistConfig {
   bool overlap = true;             // reduce buckets during backward (false: after it)
   bool allow_unused = false;       // a parameter without a gradient in a step is not an error
   GradCompress compress = GradCompress::None;  // gradients travel in 16 bits
+  bool broadcast_buffers = true;   // rank 0's buffers replace the others' after every step (DDP's default)
 };
 
 struct ProfileConfig {
@@ -127,6 +143,7 @@ struct Config {
   CheckpointConfig checkpoint;
   ProfileConfig profile;
   std::string source;              // the cfg path ("" when built in code)
+  std::vector<std::string> given;  // "section.key" of every key the file or --set gave
 };
 
 // Reads `path` (TOML), applies overrides ("section.key=value", TOML value syntax, bare words

@@ -40,6 +40,9 @@ constexpr TunableSpec kSpecs[] = {
      "bootstrap file: this launch's id, which tells its rendezvous files from an earlier launch's (unset: "
      "SLURM_JOB_ID.SLURM_STEP_ID, else TORCHELASTIC_RUN_ID); read with those through the bootstrap's "
      "environment lookup"},
+    {Tunable::RendezvousReportS, "DPTRAIN_RENDEZVOUS_REPORT_S", TunableType::Number, "5", 0.1, 3600,
+     "bootstrap: seconds between the 'waiting for ranks' lines of a rank waiting for the others at start-up (and "
+     "in any bootstrap exchange); read with the launcher's variables through the bootstrap's environment lookup"},
     {Tunable::FaultKillAfterStep, "DPTRAIN_FAULT_KILL_AFTER_STEP", TunableType::Integer, "", 1, kMax,
      "tests: the process kills itself (SIGKILL) right after step N and any checkpoint due at N, as kill -9 "
      "would (unset: never)"},

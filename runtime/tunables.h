@@ -28,6 +28,7 @@ enum class Tunable {
   PmixLib,
   Pmi2Lib,
   RunId,
+  RendezvousReportS,
   FaultKillAfterStep,
 };
 inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultKillAfterStep) + 1;

@@ -5,6 +5,9 @@
 //                            the run directory itself)
 //   ckptinfo --config FILE   also print the resolved config stored in the checkpoint
 //
+// The metadata's `epoch` is stored 0-based (runtime/checkpoint/checkpoint.h); ckptinfo shows it
+// with the 1-based number every log line uses.
+//
 // Exit status: 0 when every stored CRC matches (or the file stores none), 1 when a tensor
 // fails its check, 2 on a usage or file error (the message says which).
 #include <cstdio>
@@ -52,6 +55,9 @@ int run(const std::string& arg, bool print_config) {
       size_t lines = 0;
       for (char c : v) lines += c == '\n';
       std::printf("  config: %zu lines%s\n", lines, print_config ? " (below)" : " (--config prints them)");
+    } else if (k == "epoch" && v.find_first_not_of("0123456789") == std::string::npos && !v.empty()) {
+      // Stored 0-based (the epoch's index); people and the log count from 1.
+      std::printf("  epoch: %s (stored 0-based: epoch %lld in the log)\n", v.c_str(), std::stoll(v) + 1);
     } else if (k == "crc32c") {
       std::printf("  crc32c: one per tensor (checked below)\n");
     } else {

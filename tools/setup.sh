@@ -27,7 +27,7 @@ packages=(build-essential cmake ninja-build pkg-config git
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libopenblas-openmp-dev libdnnl-dev linux-perf dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
   slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmi2-0-dev munge libmunge2 libmunge-dev libpmix-dev
-  libboost-context-dev)
+  libboost-context-dev libjpeg62-turbo-dev libspng-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,18 +43,18 @@ fi
 # 2. Python oracle environment, outside the repo: only tests use it (dptrain never needs Python).
 if [ "$oracles" = 1 ]; then
   venv=${DPTRAIN_VENV:-/opt/dptrain-venv}
-  check='import torch, torchvision, numpy, safetensors, tensorboard'
+  check='import torch, torchvision, numpy, safetensors, tensorboard, PIL'
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$check" 2>/dev/null; then
     say "oracle environment: $venv (reused)"
   else
-    say "creating the oracle environment in $venv (torch, torchvision, numpy, safetensors, tensorboard)"
+    say "creating the oracle environment in $venv (torch, torchvision, numpy, safetensors, tensorboard, pillow)"
     t0=$(date +%s)
     py=python3
     if command -v /usr/bin/python3 >/dev/null; then py=/usr/bin/python3; fi
     $SUDO mkdir -p "$(dirname "$venv")"
     $py -m venv "$venv"
     "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q torch torchvision numpy safetensors tensorboard
+    "$venv/bin/pip" install -q torch torchvision numpy safetensors tensorboard pillow
     "$venv/bin/python" -c "$check"
     say "oracle environment ready in $(( $(date +%s) - t0 )) s"
   fi

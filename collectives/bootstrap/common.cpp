@@ -54,6 +54,25 @@ std::string format_ranks(const std::vector<int>& ranks) {
   return out;
 }
 
+double rendezvous_report_s(const EnvLookup& env) {
+  const char* v = env("DPTRAIN_RENDEZVOUS_REPORT_S");
+  if (v == nullptr || *v == 0) return 5.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != 0 || !(s >= 0.1 && s <= 3600))
+    DP_THROW_USER("environment variable DPTRAIN_RENDEZVOUS_REPORT_S = \"{}\" is not allowed: expected a number in "
+                  "[0.1, 3600]; unset it for the default (5)",
+                  v);
+  return s;
+}
+
+std::string waiting_line(const std::string& who, int rank, const std::vector<int>& missing, int size, uint64_t seq,
+                         double waited_s, double timeout_s) {
+  return fmt::format("{}: rank {} waiting for {} ({} of {} arrived) in {}: {:.1f} s of {:g} s", who, rank,
+                     format_ranks(missing), size - static_cast<int>(missing.size()), size, allgather_name(seq),
+                     waited_s, timeout_s);
+}
+
 std::string allgather_name(uint64_t seq) {
   return seq == 0 ? "allgather #0 (startup)" : fmt::format("allgather #{}", seq);
 }

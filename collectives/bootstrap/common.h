@@ -41,6 +41,16 @@ std::string format_ranks(const std::vector<int>& ranks);
 // "allgather #3"; "allgather #0 (startup)" for the exchange every bootstrap does when created.
 std::string allgather_name(uint64_t seq);
 
+// A rank waiting for the others says so every few seconds, at info level, instead of being silent
+// for up to dist.timeout_s: DPTRAIN_RENDEZVOUS_REPORT_S (a tunable, runtime/tunables.h, read here
+// through `env` with the launcher's variables, so tests inject it), default 5 s. UserError naming
+// the variable for a value that is not a number in [0.1, 3600].
+double rendezvous_report_s(const EnvLookup& env);
+// Pure. "bootstrap env: rank 1 waiting for ranks 2, 3 (2 of 4 arrived) in allgather #0 (startup):
+// 5 s of 300 s".
+std::string waiting_line(const std::string& who, int rank, const std::vector<int>& missing, int size,
+                         uint64_t seq, double waited_s, double timeout_s);
+
 // The value of `name` as an integer in [lo, hi], `fallback` when unset. UserError naming the
 // variable when it is set to anything else. `who` prefixes the message ("bootstrap env").
 int env_int(const EnvLookup& env, const std::string& who, const std::string& name, int fallback, int lo, int hi);

@@ -18,13 +18,15 @@ bool is_loopback_literal(const std::string& host) {
 class StoreBootstrap final : public BootstrapBase {
  public:
   StoreBootstrap(std::string kind, const LaunchInfo& info, const std::string& master_addr, int master_port,
-                 double timeout_s, const std::string& host)
-      : BootstrapBase(info), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s) {
+                 double timeout_s, const std::string& host, double report_s)
+      : BootstrapBase(info), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s),
+        report_s_(report_s) {
     if (info_.size > 1) {
       if (info_.rank == 0)
         server_ = std::make_unique<TcpStoreServer>(who_, is_loopback_literal(master_addr) ? master_addr : "",
                                                    master_port, info_.size);
-      client_ = std::make_unique<TcpStoreClient>(who_, master_addr, master_port, info_.rank, info_.size, timeout_s);
+      client_ = std::make_unique<TcpStoreClient>(who_, master_addr, master_port, info_.rank, info_.size, timeout_s,
+                                                 report_s);
     }
     settle_topology(host);
   }
@@ -44,11 +46,9 @@ class StoreBootstrap final : public BootstrapBase {
       keys.push_back(fmt::format("{}/{}", seq, r));
       if (info_.rank == 0 && seq > 0) del.push_back(fmt::format("{}/{}", seq - 1, r));
     }
-    auto res = client_->transact(del, {{keys[static_cast<size_t>(info_.rank)], mine}}, keys, timeout_s_);
+    auto res = wait_reporting(seq, del, {{keys[static_cast<size_t>(info_.rank)], mine}}, keys);
     if (res.status == TcpStoreClient::Result::Ok) return std::move(res.values);
-    std::vector<int> missing;
-    for (int r = 0; r < info_.size; ++r)
-      if (!res.present[static_cast<size_t>(r)]) missing.push_back(r);
+    const std::vector<int> missing = missing_of(res);
     if (res.status == TcpStoreClient::Result::Timeout)
       throw DpError(fmt::format("{}: timed out after {:g} s waiting for {} of {} in {}", who_, timeout_s_,
                                 format_ranks(missing), info_.size, allgather_name(seq)));
@@ -63,8 +63,33 @@ class StoreBootstrap final : public BootstrapBase {
   }
 
  private:
+  // The allgather's transaction, waited for in report_s slices: after each slice that ends
+  // without every key, an info line names the ranks still missing; the last slice ends at the
+  // timeout.
+  TcpStoreClient::Result wait_reporting(uint64_t seq, std::vector<std::string> del,
+                                        std::vector<std::pair<std::string, std::string>> set,
+                                        const std::vector<std::string>& keys) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (true) {
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double left = std::max(0.0, timeout_s_ - waited);
+      const bool last = left <= report_s_;
+      auto res = client_->transact(del, set, keys, last ? left : report_s_, /*report_only=*/!last);
+      if (last || res.status != TcpStoreClient::Result::Timeout) return res;
+      del.clear(), set.clear();  // done by the first slice
+      log::get("coll")->info("{}", waiting_line(who_, info_.rank, missing_of(res), info_.size, seq, waited + report_s_,
+                                                timeout_s_));
+    }
+  }
+  std::vector<int> missing_of(const TcpStoreClient::Result& res) const {
+    std::vector<int> missing;
+    for (int r = 0; r < info_.size; ++r)
+      if (!res.present[static_cast<size_t>(r)]) missing.push_back(r);
+    return missing;
+  }
+
   std::string kind_, who_;
-  double timeout_s_;
+  double timeout_s_, report_s_;
   uint64_t seq_ = 0;
   std::unique_ptr<TcpStoreServer> server_;
   std::unique_ptr<TcpStoreClient> client_;
@@ -74,8 +99,8 @@ class StoreBootstrap final : public BootstrapBase {
 
 std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const LaunchInfo& info,
                                                 const std::string& master_addr, int master_port, double timeout_s,
-                                                const std::string& host) {
-  return std::make_unique<StoreBootstrap>(kind, info, master_addr, master_port, timeout_s, host);
+                                                const std::string& host, double report_s) {
+  return std::make_unique<StoreBootstrap>(kind, info, master_addr, master_port, timeout_s, host, report_s);
 }
 
 std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env) {
@@ -101,7 +126,7 @@ std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup&
   if (addr.empty()) DP_THROW_USER("{}: MASTER_ADDR is empty (set it to rank 0's host name or address)", who);
   const int port = env_int(env, who, "MASTER_PORT", -1, 1, 65535);
   log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
-  return make_store_bootstrap("env", info, addr, port, timeout_s, host_key(env));
+  return make_store_bootstrap("env", info, addr, port, timeout_s, host_key(env), rendezvous_report_s(env));
 }
 
 }  // namespace dp

@@ -4,7 +4,7 @@
 //
 // allgather #s: rank r writes <dir>/<s>.<r> atomically (a hidden temporary file, then rename,
 // so a reader sees all of it or nothing) and polls (1 ms doubling to 64 ms) until every <s>.<q>
-// exists. A file is a header line then the blob:
+// exists, logging every DPTRAIN_RENDEZVOUS_REPORT_S seconds which ranks it still waits for. A file is a header line then the blob:
 //     dptrain-bootstrap-file 1 world=<N> launch=<id>\n<blob bytes>
 // The world size makes a disagreement between ranks a clear error; the launch id (DPTRAIN_RUN_ID,
 // else SLURM_JOB_ID.SLURM_STEP_ID, else TORCHELASTIC_RUN_ID, else empty) makes files left by
@@ -29,6 +29,7 @@
 
 #include "collectives/bootstrap/file.h"
 #include "base/error.h"
+#include "runtime/log.h"
 #include "runtime/suggest.h"
 
 namespace dp {
@@ -43,8 +44,8 @@ std::string sys_error(int err) { return fmt::format("{} (errno {})", std::strerr
 class FileBootstrap final : public BootstrapBase {
  public:
   FileBootstrap(const std::string& dir, const LaunchInfo& info, double timeout_s, std::string launch_id,
-                const std::string& host)
-      : BootstrapBase(info), dir_(dir), timeout_s_(timeout_s), launch_id_(std::move(launch_id)) {
+                const std::string& host, double report_s)
+      : BootstrapBase(info), dir_(dir), timeout_s_(timeout_s), report_s_(report_s), launch_id_(std::move(launch_id)) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) DP_THROW_USER("{}: cannot create the rendezvous directory '{}': {}", who_, dir_, ec.message());
@@ -62,8 +63,10 @@ class FileBootstrap final : public BootstrapBase {
     std::vector<bool> have(static_cast<size_t>(n), false);
     int missing = n;
     std::string other_launch;  // a file of another launch seen while waiting (for the message)
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(timeout_s_));
+    const auto t0 = Clock::now();
+    const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+    const auto report_every = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(report_s_));
+    auto next_report = t0 + report_every;
     auto backoff = std::chrono::milliseconds(1);
     while (true) {
       for (int r = 0; r < n; ++r) {
@@ -74,10 +77,15 @@ class FileBootstrap final : public BootstrapBase {
         }
       }
       if (missing == 0) break;
+      std::vector<int> who_missing;
+      for (int r = 0; r < n; ++r)
+        if (!have[static_cast<size_t>(r)]) who_missing.push_back(r);
+      if (Clock::now() >= next_report && Clock::now() < deadline) {
+        log::get("coll")->info("{}", waiting_line(who_, info_.rank, who_missing, n, seq,
+                                                  std::chrono::duration<double>(Clock::now() - t0).count(), timeout_s_));
+        next_report += report_every;
+      }
       if (Clock::now() >= deadline) {
-        std::vector<int> who_missing;
-        for (int r = 0; r < n; ++r)
-          if (!have[static_cast<size_t>(r)]) who_missing.push_back(r);
         throw DpError(fmt::format("{}: timed out after {:g} s waiting for {} of {} in {} (no file {}.<rank> from them "
                                   "in {}{})",
                                   who_, timeout_s_, format_ranks(who_missing), n, allgather_name(seq), seq, dir_,
@@ -192,7 +200,7 @@ class FileBootstrap final : public BootstrapBase {
 
   const std::string who_ = "bootstrap file";
   std::string dir_;
-  double timeout_s_;
+  double timeout_s_, report_s_;
   std::string launch_id_;
   uint64_t seq_ = 0;
 };
@@ -240,7 +248,7 @@ std::unique_ptr<Bootstrap> make_file_bootstrap(const std::string& dir, double ti
   info.local_rank = env_int(env, who, torch ? "LOCAL_RANK" : "SLURM_LOCALID", -1, 0, info.size - 1);
   info.node_id = env_int(env, who, torch ? "GROUP_RANK" : "SLURM_NODEID", -1, 0, info.size - 1);
   if (torch) info.local_size = env_int(env, who, "LOCAL_WORLD_SIZE", -1, 1, info.size);
-  return std::make_unique<FileBootstrap>(dir, info, timeout_s, launch_id(env), host_key(env));
+  return std::make_unique<FileBootstrap>(dir, info, timeout_s, launch_id(env), host_key(env), rendezvous_report_s(env));
 }
 
 }  // namespace dp

@@ -100,7 +100,7 @@ struct Pmi2Api {
 class Pmi2Bootstrap final : public BootstrapBase {
  public:
   Pmi2Bootstrap(std::unique_ptr<Pmi2Api> api, double timeout_s, const EnvLookup& env)
-      : BootstrapBase(LaunchInfo{}), api_(std::move(api)), timeout_s_(timeout_s) {
+      : BootstrapBase(LaunchInfo{}), api_(std::move(api)), timeout_s_(timeout_s), report_s_(rendezvous_report_s(env)) {
     int spawned = 0, size = 0, rank = 0, appnum = 0;
     const int rc = api_->init(&spawned, &size, &rank, &appnum);
     if (rc != 0)
@@ -134,7 +134,8 @@ class Pmi2Bootstrap final : public BootstrapBase {
     put(fmt::format("dptrain.{}.{}", seq, info_.rank), std::to_string(chunks), seq);
     for (size_t i = 0; i < chunks; ++i)
       put(fmt::format("dptrain.{}.{}.{}", seq, info_.rank, i), enc.substr(i * kChunkChars, kChunkChars), seq);
-    const auto rc = call_with_deadline<int>([f = api_->fence] { return f(); }, timeout_s_);
+    const auto rc = call_with_deadline<int>([f = api_->fence] { return f(); }, timeout_s_,
+                                            [&] { say_waiting(seq); }, report_s_);
     if (!rc)
       throw DpError(fmt::format("{}: timed out after {:g} s in PMI2_KVS_Fence ({}); PMI2 does not say which of the {} "
                                 "ranks did not arrive",
@@ -175,7 +176,17 @@ class Pmi2Bootstrap final : public BootstrapBase {
 
   const std::string who_ = "bootstrap pmi2";
   std::unique_ptr<Pmi2Api> api_;
+  // A fence cannot say who has arrived: one line, the first time a fence is slow.
+  void say_waiting(uint64_t seq) {
+    if (said_waiting_) return;
+    said_waiting_ = true;
+    log::get("coll")->info("{}: rank {} waiting for the other ranks in PMI2_KVS_Fence ({}), up to {:g} s; PMI2 cannot say "
+                           "how many have arrived, so this is the only such line",
+                           who_, info_.rank, allgather_name(seq), timeout_s_);
+  }
   double timeout_s_;
+  double report_s_ = 5;
+  bool said_waiting_ = false;
   bool initialized_ = false;
   uint64_t seq_ = 0;
 };

@@ -124,7 +124,8 @@ void set_key(char* dst, size_t cap, const std::string& key) {
 class PmixBootstrap final : public BootstrapBase {
  public:
   PmixBootstrap(std::unique_ptr<PmixApi> api, double timeout_s)
-      : BootstrapBase(LaunchInfo{}), api_(std::move(api)), timeout_s_(timeout_s) {
+      : BootstrapBase(LaunchInfo{}), api_(std::move(api)), timeout_s_(timeout_s),
+        report_s_(rendezvous_report_s(process_env())) {
     std::memset(&me_, 0, sizeof me_);
     const pmix::status_t s = api_->init(&me_, nullptr, 0);
     if (s != pmix::kSuccess)
@@ -191,7 +192,7 @@ class PmixBootstrap final : public BootstrapBase {
     auto all = std::make_shared<pmix::proc_t>(me_);
     all->rank = pmix::kRankWildcard;
     auto fn = [f = api_->fence, infos, all] { return f(all.get(), 1, infos->data(), infos->size()); };
-    const auto s = call_with_deadline<pmix::status_t>(fn, timeout_s_ + 5);
+    const auto s = call_with_deadline<pmix::status_t>(fn, timeout_s_ + 5, [&] { say_waiting(seq); }, report_s_);
     if (!s || *s == pmix::kErrTimeout)
       throw DpError(fmt::format("{}: timed out after {:g} s in PMIx_Fence ({}); PMIx does not say which of the {} "
                                 "ranks did not arrive",
@@ -229,7 +230,17 @@ class PmixBootstrap final : public BootstrapBase {
 
   const std::string who_ = "bootstrap pmix";
   std::unique_ptr<PmixApi> api_;
+  // A fence cannot say who has arrived: one line, the first time a fence is slow.
+  void say_waiting(uint64_t seq) {
+    if (said_waiting_) return;
+    said_waiting_ = true;
+    log::get("coll")->info("{}: rank {} waiting for the other ranks in PMIx_Fence ({}), up to {:g} s; PMIx cannot say "
+                           "how many have arrived, so this is the only such line",
+                           who_, info_.rank, allgather_name(seq), timeout_s_);
+  }
   double timeout_s_;
+  double report_s_ = 5;
+  bool said_waiting_ = false;
   pmix::proc_t me_{};
   bool initialized_ = false;
   uint64_t seq_ = 0;

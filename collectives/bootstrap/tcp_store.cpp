@@ -32,7 +32,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum Op : uint8_t { kHello = 1, kTxn = 2, kBye = 3 };
+enum Op : uint8_t { kHello = 1, kTxn = 2, kBye = 3, kTxnReport = 4 };
 enum Status : uint8_t { kOk = 0, kTimeout = 1, kLost = 2, kError = 3, kClosing = 4 };
 constexpr uint32_t kMaxFrame = 1u << 30;  // 1 GiB: a bootstrap blob is far smaller
 constexpr double kReplyMargin_s = 10;     // how much longer than its own deadline a client waits
@@ -142,6 +142,7 @@ struct TcpStoreServer::Impl {
     int rank = -1;
     bool said_bye = false, closed = false;
     bool waiting = false;
+    bool report_only = false;  // its deadline passing is a progress report, not a failure
     std::vector<std::string> wait_keys;
     Clock::time_point deadline;
   };
@@ -306,7 +307,9 @@ struct TcpStoreServer::Impl {
         send(c, reply);
         return;
       }
-      case kTxn: {
+      case kTxn:
+      case kTxnReport: {
+        c.report_only = body[0] == kTxnReport;
         const uint32_t timeout_ms = r.u32();
         const uint32_t ndel = r.u32();
         for (uint32_t i = 0; i < ndel; ++i) kv.erase(r.str());
@@ -373,7 +376,7 @@ struct TcpStoreServer::Impl {
       std::string reply;
       put_u8(reply, kTimeout);
       put_presence(reply, c);
-      timed_out = true;
+      timed_out = timed_out || !c.report_only;
       c.waiting = false;
       send(c, reply);
     }
@@ -510,50 +513,68 @@ int TcpStoreServer::port() const { return impl_->port; }
 
 // ===================================== client =====================================
 
+namespace {
+
+// One try at every address of host:port; an empty UniqueFd (last_err says why) when none answers.
+UniqueFd connect_once(const std::string& host, int port, Clock::time_point deadline, std::string& last_err) {
+  AddrInfoList ai;
+  last_err = resolve(host, port, /*passive=*/false, ai);
+  for (addrinfo* a = ai.head; a; a = a->ai_next) {
+    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+    if (!fd) {
+      last_err = sys_error(errno);
+      continue;
+    }
+    int rc = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      // Bounded: an unreachable host would otherwise hold us for the kernel's SYN retries.
+      pollfd p{fd.get(), POLLOUT, 0};
+      rc = ::poll(&p, 1, std::min(ms_until(deadline), 5000));
+      if (rc == 1) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      } else {
+        rc = -1;
+        errno = ETIMEDOUT;
+      }
+    }
+    if (rc != 0) {
+      last_err = sys_error(errno);
+      continue;
+    }
+    set_nodelay(fd.get());
+    return fd;
+  }
+  return UniqueFd();
+}
+
+}  // namespace
+
 TcpStoreClient::TcpStoreClient(const std::string& who, const std::string& host, int port, int rank, int world_size,
-                               double timeout_s)
+                               double timeout_s, double report_s)
     : who_(who), endpoint_(fmt::format("{}:{}", host, port)) {
   const auto start = Clock::now();
+  auto next_report = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(report_s));
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   auto backoff = std::chrono::milliseconds(10);
   std::string last_err;
   while (!fd_) {
-    AddrInfoList ai;
-    last_err = resolve(host, port, /*passive=*/false, ai);
-    for (addrinfo* a = ai.head; a && !fd_; a = a->ai_next) {
-      UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
-      if (!fd) {
-        last_err = sys_error(errno);
-        continue;
-      }
-      int rc = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
-      if (rc != 0 && errno == EINPROGRESS) {
-        // Bounded: an unreachable host would otherwise hold us for the kernel's SYN retries.
-        pollfd p{fd.get(), POLLOUT, 0};
-        rc = ::poll(&p, 1, std::min(ms_until(deadline), 5000));
-        if (rc == 1) {
-          int err = 0;
-          socklen_t len = sizeof err;
-          ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-          rc = err == 0 ? 0 : -1;
-          errno = err;
-        } else {
-          rc = -1;
-          errno = ETIMEDOUT;
-        }
-      }
-      if (rc != 0) {
-        last_err = sys_error(errno);
-        continue;
-      }
-      set_nodelay(fd.get());
-      fd_ = std::move(fd);
-    }
+    fd_ = connect_once(host, port, deadline, last_err);
     if (fd_) break;
     if (Clock::now() + backoff >= deadline)
       throw DpError(fmt::format("{}: rank {} could not connect to the TCP store at {} (served by rank 0) within {}: "
                                 "{}; is rank 0 running, and is the address right?",
                                 who_, rank, endpoint_, fmt_seconds(timeout_s), last_err));
+    if (Clock::now() >= next_report) {
+      log::get("coll")->info("{}: rank {} waiting for the TCP store at {} (served by rank 0, which has not started "
+                             "listening): {:.1f} s of {:g} s",
+                             who_, rank, endpoint_, std::chrono::duration<double>(Clock::now() - start).count(),
+                             timeout_s);
+      next_report += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(report_s));
+    }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -637,12 +658,13 @@ std::string TcpStoreClient::recv_frame(double timeout_s) {
 
 TcpStoreClient::Result TcpStoreClient::transact(const std::vector<std::string>& del,
                                                 const std::vector<std::pair<std::string, std::string>>& set,
-                                                const std::vector<std::string>& wait, double timeout_s) {
+                                                const std::vector<std::string>& wait, double timeout_s,
+                                                bool report_only) {
   std::string body;
   size_t total = 64;
   for (const auto& [k, v] : set) total += k.size() + v.size() + 12;
   body.reserve(total);
-  put_u8(body, kTxn);
+  put_u8(body, report_only ? kTxnReport : kTxn);
   put_u32(body, static_cast<uint32_t>(std::clamp(timeout_s * 1000.0, 0.0, 2e9)));
   put_u32(body, static_cast<uint32_t>(del.size()));
   for (const auto& k : del) put_str(body, k);

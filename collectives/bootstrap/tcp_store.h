@@ -19,6 +19,8 @@
 //            TXN    u8 2, u32 timeout_ms, u32 ndel, ndel x str, u32 nset, nset x (str key, bytes
 //                   value), u32 nwait, nwait x str
 //            BYE    u8 3
+//            TXN_REPORT  as TXN, u8 4: the same transaction, but its deadline passing only answers
+//                   TIMEOUT (the rank reports who is missing and asks again), not a failure
 //   reply    OK      u8 0 [TXN: nwait x bytes, the values in request order]
 //            TIMEOUT u8 1, nwait x u8 present
 //            LOST    u8 2, nwait x u8 present, u32 n, n x i32 lost rank
@@ -78,11 +80,12 @@ class TcpStoreServer {
 class TcpStoreClient {
  public:
   // Connects to host:port, retrying with exponential backoff (10 ms .. 1 s) until timeout_s has
-  // passed (rank 0 may start later than the others), then introduces itself. Throws DpError
-  // naming the address and the last error when it cannot connect, and the store's message when
-  // it refuses this rank (world-size mismatch, duplicate rank).
+  // passed (rank 0 may start later than the others; an info line every report_s seconds says it
+  // waits), then introduces itself. Throws DpError naming the address and the last error when it
+  // cannot connect, and the store's message when it refuses this rank (world-size mismatch,
+  // duplicate rank).
   TcpStoreClient(const std::string& who, const std::string& host, int port, int rank, int world_size,
-                 double timeout_s);
+                 double timeout_s, double report_s = 5);
   ~TcpStoreClient();  // says goodbye (so the server does not count this rank as lost)
   TcpStoreClient(const TcpStoreClient&) = delete;
   TcpStoreClient& operator=(const TcpStoreClient&) = delete;
@@ -95,9 +98,10 @@ class TcpStoreClient {
   };
   // Deletes `del`, sets `set`, then waits up to timeout_s for every key of `wait`. Throws DpError
   // when the store is unreachable, says the job is poisoned (the message of the cause), or does
-  // not answer within timeout_s plus a margin.
+  // not answer within timeout_s plus a margin. report_only: a Timeout is a progress report (the
+  // caller asks again), which the store does not count as a failure.
   Result transact(const std::vector<std::string>& del, const std::vector<std::pair<std::string, std::string>>& set,
-                  const std::vector<std::string>& wait, double timeout_s);
+                  const std::vector<std::string>& wait, double timeout_s, bool report_only = false);
 
  private:
   void send_frame(const std::string& body, double timeout_s);

@@ -74,7 +74,8 @@ std::map<std::string, std::string> CheckpointMeta::to_metadata() const {
           {"rng", kRngNote},
           {"optimizer", optimizer},
           {"optimizer_steps", std::to_string(optimizer_steps)},
-          {"config", config}};
+          {"config", config},
+          {"classes", classes}};
 }
 
 std::string crc_hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
@@ -122,6 +123,7 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
   m.optimizer = meta_str(f, "optimizer");
   m.dtype_policy = meta_str(f, "dtype_policy");
   m.config = meta_str(f, "config");
+  if (f.metadata().count("classes")) m.classes = meta_str(f, "classes");  // older checkpoints have none
   if (m.step < 0 || m.epoch < 0 || m.epoch_samples < 0 || m.world_size < 1 || m.optimizer_steps < 0)
     DP_THROW_USER("checkpoint '{}': metadata out of range (step {}, epoch {}, epoch_samples {}, world_size {}, "
                   "optimizer_steps {})",

@@ -49,6 +49,7 @@ struct CheckpointMeta {
   std::string optimizer;
   int64_t optimizer_steps = 0;
   std::string config;         // resolved config (TOML)
+  std::string classes = "[]"; // the data's class names in label order (JSON list)
 
   std::map<std::string, std::string> to_metadata() const;  // without crc32c
 };

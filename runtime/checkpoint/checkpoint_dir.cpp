@@ -112,6 +112,20 @@ int CheckpointDir::remove_all() const {
   return n;
 }
 
+std::vector<std::string> CheckpointDir::move_above(int64_t step, const std::string& sub) const {
+  std::vector<std::string> moved;
+  for (const auto& e : list()) {
+    if (e.step <= step) continue;
+    std::error_code ec;
+    fs::create_directories(dir_ + "/" + sub, ec);
+    const std::string name = fs::path(e.path).filename().string();
+    if (!ec) fs::rename(e.path, dir_ + "/" + sub + "/" + name, ec);
+    if (ec) DP_THROW_USER("cannot move checkpoint '{}' into '{}/{}': {}", e.path, dir_, sub, ec.message());
+    moved.push_back(name);
+  }
+  return moved;
+}
+
 std::optional<ResumePoint> resume_latest(const CheckpointDir& dir, Graph& model, optim::Optimizer& opt) {
   auto lg = log::get("ckpt");
   const auto entries = dir.list();

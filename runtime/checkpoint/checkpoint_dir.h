@@ -38,6 +38,11 @@ class CheckpointDir {
   void prepare() const;
   // Deletes every checkpoint and `latest` (starting over); returns how many files went.
   int remove_all() const;
+  // Moves the checkpoints numbered above `step` into the subfolder `sub` (created), so that the
+  // newest number is again the newest position: a run resumed at another world size renumbers its
+  // steps (launch/train_setup.h step_at_position), and the earlier run's higher numbers would
+  // otherwise shadow its new checkpoints. Returns the file names moved.
+  std::vector<std::string> move_above(int64_t step, const std::string& sub) const;
 
  private:
   std::string dir_;

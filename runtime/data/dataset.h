@@ -1,17 +1,31 @@
-// defines: Dataset, the interface every data source implements, and the functions that open
-// one: IDX / Fashion-MNIST (idx.cpp), CIFAR-10 (cifar10.cpp), synthetic (synthetic.cpp).
+// defines: Dataset, the interface every data source implements, SampleKey (what a sample that
+// depends on the epoch is keyed by), and the functions that open the in-memory ones: IDX /
+// Fashion-MNIST (idx.cpp), CIFAR-10 (cifar10.cpp), synthetic (synthetic.cpp), .npy arrays
+// (npy.h). Image folders and tar shards: runtime/data/image_folder.h, tar_shards.h.
 //
 // A dataset is an indexable collection of (sample, label) pairs. Samples are float tensors of a
 // fixed `sample_shape()` (e.g. (C, H, W) = (1, 28, 28)) with raw pixels scaled to [0, 1];
 // normalisation and augmentation belong to the loader (runtime/data/transform.h).
+//
+// A dataset of bytes (holds_bytes(): IDX, CIFAR-10, u8 arrays, images) also hands out a sample as
+// its bytes (get_u8), so that the GPU path uploads a quarter of the floats' size. An image
+// sample is made on demand (decoded, cropped, resized to (3, S, S)), and its random crop depends
+// on the epoch: get_u8 takes the crop to apply and the keys of its random draws.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "runtime/data/image/sample.h"
 #include "runtime/tensor.h"
 
 namespace dp::data {
+
+struct SampleKey {
+  const image::ImageCrop* crop = nullptr;  // image data sets: the crop; null = the data set's own
+  uint64_t seed = 0, epoch = 0;            // random draws: keyed_rng(seed, kStreamCrop, index, epoch)
+};
 
 class Dataset {
  public:
@@ -25,16 +39,30 @@ class Dataset {
   // One line for logs: "Fashion-MNIST train: 60000 x [1, 28, 28], 10 classes (...)".
   virtual std::string describe() const = 0;
 
+  // The class names in label order (image folders: the folder names); empty when the data set
+  // has only numbers.
+  virtual std::vector<std::string> class_names() const { return {}; }
+  // Where sample `index` comes from, for messages and predictions: a file, shard:key, or "#index".
+  virtual std::string sample_name(int64_t index) const { return "#" + std::to_string(index); }
+  // false: samples without labels (images to predict); get() then returns -1.
+  virtual bool labeled() const { return true; }
+  // Datasets of bytes: get_u8 writes sample_numel() bytes (get()'s values are bytes / 255) and
+  // returns the label. Thread-safe. Others: holds_bytes() is false and get_u8 throws DpError.
+  virtual bool holds_bytes() const { return false; }
+  virtual int32_t get_u8(int64_t index, const SampleKey& key, uint8_t* out) const;
+
   int64_t sample_numel() const { return shape_numel(sample_shape()); }
 };
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// MNIST-style IDX image + label files, plain or gzip (format: idx.h). Samples (1, rows, cols),
-// 10 classes. Every malformed input is a UserError naming the file and what was expected vs
-// found.
-std::unique_ptr<Dataset> open_idx(const std::string& images_path, const std::string& labels_path);
+// MNIST-style IDX image + label files, plain or gzip (format: idx.h). Samples (1, rows, cols), or
+// (C, rows, cols) for a colour file. num_classes > 0: labels must be below it (Fashion-MNIST: 10);
+// 0: the class count is the largest label + 1. Every malformed input is a UserError naming the
+// file and what was expected vs found.
+std::unique_ptr<Dataset> open_idx(const std::string& images_path, const std::string& labels_path,
+                                  int num_classes = 10);
 
 // {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz in `dir` (the un-gzipped names are accepted
 // too). A missing file's message says how to install the package.

@@ -9,14 +9,20 @@
 namespace dp::data {
 
 // FashionMnist: the IDX files of Fashion-MNIST (runtime/data/idx.h); Idx: any MNIST-style IDX
-// pair, plain or gzip; Cifar10: the binary batches (runtime/data/cifar10.h); Synthetic: random
-// class-dependent samples generated in memory.
-enum class DatasetKind { FashionMnist, Idx, Cifar10, Synthetic };
+// pair, plain or gzip, any class count, gray or colour; Cifar10: the binary batches
+// (runtime/data/cifar10.h); Synthetic: random class-dependent samples generated in memory;
+// ImageFolder: <path>/train/<class>/<image> and <path>/val/... (runtime/data/image_folder.h);
+// TarShards: WebDataset tar shards (runtime/data/tar_shards.h); Npy: .npy arrays
+// (runtime/data/npy.h).
+enum class DatasetKind { FashionMnist, Idx, Cifar10, Synthetic, ImageFolder, TarShards, Npy };
 
 inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {{DatasetKind::FashionMnist, "fashion_mnist"},
                                                               {DatasetKind::Idx, "idx"},
                                                               {DatasetKind::Cifar10, "cifar10"},
-                                                              {DatasetKind::Synthetic, "synthetic"}};
+                                                              {DatasetKind::Synthetic, "synthetic"},
+                                                              {DatasetKind::ImageFolder, "image_folder"},
+                                                              {DatasetKind::TarShards, "tar_shards"},
+                                                              {DatasetKind::Npy, "npy"}};
 constexpr std::span<const EnumName<DatasetKind>> enum_names(DatasetKind) { return kDatasetKindNames; }
 
 }  // namespace dp::data

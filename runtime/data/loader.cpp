@@ -4,140 +4,163 @@
 #include <chrono>
 #include <cstring>
 
-#include "runtime/data/u8_dataset.h"
-
 namespace dp::data {
 
-BatchFormat raw_format_of(const Dataset& ds) {
-  return dynamic_cast<const U8Dataset*>(&ds) != nullptr ? BatchFormat::RawU8 : BatchFormat::RawF32;
-}
+BatchFormat raw_format_of(const Dataset& ds) { return ds.holds_bytes() ? BatchFormat::RawU8 : BatchFormat::RawF32; }
 
 Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
-               uint64_t seed, uint64_t epoch, int prefetch, BatchFormat format)
+               uint64_t seed, uint64_t epoch, int prefetch, BatchFormat format, int workers)
     : ds_(ds),
       indices_(std::move(indices)),
       batch_size_(batch_size),
       transform_(std::move(t)),
       seed_(seed),
       epoch_(epoch),
-      prefetch_(static_cast<size_t>(prefetch)),
+      prefetch_(static_cast<size_t>(std::max(prefetch, workers))),
       sample_shape_(ds.sample_shape()),
       format_(format) {
   if (batch_size < 1) DP_THROW_USER("batch size {} < 1", batch_size);
   if (prefetch < 1) DP_THROW_USER("loader prefetch {} < 1, expected at least one batch in flight", prefetch);
+  if (workers < 1) DP_THROW_USER("loader workers {} < 1, expected at least one thread", workers);
   check_transform(transform_, sample_shape_);
-  if (format_ == BatchFormat::RawU8) {
-    u8_ = dynamic_cast<const U8Dataset*>(&ds_);
-    if (u8_ == nullptr)
-      DP_THROW_USER("raw u8 batches need a dataset of bytes, and {} is not one; use raw f32 batches "
-                    "(data::raw_format_of picks the right one)",
-                    ds_.describe());
-  }
+  if (format_ == BatchFormat::RawU8 && !ds_.holds_bytes())
+    DP_THROW_USER("raw u8 batches need a dataset of bytes, and {} is not one; use raw f32 batches "
+                  "(data::raw_format_of picks the right one)",
+                  ds_.describe());
   const int64_t n = static_cast<int64_t>(indices_.size()), size = ds_.size();
   for (int64_t i = 0; i < n; ++i)
     if (indices_[i] < 0 || indices_[i] >= size)
       DP_THROW_USER("loader index {} (position {}) is outside the dataset {}, expected 0..{}", indices_[i], i,
                     ds_.describe(), size - 1);
   num_batches_ = drop_last ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
-  thread_ = std::thread([this] { run(); });
+  total_rows_ = std::min<int64_t>(n, num_batches_ * batch_size_);
+  const int threads = static_cast<int>(std::min<int64_t>(workers, std::max<int64_t>(total_rows_, 1)));
+  for (int w = 0; w < threads; ++w) threads_.emplace_back([this] { work(); });
 }
 
 Loader::~Loader() {
-  stop_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Notify under the lock so the producer cannot miss it between its check and its wait.
-    not_full_.notify_all();
+    stop_ = true;
+    // Notify under the lock so that no worker misses it between its check and its wait.
+    room_.notify_all();
+    allocated_.notify_all();
   }
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
-Batch Loader::make_batch(int64_t b, std::vector<float>& scratch) const {
-  if (format_ != BatchFormat::Transformed) return make_raw_batch(b, scratch);
+Batch Loader::allocate(int64_t b) const {
   const int64_t begin = b * batch_size_;
   const int64_t rows = std::min<int64_t>(batch_size_, static_cast<int64_t>(indices_.size()) - begin);
-  const int64_t numel = shape_numel(sample_shape_);
   Shape xs{rows};
   xs.insert(xs.end(), sample_shape_.begin(), sample_shape_.end());
   Batch out;
-  out.x = Tensor::zeros(xs, DType::F32);
+  out.x = Tensor::zeros(xs, format_ == BatchFormat::RawU8 ? DType::U8 : DType::F32);
   out.y = Tensor::zeros({rows}, DType::I32);
   out.indices.assign(indices_.begin() + begin, indices_.begin() + begin + rows);
-  float* x = out.x.data<float>();
-  int32_t* y = out.y.data<int32_t>();
-  const bool identity = transform_.is_identity();
-  for (int64_t r = 0; r < rows && !stop_; ++r) {
-    const int64_t index = out.indices[r];
-    float* row = x + r * numel;
-    const int32_t label = ds_.get(index, identity ? row : scratch.data());
-    DP_CHECK(label >= 0 && label < ds_.num_classes(), "label {} of sample {} outside [0, {}) in {}", label, index,
-             ds_.num_classes(), ds_.describe());
-    y[r] = label;
-    if (!identity) apply_transform(transform_, sample_shape_, seed_, epoch_, index, scratch.data(), row);
-  }
   return out;
 }
 
-// The rows as the dataset holds them: get()'s floats (RawF32) or the bytes (RawU8). The label
-// of a U8Dataset sample comes from get() too (its only label accessor), into the scratch row.
-Batch Loader::make_raw_batch(int64_t b, std::vector<float>& scratch) const {
-  const int64_t begin = b * batch_size_;
-  const int64_t rows = std::min<int64_t>(batch_size_, static_cast<int64_t>(indices_.size()) - begin);
-  const int64_t numel = shape_numel(sample_shape_);
-  const bool u8 = format_ == BatchFormat::RawU8;
-  Shape xs{rows};
-  xs.insert(xs.end(), sample_shape_.begin(), sample_shape_.end());
-  Batch out;
-  out.x = Tensor::zeros(xs, u8 ? DType::U8 : DType::F32);
-  out.y = Tensor::zeros({rows}, DType::I32);
-  out.indices.assign(indices_.begin() + begin, indices_.begin() + begin + rows);
-  int32_t* y = out.y.data<int32_t>();
-  for (int64_t r = 0; r < rows && !stop_; ++r) {
-    const int64_t index = out.indices[r];
-    const int32_t label = ds_.get(index, u8 ? scratch.data() : out.x.data<float>() + r * numel);
-    DP_CHECK(label >= 0 && label < ds_.num_classes(), "label {} of sample {} outside [0, {}) in {}", label, index,
-             ds_.num_classes(), ds_.describe());
-    y[r] = label;
-    if (u8) std::memcpy(out.x.data<uint8_t>() + r * numel, u8_->raw(index), static_cast<size_t>(numel));
-  }
-  return out;
-}
-
-void Loader::run() {
-  try {
-    std::vector<float> scratch(static_cast<size_t>(shape_numel(sample_shape_)));
-    for (int64_t b = 0; b < num_batches_ && !stop_; ++b) {
-      Batch batch = make_batch(b, scratch);
-      std::unique_lock<std::mutex> lock(mu_);
-      not_full_.wait(lock, [&] { return queue_.size() < prefetch_ || stop_; });
-      if (stop_) break;
-      queue_.push_back(std::move(batch));
-      not_empty_.notify_one();
+// One row: the dataset's values (bytes for RawU8; get()'s floats for RawF32) or, for Transformed,
+// the transform applied to them. A data set of bytes is read as bytes and scaled here exactly as
+// its get() would (float(b) / 255), so either way gives the same floats.
+void Loader::make_row(const Batch& batch, int64_t r, Scratch& s) const {
+  const int64_t index = batch.indices[r], numel = shape_numel(sample_shape_);
+  const SampleKey key{transform_.crop ? &*transform_.crop : nullptr, seed_, epoch_};
+  int32_t label = 0;
+  if (format_ == BatchFormat::RawU8) {
+    label = ds_.get_u8(index, key, batch.x.data<uint8_t>() + r * numel);
+  } else if (format_ == BatchFormat::RawF32) {
+    label = ds_.get(index, batch.x.data<float>() + r * numel);
+  } else {
+    const bool identity = transform_.is_identity();
+    float* row = batch.x.data<float>() + r * numel;
+    float* in = identity ? row : s.f.data();
+    if (ds_.holds_bytes()) {
+      label = ds_.get_u8(index, key, s.u8.data());
+      for (int64_t j = 0; j < numel; ++j) in[j] = static_cast<float>(s.u8[j]) / 255.0f;
+    } else {
+      label = ds_.get(index, in);
     }
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = std::current_exception();
+    if (!identity) apply_transform(transform_, sample_shape_, seed_, epoch_, index, in, row);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  done_ = true;
-  not_empty_.notify_all();
+  if (ds_.labeled())
+    DP_CHECK(label >= 0 && label < ds_.num_classes(), "label {} of sample {} outside [0, {}) in {}", label, index,
+             ds_.num_classes(), ds_.describe());
+  batch.y.data<int32_t>()[r] = label;
+}
+
+void Loader::work() {
+  const size_t numel = static_cast<size_t>(shape_numel(sample_shape_));
+  Scratch scratch{std::vector<float>(numel), std::vector<uint8_t>(numel)};
+  for (;;) {
+    int64_t pos = 0, b = 0;
+    Slot* slot = nullptr;
+    bool first = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      room_.wait(lock, [&] {
+        return stop_ || next_row_ >= total_rows_ ||
+               next_row_ / batch_size_ < consumed_ + static_cast<int64_t>(prefetch_);
+      });
+      if (stop_ || next_row_ >= total_rows_) return;
+      pos = next_row_++;
+      b = pos / batch_size_;
+      first = pos % batch_size_ == 0;
+      slot = &slots_[b];  // the first row of a batch is always claimed first: it creates the slot
+      if (!first) {
+        allocated_.wait(lock, [&] { return stop_ || slot->allocated; });
+        if (stop_) return;
+        if (!slot->batch.x.defined()) {  // its allocation failed: the error is the batch's
+          if (++slot->done >= slot->rows) ready_.notify_all();
+          continue;
+        }
+      }
+    }
+    std::exception_ptr error;
+    try {
+      if (first) {
+        Batch fresh = allocate(b);
+        std::lock_guard<std::mutex> lock(mu_);
+        slot->rows = fresh.x.dim(0);
+        slot->batch = std::move(fresh);
+        slot->allocated = true;
+        allocated_.notify_all();
+      }
+      make_row(slot->batch, pos - b * batch_size_, scratch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error && !slot->allocated) {  // the allocation failed: the other rows just count as done
+      slot->allocated = true;
+      slot->rows = std::min<int64_t>(batch_size_, static_cast<int64_t>(indices_.size()) - b * batch_size_);
+      allocated_.notify_all();
+    }
+    if (error && !slot->error) slot->error = error;
+    if (++slot->done >= slot->rows) ready_.notify_all();
+  }
 }
 
 bool Loader::next(Batch& out) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (queue_.empty() && !done_) {
+  if (consumed_ >= num_batches_) return false;
+  auto done = [&] {
+    auto it = slots_.find(consumed_);
+    return it != slots_.end() && it->second.allocated && it->second.done >= it->second.rows;
+  };
+  if (!done()) {
     const auto t0 = std::chrono::steady_clock::now();
-    not_empty_.wait(lock, [&] { return !queue_.empty() || done_; });
+    ready_.wait(lock, done);
     wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  if (!queue_.empty()) {
-    out = std::move(queue_.front());
-    queue_.pop_front();
-    not_full_.notify_one();
-    return true;
-  }
-  if (error_) std::rethrow_exception(error_);
-  return false;
+  auto it = slots_.find(consumed_);
+  if (it->second.error) std::rethrow_exception(it->second.error);
+  out = std::move(it->second.batch);
+  slots_.erase(it);
+  ++consumed_;
+  room_.notify_all();
+  return true;
 }
 
 }  // namespace dp::data

@@ -1,22 +1,24 @@
 // defines: Batch and Loader, which turns a list of dataset indices (one rank's share from the
-// sampler) into batches on one background thread.
+// sampler) into batches on `workers` background threads.
 //
-// The thread assembles batches in order into a bounded queue of `prefetch` batches, so the
-// dataset's reads, augmentation and normalisation overlap the consumer's training step:
-//   producer: get() -> apply_transform() -> Batch -> queue (blocks while full)
-//   consumer: next() pops (blocks while empty)
-// Exceptions in the thread never escape it: they are handed over and rethrown from next()
-// after the batches made before them. Destruction mid-epoch stops the thread and joins it.
+// The workers take the samples one by one, in order, and write each into its row of its batch;
+// at most `prefetch` batches are in the making or waiting at any time (a bounded queue), so the
+// dataset's reads, decoding, augmentation and normalisation overlap the consumer's training step:
+//   worker:   claim the next sample -> get() / get_u8() -> apply_transform() -> its row
+//             (blocks while `prefetch` batches are ahead of the consumer)
+//   consumer: next() hands out the oldest batch once all its rows are done (blocks until then)
+// A row depends only on (seed, epoch, index), so batches are the same bytes for any number of
+// workers. Exceptions in a worker never escape it: they are handed over and rethrown from next()
+// after the batches made before them. Destruction mid-epoch stops the workers and joins them.
 //
 // For the GPU input pipeline (launch/device_input.h) the loader can hand out raw samples
 // instead (BatchFormat::RawF32 / RawU8): the dataset's values without the transform, which the
 // device applies; indices and labels are the same as in the transformed batches.
 #pragma once
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -26,8 +28,6 @@
 #include "runtime/tensor.h"
 
 namespace dp::data {
-
-class U8Dataset;
 
 struct Batch {
   Tensor x;                      // f32 (B, C, H, W) on cpu (B, *sample_shape in general); u8 for RawU8
@@ -39,11 +39,13 @@ struct Batch {
 enum class BatchFormat : uint8_t {
   Transformed,  // f32, the transform applied: the CPU path
   RawF32,       // f32, the dataset's get() values untransformed: the device applies the transform
-  RawU8,        // u8, the dataset's bytes untransformed (a U8Dataset only): a quarter of RawF32's
-                // bytes to copy and upload; the device scales them as get() does, float(b) / 255
+  RawU8,        // u8, the dataset's bytes untransformed (holds_bytes() only; images cropped by the
+                // transform's crop): a quarter of RawF32's bytes to copy and upload; the device
+                // scales them as get() does, float(b) / 255
 };
 
-// RawU8 when `ds` keeps its samples as bytes (a U8Dataset: IDX, CIFAR-10), else RawF32.
+// RawU8 when `ds` keeps its samples as bytes (holds_bytes(): IDX, CIFAR-10, u8 arrays, images),
+// else RawF32.
 BatchFormat raw_format_of(const Dataset& ds);
 
 class Loader {
@@ -52,9 +54,11 @@ class Loader {
   // last, shorter batch is kept unless drop_last. Augmentation is keyed by (seed, epoch,
   // dataset index). Throws UserError for an index outside the dataset or a transform that does
   // not fit its samples. `format` other than Transformed: raw batches (the transform is still
-  // checked, since the device will apply it); RawU8 needs a U8Dataset (else UserError).
+  // checked, since the device will apply it); RawU8 needs a data set of bytes (else UserError).
+  // workers >= 1 threads (prefetch is raised to at least workers, so that each has a batch).
   Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
-         uint64_t seed, uint64_t epoch, int prefetch = 3, BatchFormat format = BatchFormat::Transformed);
+         uint64_t seed, uint64_t epoch, int prefetch = 3, BatchFormat format = BatchFormat::Transformed,
+         int workers = 1);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -62,13 +66,27 @@ class Loader {
   // The next batch, in order; false after the last. Rethrows an error of the loader thread.
   bool next(Batch& out);
   int64_t num_batches() const { return num_batches_; }
-  // Seconds next() spent waiting for the thread: the data-loading stall, for metrics.
+  // Seconds next() spent waiting for the workers: the data-loading stall, for metrics.
   double wait_seconds() const { return wait_seconds_; }
+  int workers() const { return static_cast<int>(threads_.size()); }
 
  private:
-  void run();
-  Batch make_batch(int64_t b, std::vector<float>& scratch) const;
-  Batch make_raw_batch(int64_t b, std::vector<float>& scratch) const;
+  // A batch in the making: its tensors (allocated by the worker that claims its first row) and
+  // how many rows are done.
+  struct Slot {
+    Batch batch;
+    int64_t rows = 0, done = 0;
+    bool allocated = false;
+    std::exception_ptr error;  // the first failed row's
+  };
+  // Per-worker buffers.
+  struct Scratch {
+    std::vector<float> f;
+    std::vector<uint8_t> u8;
+  };
+  void work();
+  Batch allocate(int64_t b) const;
+  void make_row(const Batch& batch, int64_t row, Scratch& s) const;
 
   const Dataset& ds_;
   const std::vector<int64_t> indices_;
@@ -78,17 +96,16 @@ class Loader {
   const size_t prefetch_;
   const Shape sample_shape_;
   const BatchFormat format_;
-  const U8Dataset* u8_ = nullptr;  // ds_ as a U8Dataset, for RawU8
-  int64_t num_batches_ = 0;
+  int64_t num_batches_ = 0, total_rows_ = 0;
   double wait_seconds_ = 0.0;
 
   std::mutex mu_;
-  std::condition_variable not_empty_, not_full_;
-  std::deque<Batch> queue_;          // guarded by mu_
-  bool done_ = false;                // guarded by mu_: the thread has finished (or failed)
-  std::exception_ptr error_;         // guarded by mu_
-  std::atomic<bool> stop_{false};    // set by the destructor
-  std::thread thread_;               // last member: started when everything above is ready
+  std::condition_variable ready_, room_, allocated_;
+  std::map<int64_t, Slot> slots_;    // guarded by mu_: batch number -> slot (stable addresses)
+  int64_t next_row_ = 0;             // guarded by mu_: the next row (position in indices_) to claim
+  int64_t consumed_ = 0;             // guarded by mu_: batches handed out
+  bool stop_ = false;                // guarded by mu_: set by the destructor
+  std::vector<std::thread> threads_; // last member: started when everything above is ready
 };
 
 }  // namespace dp::data

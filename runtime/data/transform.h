@@ -1,12 +1,16 @@
 // defines: Transform (per-sample augmentation and normalisation) and apply_transform, its CPU
 // implementation, in torchvision's order: RandomCrop(padding) -> RandomHorizontalFlip -> Normalize.
+// Image data sets first make each sample with the transform's crop (RandomResizedCrop or
+// Resize + CenterCrop, runtime/data/image/sample.h); the rest then applies to its (3, S, S) pixels.
 //
 // Random choices come from keyed_rng(seed, kStreamAugment, id = sample index, epoch): the same
 // sample in the same epoch gets the same crop and flip whatever the thread, batch or rank.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "runtime/data/image/sample.h"
 #include "runtime/tensor.h"
 
 namespace dp::data {
@@ -15,6 +19,10 @@ struct Transform {
   std::vector<float> mean, std;  // per channel; both empty = no normalisation
   int crop_padding = 0;          // pad each side with zeros by this many pixels, crop back to (H, W)
   bool hflip = false;            // mirror left-right with probability 0.5
+  // Image data sets: the crop that makes each sample from its image, before the above
+  // (RandomResizedCrop for training, Resize + CenterCrop for evaluation); unset: the data set's
+  // own. Other data sets ignore it.
+  std::optional<image::ImageCrop> crop;
 
   bool is_identity() const { return mean.empty() && crop_padding == 0 && !hflip; }
 };

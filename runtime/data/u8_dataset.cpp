@@ -1,8 +1,15 @@
 #include "runtime/data/u8_dataset.h"
 
+#include <cstring>
+
 namespace dp::data {
 
 U8Dataset::U8Dataset(std::vector<uint8_t> pixels, std::vector<uint8_t> labels, Shape sample_shape,
+                     int num_classes, std::string description)
+    : U8Dataset(std::move(pixels), std::vector<int32_t>(labels.begin(), labels.end()), std::move(sample_shape),
+                num_classes, std::move(description)) {}
+
+U8Dataset::U8Dataset(std::vector<uint8_t> pixels, std::vector<int32_t> labels, Shape sample_shape,
                      int num_classes, std::string description)
     : pixels_(std::move(pixels)),
       labels_(std::move(labels)),
@@ -24,6 +31,11 @@ int32_t U8Dataset::get(int64_t index, float* out) const {
   const uint8_t* p = raw(index);
   // Division, not multiplication by 1/255: bitwise the same floats as torchvision's ToTensor.
   for (int64_t j = 0; j < numel_; ++j) out[j] = static_cast<float>(p[j]) / 255.0f;
+  return labels_[index];
+}
+
+int32_t U8Dataset::get_u8(int64_t index, const SampleKey&, uint8_t* out) const {
+  std::memcpy(out, raw(index), static_cast<size_t>(numel_));
   return labels_[index];
 }
 

@@ -31,6 +31,7 @@ std::string format_progress(const ProgressState& s) {
   if (s.samples_per_s >= 0)
     out += s.samples_per_s >= 100 ? fmt::format("  {:.0f} samples/s", s.samples_per_s)
                                   : fmt::format("  {:.1f} samples/s", s.samples_per_s);
+  if (s.data_share >= 0) out += fmt::format("  data {:.0f}%", 100.0 * s.data_share);
   if (s.eta_s >= 0) out += "  ETA " + format_duration(s.eta_s);
   return out;
 }

@@ -29,9 +29,10 @@ struct ProgressState {
   double accuracy = std::numeric_limits<double>::quiet_NaN();  // fraction in [0, 1]; NaN = not shown
   double samples_per_s = -1;                                   // < 0 = not shown
   double eta_s = -1;                                           // < 0 = not shown
+  double data_share = -1;  // share of the step time spent waiting for data, in [0, 1]; < 0 = not shown
 };
 
-// "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  1234 samples/s  ETA 3m12s"
+// "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  1234 samples/s  data 3%  ETA 3m12s"
 // (fields that are unknown are left out; samples/s without decimals from 100 up, else with one).
 std::string format_progress(const ProgressState& s);
 

@@ -81,7 +81,7 @@ if cmp -s "$tmp/table.expected" "$tmp/table.got"; then pass "bench_report.py tab
   diff "$tmp/table.expected" "$tmp/table.got" >&2
 fi
 echo "RESULT tool=torch model=fmnist_cnn batch=8 dtype=fp32 mode=eager img_s=10 status=ok" >"$tmp/no-target.txt"
-python3 tools/bench/bench_report.py table "$tmp/no-target.txt" | grep -qx \
+python3 tools/bench/bench_report.py table "$tmp/no-target.txt" | grep -cx >/dev/null \
   'target (resnet50 bf16): not measured in this run (need dptrain >= 1.0x torch eager AMP channels_last, aim >= 1.2x and >= 3000 img/s)' ||
   fail "bench_report.py table without a resnet50 bf16 row: no 'not measured' target line"
 : >"$tmp/empty.txt"
@@ -180,7 +180,7 @@ else
 fi
 
 # --- 6. pack.sh + run_all.sh rehearsal ---------------------------------------------------------
-if [[ -x $build/dptrain && -x $build/tests/test_kernels ]] && ldd "$build/dptrain" 2>/dev/null | grep -q libcudart; then
+if [[ -x $build/dptrain && -x $build/tests/test_kernels ]] && ldd "$build/dptrain" 2>/dev/null | grep -c libcudart >/dev/null; then
   data=/usr/share/datasets/fashion-mnist
   [[ -f $data/train-images-idx3-ubyte.gz ]] || data=none
   if ! CARRY_DIR=$carry TESTS=test_kernels XZ_OPT=-0 CPU_RUN=none FMNIST_DIR=$data \
@@ -210,7 +210,7 @@ if [[ -x $build/dptrain && -x $build/tests/test_kernels ]] && ldd "$build/dptrai
       [[ $s == fmnist && $data == none ]] && ok=SKIP
       grep -Eq "^$s +$ok " "$tmp/out/summary.txt" 2>/dev/null || { bad=1; fail "run_all.sh rehearsal: step $s is not $ok"; }
     done
-    tar -tzf "$tmp/out/logs.tar.gz" 2>/dev/null | grep -qx 'logs/gtest-test_kernels.log' || { bad=1; fail "run_all.sh rehearsal: no gtest log in \$OUT/logs.tar.gz"; }
+    tar -tzf "$tmp/out/logs.tar.gz" 2>/dev/null | grep -cx 'logs/gtest-test_kernels.log' >/dev/null || { bad=1; fail "run_all.sh rehearsal: no gtest log in \$OUT/logs.tar.gz"; }
     ((rc == 0)) || { bad=1; fail "run_all.sh rehearsal: exit $rc"; }
     if ((bad)); then cat "$tmp/run_all.log" >&2; else pass "pack.sh + run_all.sh rehearsal (stand-in GPU tools${bench[*]:+, no bench})"; fi
   fi

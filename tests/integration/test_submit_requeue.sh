@@ -9,7 +9,9 @@
 # it); rank 0 must `scontrol requeue` it (its log says so; `scontrol show job` then counts
 # Restarts=1); the requeued job (same id, same script) must resume from step-N on both ranks
 # ("resumed from .../step-N.safetensors: step N") and finish; its final.safetensors must equal
-# the reference's bit for bit (diffckpt exits 0).
+# the reference's bit for bit (diffckpt exits 0). The job runs the cfg snapshot `submit` took: the
+# cfg it was given is overwritten with garbage right after the submission, before the job starts
+# and again before the requeue, and the job must not notice.
 # A requeued job waits for the job credential to expire before it may start again (slurm.conf
 # AuthInfo cred_expire, 120 s by default: "this also controls how long a requeued job must wait
 # before starting again"; `scontrol show job` shows Reason=BeginTime). `scontrol update
@@ -116,8 +118,10 @@ say "cluster up: SLURM_CONF=$SLURM_CONF"
 
 # --- submit: 2 CPU nodes x 1 task (the script's srun --mpi=pmix starts the 2 ranks)
 cd "$work" || fail "cannot cd to $work"
-"$dptrain" submit --nodes 2 --gpus-per-node 0 --ntasks-per-node 1 "$cfg" --run-dir "$work/runs" --name job \
+cp "$cfg" "$work/job.cfg"
+"$dptrain" submit --nodes 2 --gpus-per-node 0 --ntasks-per-node 1 "$work/job.cfg" --run-dir "$work/runs" --name job \
   "${common[@]}" >"$work/submit.out" 2>&1 || { cat "$work/submit.out" >&2; fail "dptrain submit failed"; }
+echo "garbage [ not a cfg" >"$work/job.cfg"  # the job runs its snapshot, not this file
 job=$(sed -nE 's/^dptrain: submitted batch job ([0-9]+) .*/\1/p' "$work/submit.out")
 [ -n "$job" ] || { cat "$work/submit.out" >&2; fail "dptrain submit printed no 'submitted batch job N'"; }
 [ -f "$run/submit.sbatch" ] || fail "no $run/submit.sbatch"

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "launch/cli.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/config.h"
 #include "runtime/tunables.h"
 
 namespace dp::launch {
@@ -125,6 +127,26 @@ TEST_F(Cli, BadProfileWindowsAreErrorsBeforeAnyRunDirectory) {
   }
 }
 
+// The cfg after the options: `--set` takes values up to the next option but leaves the config.
+TEST_F(Cli, ConfigAfterSetIsTheConfig) {
+  std::string p = write("[model]\npreset = \"mlp\"\n[train]\nlrr = 1\n");
+  auto r = run({"--set", "train.lr=0.5", p});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: " + p +
+                       ":4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
+                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, "
+                       "schedule, warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, "
+                       "eval_every, log_every, device, precision, threads, accum_steps, workspace_mb, loss_scale_init, "
+                       "loss_scale_growth_interval\n");
+  std::string good = write("[model]\npreset = \"mlp\"\n");
+  r = run({"--set", "data.hflip=true", "train.lrr=0.5", good, "--log-level", "warn"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --set train.lrr=0.5: unknown key 'train.lrr' (did you mean 'train.lr'?)\n");
+  r = run({"submit", "--dry-run", "--set", "train.lrr=0.5", good});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --set train.lrr=0.5: unknown key 'train.lrr' (did you mean 'train.lr'?)\n");
+}
+
 TEST_F(Cli, MissingConfigFile) {
   auto r = run({"/nonexistent.cfg"});
   EXPECT_EQ(r.code, 2);
@@ -200,9 +222,24 @@ class SubmitCli : public Cli {
  protected:
   std::string cfg() { return write("[model]\npreset = \"mlp\"\n[train]\nsteps = 10\n"); }
   std::string runs() { return (dir_ / "runs").string(); }
-  // The srun command's arguments after the binary, as the job will run them.
-  std::string job_args(const std::string& cfg) {
-    return cfg + " --set train.lr=0.01 --dump-replicas --run-dir " + runs() + " --name try2\n";
+  // The srun command's arguments after the binary, as the job will run them: the cfg snapshot
+  // (its time stamp replaced by "<time>"), then the run directory and name.
+  std::string job_args() { return runs() + "/try2/submit-<time>.cfg --run-dir " + runs() + " --name try2\n"; }
+  // The script's last line from the snapshot's path on, its time stamp replaced by "<time>"; the
+  // snapshot's path.
+  static std::string last_line(const std::string& script, std::string* snapshot = nullptr) {
+    const std::string l = script.substr(script.rfind('\n', script.size() - 2) + 1);
+    const size_t at = l.find("/submit-");
+    if (at == std::string::npos || l.size() < at + 8 + 15) return l;
+    const size_t begin = l.rfind(' ', at) + 1;
+    if (snapshot) *snapshot = l.substr(begin, l.find(' ', at) - begin);
+    return l.substr(begin, at + 8 - begin) + "<time>" + l.substr(at + 8 + 15);
+  }
+  // The script with its snapshot's time stamp replaced.
+  static std::string without_time(const std::string& script) {
+    std::string s = script;
+    const size_t at = s.rfind("/submit-");
+    return at == std::string::npos ? s : s.replace(at + 8, 15, "<time>");
   }
 };
 
@@ -213,15 +250,16 @@ TEST_F(SubmitCli, DryRunPrintsTheScriptAndWritesNothing) {
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string run_path = runs() + "/try2";
   // Slurm opens the output files before the script runs: the note says to create their folder.
-  EXPECT_EQ(r.err, "dptrain submit: dry run, nothing written; to submit this script yourself, first create " +
-                       run_path + "/logs\n");
+  std::string snapshot;
+  EXPECT_EQ(last_line(r.out, &snapshot), job_args()) << r.out;
+  EXPECT_EQ(r.err, "dptrain submit: dry run, nothing written; without --dry-run, submit writes the script, " + run_path +
+                       "/logs and the cfg snapshot " + snapshot + " the script runs\n");
   for (const std::string& line : std::vector<std::string>{
            "#SBATCH --job-name=try2\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=2\n", "#SBATCH --gres=gpu:2\n",
         "#SBATCH --time=01:00:00\n", "#SBATCH --chdir=" + std::filesystem::current_path().string() + "\n",
         "#SBATCH --output=" + run_path + "/logs/slurm-%j.out\n", "#SBATCH --signal=USR1@90\n", "#SBATCH --requeue\n",
         "  --output=" + run_path + "/logs/slurm-%j-%t.out \\\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
-  EXPECT_EQ(r.out.substr(r.out.size() - job_args(p).size()), job_args(p)) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "runs")) << "--dry-run must not create the run directory";
 }
 
@@ -237,11 +275,49 @@ TEST_F(SubmitCli, WritesTheScriptAndRunsSbatch) {
   auto r = run({"submit", p, "--run-dir", runs(), "--name", "try2", "--set", "train.lr=0.01", "--dump-replicas"});
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string script = runs() + "/try2/submit.sbatch";
-  EXPECT_EQ(r.out, "dptrain: submitted batch job 4242 (script " + script + "; task output " + runs() +
-                       "/try2/logs/slurm-4242-<task>.out)\n");
+  std::string snapshot;
+  EXPECT_EQ(last_line(read_file(script), &snapshot), job_args());
+  EXPECT_EQ(r.out, "dptrain: submitted batch job 4242 (script " + script + ", running the cfg snapshot " + snapshot +
+                       "; task output " + runs() + "/try2/logs/slurm-4242-<task>.out)\n");
   EXPECT_EQ(read_file(dir_ / "sbatch.args"), "--parsable " + script + "\n");
-  EXPECT_EQ(read_file(script), dry);
+  // The dry run printed the same script (up to the snapshot's time stamp).
+  EXPECT_EQ(without_time(read_file(script)), without_time(dry));
   EXPECT_TRUE(std::filesystem::is_directory(runs() + "/try2/logs"));
+
+  // The job runs the snapshot: the resolved cfg with every --set, whatever happens to m.cfg now.
+  std::ofstream(p) << "[model]\npreset = \"cnn\"\n";
+  const Config snap = load_config(snapshot);
+  EXPECT_EQ(snap.model.preset, PresetKind::Mlp);
+  EXPECT_EQ(snap.train.lr, 0.01);
+  EXPECT_EQ(snap.train.steps, 10);
+  EXPECT_TRUE(snap.checkpoint.replicas);
+  EXPECT_EQ(snap.run.dir, runs());
+  EXPECT_EQ(snap.run.name, "try2");
+  const std::string text = read_file(snapshot);
+  EXPECT_EQ(text.substr(text.find("\n[run]")), to_toml(snap).substr(to_toml(snap).find("\n[run]")));
+
+  // A second submission gets a snapshot of its own (the first job may still be queued).
+  auto again = run({"submit", p, "--run-dir", runs(), "--name", "try2"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  std::string snapshot2;
+  last_line(read_file(script), &snapshot2);
+  EXPECT_NE(snapshot2, snapshot);
+  EXPECT_EQ(load_config(snapshot2).model.preset, PresetKind::Cnn);
+  EXPECT_EQ(load_config(snapshot).model.preset, PresetKind::Mlp);
+}
+
+TEST_F(SubmitCli, WarnsWhenTheRunDirectoryHoldsAFinishedRun) {
+  const std::string p = cfg();
+  auto quiet = run({"submit", "--dry-run", p, "--run-dir", runs(), "--name", "done"});
+  EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;
+  std::filesystem::create_directories(runs() + "/done");
+  write_safetensors(runs() + "/done/final.safetensors", {{"w", Tensor::zeros({2})}}, {{"step", "10"}});
+  auto r = run({"submit", "--dry-run", p, "--run-dir", runs(), "--name", "done"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1),
+            "dptrain submit: warning: " + runs() + "/done already holds a finished run (" + runs() +
+                "/done/final.safetensors from step 10): the job will resume it, find it complete and only evaluate. "
+                "To train again, submit with another --name, or move " + runs() + "/done away first\n");
 }
 
 TEST_F(SubmitCli, MissingSbatchIsAnExactError) {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/run_files.h"
 
@@ -121,9 +123,10 @@ TEST(Compression, SixteenBitGradientsStayCloseAndReplicasIdentical) {
   remove_runs(roots);
 }
 
-// A model with batch norm on 2 ranks: without SyncBN each rank's running statistics follow its
-// own batches, so exactly those differ between replicas while every trainable weight is the same;
-// with SyncBN every tensor is identical.
+// A model with batch norm on 2 ranks: with dist.broadcast_buffers = false and without SyncBN each
+// rank's running statistics follow its own batches, so exactly those differ between replicas
+// while every trainable weight is the same; with SyncBN every tensor is identical. (The default,
+// broadcast_buffers = true, is BroadcastBuffers below.)
 TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   std::vector<std::string> roots;
@@ -134,7 +137,8 @@ TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt
     const std::string cmd = kBin + " --nproc 2 " + DPTRAIN_SOURCE_DIR + "/models/fmnist_cnn.cfg --run-dir " + root +
                             " --set train.steps=12 --set train.warmup_steps=2 --set data.train_limit=1024"
                             " --set data.eval_limit=256 --set train.batch_size=32 --dump-replicas --log-level warn"
-                            " --set model.sync_bn=" + (sync ? "true" : "false") + " > " + root + ".log 2>&1";
+                            " --set model.sync_bn=" + (sync ? "true" : "false") +
+                            " --set dist.broadcast_buffers=false > " + root + ".log 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     const std::string diff = root + ".diff";
     const int rc = std::system((std::string(DPTRAIN_BINARY_DIR) + "/diffckpt --all " + root +
@@ -156,6 +160,41 @@ TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt
     }
   }
   remove_runs(roots);
+}
+
+// The default (dist.broadcast_buffers = true, PyTorch DDP's): rank 0's buffers replace the others'
+// after every step, so the default 2-rank run of the shipped cnn cfg leaves identical replicas
+// (diffckpt exits 0), and its evaluation, sharded over the ranks, is one model's: a single
+// process's `dptrain eval` of rank 0's replica gives the same hits and loss.
+TEST(BroadcastBuffers, DefaultTwoRankRunLeavesIdenticalReplicasAndOneModelsEvaluation) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  const std::string root = root_for("bn_broadcast");
+  std::filesystem::create_directories(root);
+  const std::string limits = " --set train.steps=12 train.warmup_steps=2 data.train_limit=1024 data.eval_limit=256"
+                             " train.batch_size=32 train.threads=1 --log-level warn";
+  const std::string cfg = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg";
+  const std::string cmd = kBin + " --nproc 2 " + cfg + " --run-dir " + root + " --dump-replicas" + limits + " > " +
+                          root + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string replicas = root + "/fmnist_cnn/replicas";
+  EXPECT_EQ(std::system((std::string(DPTRAIN_BINARY_DIR) + "/diffckpt --all " + replicas + " > " + root + ".diff 2>&1")
+                            .c_str()),
+            0)
+      << "replicas differ; see " << root << ".diff";
+  nlohmann::json train_eval;
+  std::ifstream m(root + "/fmnist_cnn/metrics.jsonl");
+  for (std::string l; std::getline(m, l);)
+    if (auto j = nlohmann::json::parse(l); j.value("split", "") == "eval") train_eval = j;
+  const std::string eval = kBin + " eval " + cfg + " --weights " + replicas + "/replica-rank0.safetensors --out " +
+                           root + "/eval.json" + limits + " > " + root + ".eval.log 2>&1";
+  ASSERT_EQ(std::system(eval.c_str()), 0) << eval;
+  const auto one = nlohmann::json::parse(dp::testutil::read_file(root + "/eval.json"));
+  EXPECT_EQ(train_eval["step"], 12);
+  EXPECT_EQ(one["samples"], train_eval["samples"]);
+  EXPECT_EQ(one["top1"], train_eval["top1"]);
+  EXPECT_EQ(one["top5"], train_eval["top5"]);
+  EXPECT_NEAR(one["loss"].get<double>(), train_eval["loss"].get<double>(), 1e-6 * one["loss"].get<double>());
+  remove_runs({root});
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // exact error line naming file:line, the key, and the closest key or the allowed values.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "runtime/config.h"
 
 namespace dp {
@@ -144,6 +146,42 @@ TEST(Config, ResolvedConfigRoundTrips) {
   EXPECT_EQ(std::get<bool>(lb.model.layers[0].args.at("bias")), false);
 }
 
+// Floats print as the shortest text that reads back as the same double, and stay floats.
+TEST(Config, FloatsPrintShortestAndRoundTripExactly) {
+  Config c = parse_config(std::string(kMin) + "[train]\nlr = 0.1\nweight_decay = 1e-08\n", "m.cfg");
+  const std::string t = to_toml(c);
+  EXPECT_NE(t.find("\nmean = [0.286]\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nmomentum = 0.9\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nlr = 0.1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nweight_decay = 1e-08\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nloss_scale_init = 65536.0\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("99999"), std::string::npos) << t;
+  EXPECT_EQ(t.find("00000001"), std::string::npos) << t;
+  // Awkward doubles come back bit for bit.
+  for (double v : {0.1 + 0.2, 1.0 / 3.0, 2.5e-300, 123456.125, 0.28599999999999998, 1e-7 / 3.0}) {
+    Config x = parse_config(kMin, "m.cfg", {fmt::format("train.min_lr={:.17g}", v)});
+    Config back = parse_config(to_toml(x), "resolved.toml");
+    EXPECT_EQ(back.train.min_lr, v) << to_toml(x);
+  }
+  const std::string ref = config_reference();
+  EXPECT_NE(ref.find("| `mean` | `[0.286]` |"), std::string::npos);
+  EXPECT_NE(ref.find("| `beta1` | `0.9` |"), std::string::npos);
+}
+
+TEST(Config, InitAndInitSkip) {
+  Config c = parse_config(std::string(kMin) + "init = \"w.safetensors\"\ninit_skip = [\"fc.*\", \"layer4.*\"]\n", "m.cfg");
+  EXPECT_EQ(c.model.init, "w.safetensors");
+  EXPECT_EQ(c.model.init_skip, (std::vector<std::string>{"fc.*", "layer4.*"}));
+  Config back = parse_config(to_toml(c), "resolved.toml");
+  EXPECT_EQ(back.model.init_skip, c.model.init_skip);
+  EXPECT_EQ(error_of(std::string(kMin) + "init_skip = [1]\n"),
+            "m.cfg:3: model.init_skip must be an array of strings, got an array");
+  EXPECT_EQ(error_of(std::string(kMin) + "init_skip = [\"fc.*\"]\n"),
+            "m.cfg: model.init_skip is set but model.init is empty: name the weights file to start from "
+            "(model.init = \"weights.safetensors\") or drop model.init_skip");
+  EXPECT_TRUE(parse_config(kMin, "m.cfg").dist.broadcast_buffers);
+}
+
 TEST(Config, ExampleConfigsParse) {
   for (const char* f : {"fmnist_cnn.cfg", "fmnist_mlp.cfg", "cifar_resnet18.cfg", "resnet50.cfg"}) {
     EXPECT_NO_THROW(load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/" + f)) << f;
@@ -152,3 +190,48 @@ TEST(Config, ExampleConfigsParse) {
 
 }  // namespace
 }  // namespace dp
+
+// Image data sets default to torchvision's ResNet recipe (ImageNet normalisation, flips) unless
+// the keys are given; arrays are not normalised; resize follows image_size; model.num_classes
+// defaults to 0 (the data's count); the image keys are checked.
+TEST(Config, DataSetDependentDefaults) {
+  const std::string m = "[model]\npreset = \"cnn\"\n";
+  dp::Config img = dp::parse_config(m + "[data]\ndataset = \"image_folder\"\npath = \"d\"\n", "m.cfg");
+  EXPECT_EQ(img.data.mean, (std::vector<double>{0.485, 0.456, 0.406}));
+  EXPECT_EQ(img.data.std, (std::vector<double>{0.229, 0.224, 0.225}));
+  EXPECT_TRUE(img.data.hflip);
+  EXPECT_EQ(img.data.resize, 256);
+  EXPECT_EQ(img.model.num_classes, 0);
+  dp::Config given = dp::parse_config(m + "[data]\ndataset = \"image_folder\"\nimage_size = 32\nhflip = false\n", "m.cfg",
+                                      {"data.mean=[0.5, 0.5, 0.5]"});
+  EXPECT_EQ(given.data.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(given.data.std, (std::vector<double>{0.229, 0.224, 0.225}));
+  EXPECT_FALSE(given.data.hflip);
+  EXPECT_EQ(given.data.resize, 37);  // round(32 * 8 / 7)
+  dp::Config npy = dp::parse_config(m + "[data]\ndataset = \"npy\"\n", "m.cfg");
+  EXPECT_TRUE(npy.data.mean.empty());
+  dp::Config fm = dp::parse_config(m, "m.cfg");
+  EXPECT_EQ(fm.data.mean, (std::vector<double>{0.2860}));  // Fashion-MNIST as before
+  EXPECT_FALSE(fm.data.hflip);
+  // The resolved config reads back the same (but for its first line, naming the source).
+  auto body = [](const std::string& t) { return t.substr(t.find('\n')); };
+  EXPECT_EQ(body(dp::to_toml(dp::parse_config(dp::to_toml(img), "r.toml"))), body(dp::to_toml(img)));
+}
+
+TEST(Config, ImageKeysAreChecked) {
+  auto err = [](const std::string& text) {
+    try {
+      dp::parse_config("[model]\npreset = \"cnn\"\n" + text, "m.cfg");
+    } catch (const dp::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(err("[data]\ncrop_scale = [0.5]\n"), "m.cfg: data.crop_scale must be [low, high] with 0 < low <= high <= 1, got [0.5]");
+  EXPECT_EQ(err("[data]\ncrop_ratio = [2, 1]\n"), "m.cfg: data.crop_ratio must be [low, high] with 0 < low <= high, got [2, 1]");
+  EXPECT_EQ(err("[data]\nimage_size = 64\nresize = 60\n"),
+            "m.cfg: data.resize = 60 is smaller than data.image_size = 64: the centre crop needs resize >= image_size");
+  EXPECT_EQ(err("[data]\ndataset = \"tar_shards\"\npath = \"t-{0..3}.tar\"\n"),
+            "m.cfg: data.dataset = \"tar_shards\" needs data.val_path, the evaluation shards (e.g. "
+            "\"val-{0000..0006}.tar\")");
+}

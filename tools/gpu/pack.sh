@@ -53,7 +53,9 @@ BUILD=$(cd "$BUILD" && pwd)
 cache=$BUILD/CMakeCache.txt
 [[ -f $cache ]] || die "$BUILD has no CMakeCache.txt: not a CMake build folder"
 [[ -x $BUILD/dptrain ]] || die "$BUILD/dptrain is not built (ninja -C $BUILD dptrain)"
-ldd "$BUILD/dptrain" | grep -q 'libcudart' ||
+# grep without -q reads all of ldd's output: with -q it may stop early, ldd then dies of SIGPIPE and
+# pipefail turns the match into a failure (seen once dptrain linked a few more libraries).
+ldd "$BUILD/dptrain" | grep 'libcudart' >/dev/null ||
   die "$BUILD/dptrain does not link the CUDA runtime: a CPU-only build (configure where /usr/local/cuda is)"
 # The architectures: the cache's value, else the project's default (90, CMakeLists.txt).
 archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$cache")

@@ -281,3 +281,35 @@ TEST(DataIdx, RealFashionMnist) {
   EXPECT_EQ(lo, 0.0f);
   EXPECT_EQ(hi, 1.0f);
 }
+
+// data.dataset = "idx" reads any class count (num_classes 0: the largest label + 1), int32 labels
+// (magic 0x0c01) beyond 255, and colour files (4 dims), channels last or first.
+TEST(DataIdx, AnyClassCountIntLabelsAndColour) {
+  TempDir d;
+  write_bytes(d / "im", images_file(3, 2, 4, sample_pixels()), false);
+  write_bytes(d / "lb", labels_file(3, {11, 2, 0}), false);
+  EXPECT_EQ(open_idx(d / "im", d / "lb", 0)->num_classes(), 12);
+  std::vector<uint8_t> wide;
+  put_be32(wide, 0x00000c01);
+  put_be32(wide, 3);
+  for (uint32_t v : {300u, 0u, 7u}) put_be32(wide, v);
+  write_bytes(d / "lb32", wide, false);
+  auto ds = open_idx(d / "im", d / "lb32", 0);
+  EXPECT_EQ(ds->num_classes(), 301);
+  std::vector<float> out(8);
+  EXPECT_EQ(ds->get(0, out.data()), 300);
+  // 2 colour images of 1 x 2 pixels, 3 channels last: (n, H, W, C) = (2, 1, 2, 3).
+  std::vector<uint8_t> col;
+  put_be32(col, 0x00000804);
+  for (uint32_t v : {2u, 1u, 2u, 3u}) put_be32(col, v);
+  for (int i = 0; i < 12; ++i) col.push_back(static_cast<uint8_t>(i));
+  write_bytes(d / "col", col, false);
+  write_bytes(d / "lb2", labels_file(2, {0, 1}), false);
+  auto c = open_idx(d / "col", d / "lb2", 0);
+  EXPECT_EQ(c->sample_shape(), (dp::Shape{3, 1, 2}));
+  std::vector<float> px(6);
+  c->get(1, px.data());
+  // Image 1 is bytes 6..11 as (x0: r g b, x1: r g b); channels first: r0 r1 g0 g1 b0 b1.
+  const std::vector<float> want = {6, 9, 7, 10, 8, 11};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(px[i], want[i] / 255.0f) << i;
+}

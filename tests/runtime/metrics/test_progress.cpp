@@ -21,6 +21,17 @@ TEST(Progress, FormatsEveryField) {
   EXPECT_EQ(format_progress(s), "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  42.3 samples/s  ETA 3m12s");
 }
 
+// The data-loading stall: the share of the step time spent waiting for the next batch.
+TEST(Progress, ShowsTheDataStall) {
+  auto s = full();
+  s.data_share = 0.034;
+  EXPECT_EQ(format_progress(s),
+            "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  1234 samples/s  data 3%  ETA 3m12s");
+  s.data_share = 0.0;
+  EXPECT_EQ(format_progress(s),
+            "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  1234 samples/s  data 0%  ETA 3m12s");
+}
+
 TEST(Progress, LeavesOutUnknownFields) {
   EXPECT_EQ(format_progress({.epoch = 1, .epochs = 0, .step = 5}), "epoch 1  step 5");
   auto s = full();

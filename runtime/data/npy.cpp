@@ -1,0 +1,162 @@
+#include "runtime/data/npy.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+#include "base/half.h"
+#include "runtime/data/raw_file.h"
+#include "runtime/data/u8_dataset.h"
+#include "runtime/log.h"
+
+namespace dp::data {
+namespace {
+
+// The value of `key` in the header dict: a quoted string, True/False, or a parenthesised tuple.
+std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
+  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
+  std::smatch m;
+  if (!std::regex_search(header, m, re))
+    DP_THROW_USER("{}: the .npy header has no '{}' (header: {})", path, key, header);
+  std::string v = m[1].str();
+  if (v.front() == '\'' || v.front() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& path) {
+  std::vector<int64_t> out;
+  std::string num;
+  for (char c : tuple.substr(1, tuple.size() - 2) + ",") {
+    if (c >= '0' && c <= '9') num += c;
+    else if (c == ',' && !num.empty()) out.push_back(std::stoll(num)), num.clear();
+    else if (c != ' ' && c != ',' && c != 'L')
+      DP_THROW_USER("{}: cannot read the shape {} in the .npy header", path, tuple);
+  }
+  return out;
+}
+
+// Bytes per value of an integer descr, or 0 when it is not one we read.
+int int_bytes(const std::string& d) {
+  static const char* kInts[] = {"|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"};
+  for (const char* k : kInts)
+    if (d == k) return d[2] == '1' ? 1 : d[2] - '0';
+  return 0;
+}
+
+int64_t int_at(const NpyArray& a, int bytes, size_t i) {
+  const uint8_t* p = a.data.data() + i * bytes;
+  const bool is_signed = a.descr[1] == 'i';
+  switch (bytes) {
+    case 1: return is_signed ? static_cast<int8_t>(*p) : *p;
+    case 2: { uint16_t v; std::memcpy(&v, p, 2); return is_signed ? static_cast<int16_t>(v) : v; }
+    case 4: { uint32_t v; std::memcpy(&v, p, 4); return is_signed ? static_cast<int32_t>(v) : v; }
+    default: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<int64_t>(v); }
+  }
+}
+
+// An in-memory data set of f32 samples (f16 arrays are widened when opened).
+class F32Dataset : public Dataset {
+ public:
+  F32Dataset(std::vector<float> x, std::vector<int32_t> y, Shape shape, int classes, std::string what)
+      : x_(std::move(x)), y_(std::move(y)), shape_(std::move(shape)), numel_(shape_numel(shape_)),
+        classes_(classes), what_(std::move(what)) {}
+  int64_t size() const override { return static_cast<int64_t>(y_.size()); }
+  Shape sample_shape() const override { return shape_; }
+  int num_classes() const override { return classes_; }
+  int32_t get(int64_t i, float* out) const override {
+    DP_CHECK(i >= 0 && i < size(), "sample index {} out of range [0, {}) in {}", i, size(), what_);
+    std::copy(x_.begin() + i * numel_, x_.begin() + (i + 1) * numel_, out);
+    return y_[i];
+  }
+  std::string describe() const override {
+    return fmt::format("{}: {} x {}, {} classes", what_, size(), shape_str(shape_), classes_);
+  }
+
+ private:
+  std::vector<float> x_;
+  std::vector<int32_t> y_;
+  Shape shape_;
+  int64_t numel_;
+  int classes_;
+  std::string what_;
+};
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  std::vector<uint8_t> b = read_whole_file(path);
+  if (b.size() < 10 || std::memcmp(b.data(), "\x93NUMPY", 6) != 0)
+    DP_THROW_USER("{}: not a .npy file (it does not start with \\x93NUMPY); save arrays with numpy.save", path);
+  const int major = b[6];
+  if (major < 1 || major > 3) DP_THROW_USER("{}: .npy format version {}.{}, expected 1.x to 3.x", path, major, b[7]);
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  uint32_t hlen = 0;
+  std::memcpy(&hlen, b.data() + 8, len_bytes);
+  const size_t data_at = 8 + len_bytes + hlen;
+  if (b.size() < data_at) DP_THROW_USER("{}: truncated: the .npy header needs {} bytes, the file has {}", path, data_at, b.size());
+  const std::string header(b.begin() + 8 + len_bytes, b.begin() + data_at);
+  NpyArray a;
+  a.descr = dict_value(header, "descr", path);
+  if (dict_value(header, "fortran_order", path) == "True")
+    DP_THROW_USER("{}: the array is in Fortran order; save it in C order (numpy.ascontiguousarray)", path);
+  a.shape = parse_shape(dict_value(header, "shape", path), path);
+  const int item = a.descr == "<f4" ? 4 : a.descr == "<f2" ? 2 : a.descr == "|u1" ? 1 : int_bytes(a.descr);
+  if (item == 0)
+    DP_THROW_USER("{}: dtype '{}' is not supported; x must be uint8, float32 or float16, y an integer type "
+                  "(little-endian)",
+                  path, a.descr);
+  uint64_t count = 1;
+  for (int64_t d : a.shape) count *= static_cast<uint64_t>(d);
+  const uint64_t want = count * static_cast<uint64_t>(item), have = b.size() - data_at;
+  if (have != want)
+    DP_THROW_USER("{}: {}: the header's shape needs {} bytes of data, the file holds {}", path,
+                  have < want ? "truncated" : "size mismatch", want, have);
+  b.erase(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(data_at));
+  a.data = std::move(b);
+  return a;
+}
+
+std::unique_ptr<Dataset> open_npy(const std::string& x_path, const std::string& y_path, int num_classes) {
+  NpyArray x = read_npy(x_path), y = read_npy(y_path);
+  const int yb = int_bytes(y.descr);
+  if (yb == 0 || y.shape.size() != 1)
+    DP_THROW_USER("{}: labels must be a 1-dim integer array, found '{}' of shape ({})", y_path, y.descr,
+                  fmt::join(y.shape, ", "));
+  if (x.shape.empty() || x.shape[0] != y.shape[0])
+    DP_THROW_USER("{} holds {} samples but {} holds {} labels; expected the same count", x_path,
+                  x.shape.empty() ? 0 : x.shape[0], y_path, y.shape[0]);
+  std::vector<int32_t> labels(static_cast<size_t>(y.shape[0]));
+  int64_t most = -1;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const int64_t v = int_at(y, yb, i);
+    if (v < 0 || v > 1'000'000'000) DP_THROW_USER("{}: label {} at index {} is out of range (0 to 1e9)", y_path, v, i);
+    labels[i] = static_cast<int32_t>(v);
+    most = std::max(most, v);
+  }
+  if (num_classes == 0) num_classes = static_cast<int>(most + 1);
+  Shape shape(x.shape.begin() + 1, x.shape.end());
+  if (shape.empty()) shape = {1};
+  const std::string what = fmt::format("arrays {} + {}", x_path, y_path);
+  std::unique_ptr<Dataset> ds;
+  if (x.descr == "|u1") {
+    ds = std::make_unique<U8Dataset>(std::move(x.data), std::move(labels), shape, num_classes, what);
+  } else if (x.descr == "<f4" || x.descr == "<f2") {
+    std::vector<float> v(x.data.size() / (x.descr == "<f4" ? 4 : 2));
+    if (x.descr == "<f4") std::memcpy(v.data(), x.data.data(), x.data.size());
+    else
+      for (size_t i = 0; i < v.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, x.data.data() + 2 * i, 2);
+        v[i] = kernels::cpu::f16_to_f32(h);
+      }
+    ds = std::make_unique<F32Dataset>(std::move(v), std::move(labels), shape, num_classes, what);
+  } else {
+    DP_THROW_USER("{}: samples must be uint8, float32 or float16, found '{}'", x_path, x.descr);
+  }
+  log::get("data")->info("{}", ds->describe());
+  return ds;
+}
+
+}  // namespace dp::data

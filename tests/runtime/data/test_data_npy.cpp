@@ -1,0 +1,99 @@
+// Tests for runtime/data/npy.h: .npy files written here (numpy's format, versions 1 and 2) read
+// back as data sets: u8 samples as bytes (get() = / 255), f32 as they are, f16 widened, any sample
+// shape, any integer label type, the class count from the labels; and the errors, each naming the
+// file: not .npy, Fortran order, an unsupported dtype, a truncated file, counts that differ.
+// (numpy itself writing the files: tests/oracle/test_image_torchvision.py.)
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/data/npy.h"
+#include "tests/runtime/data/data_test_util.h"
+
+namespace fs = std::filesystem;
+using dp::data::testing::TempDir;
+using dp::data::testing::user_error;
+
+namespace {
+
+// A version-1 .npy file as numpy.save writes it: the header padded with spaces to 64 bytes.
+void save(const std::string& path, const std::string& descr, const std::string& shape, const void* data, size_t n,
+          bool fortran = false) {
+  std::string h = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                  ", 'shape': " + shape + ", }";
+  h.append(64 - (10 + h.size() + 1) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(h.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << h;
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+}  // namespace
+
+TEST(Npy, BytesFloatsAndHalves) {
+  TempDir d("dp-test-npy");
+  const uint8_t x8[12] = {0, 255, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const int64_t y[2] = {4, 1};
+  save(d / "x8.npy", "|u1", "(2, 2, 3)", x8, sizeof x8);
+  save(d / "y.npy", "<i8", "(2,)", y, sizeof y);
+  auto ds = dp::data::open_npy(d / "x8.npy", d / "y.npy");
+  EXPECT_EQ(ds->size(), 2);
+  EXPECT_EQ(ds->sample_shape(), (dp::Shape{2, 3}));
+  EXPECT_EQ(ds->num_classes(), 5);
+  EXPECT_TRUE(ds->holds_bytes());
+  std::vector<float> f(6);
+  EXPECT_EQ(ds->get(0, f.data()), 4);
+  EXPECT_EQ(f[1], 1.0f);
+  const float x32[4] = {0.5f, -2.0f, 1e6f, 3.25f};
+  const uint8_t y8[4] = {0, 1, 0, 2};
+  save(d / "x32.npy", "<f4", "(4,)", x32, sizeof x32);
+  save(d / "y8.npy", "|u1", "(4,)", y8, sizeof y8);
+  auto fl = dp::data::open_npy(d / "x32.npy", d / "y8.npy");
+  EXPECT_EQ(fl->sample_shape(), (dp::Shape{1}));  // a 1-dim x: one value per sample
+  EXPECT_FALSE(fl->holds_bytes());
+  EXPECT_EQ(fl->get(1, f.data()), 1);
+  EXPECT_EQ(f[0], -2.0f);
+  const uint16_t x16[2] = {0x3c00, 0xc200};  // 1.0, -3.0
+  const int32_t y32[1] = {7};
+  save(d / "x16.npy", "<f2", "(1, 2)", x16, sizeof x16);
+  save(d / "y32.npy", "<i4", "(1,)", y32, sizeof y32);
+  auto h = dp::data::open_npy(d / "x16.npy", d / "y32.npy");
+  EXPECT_EQ(h->get(0, f.data()), 7);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], -3.0f);
+}
+
+TEST(Npy, ErrorsNameTheFile) {
+  TempDir d("dp-test-npy");
+  const int64_t y[2] = {0, 1};
+  save(d / "y.npy", "<i8", "(2,)", y, sizeof y);
+  const double xd[2] = {1, 2};
+  save(d / "xd.npy", "<f8", "(2,)", xd, sizeof xd);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "xd.npy", d / "y.npy"); }),
+            d / "xd.npy" + ": dtype '<f8' is not supported; x must be uint8, float32 or float16, y an integer type "
+                           "(little-endian)");
+  const float xf[4] = {};
+  save(d / "xf.npy", "<f4", "(2, 2)", xf, sizeof xf, /*fortran=*/true);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "xf.npy", d / "y.npy"); }),
+            d / "xf.npy" + ": the array is in Fortran order; save it in C order (numpy.ascontiguousarray)");
+  save(d / "x3.npy", "<f4", "(3,)", xf, 12);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "x3.npy", d / "y.npy"); }),
+            d / "x3.npy" + " holds 3 samples but " + d / "y.npy" + " holds 2 labels; expected the same count");
+  save(d / "cut.npy", "<f4", "(4,)", xf, 10);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "cut.npy", d / "y.npy"); }),
+            d / "cut.npy" + ": truncated: the header's shape needs 16 bytes of data, the file holds 10");
+  std::ofstream(d / "txt.npy") << "hello, world";
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "txt.npy"); }),
+            d / "txt.npy" + ": not a .npy file (it does not start with \\x93NUMPY); save arrays with numpy.save");
+  const int64_t neg[2] = {0, -1};
+  save(d / "neg.npy", "<i8", "(2,)", neg, sizeof neg);
+  save(d / "x2.npy", "<f4", "(2,)", xf, 8);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "x2.npy", d / "neg.npy"); }),
+            d / "neg.npy" + ": label -1 at index 1 is out of range (0 to 1e9)");
+}

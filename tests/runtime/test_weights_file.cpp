@@ -1,0 +1,137 @@
+// Weights from a file (runtime/checkpoint/weights_file.h): the pure matching (names, dtypes,
+// shapes, skip globs) and load_weights on a real model from the three kinds of file: a plain
+// state_dict, dptrain's final weights, a dptrain checkpoint (optimizer state ignored, CRCs
+// checked). Every mismatch is one error naming each tensor, expected vs found; a failed load
+// changes nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/build.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/weights_file.h"
+#include "runtime/optim/sgd.h"
+
+namespace dp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+TEST(WeightsPlan, NamesEveryMismatchExpectedVsFound) {
+  const std::vector<TensorSig> model = {{"a", DType::F32, {2, 3}},
+                                        {"b", DType::F32, {3}},
+                                        {"bn.running_mean", DType::F32, {3}},
+                                        {"bn.num_batches_tracked", DType::I64, {}}};
+  const std::vector<TensorSig> file = {
+      {"a", DType::F32, {2, 3}}, {"b", DType::F16, {4}}, {"bn.running_mean", DType::F32, {3}}, {"c", DType::F32, {1}}};
+  const WeightsPlan p = plan_weights_load(model, file, {});
+  EXPECT_EQ(p.load, (std::vector<std::string>{"a", "bn.running_mean"}));
+  EXPECT_EQ(p.problems, (std::vector<std::string>{"'b': the model has f32[3], the file f16[4]",
+                                                  "'bn.num_batches_tracked' (i64[]): in the model, not in the file",
+                                                  "'c' (f32[1]): in the file, not in the model"}));
+  const WeightsPlan s = plan_weights_load(model, file, {"b", "c*", "bn.num_*", "zz.*"});
+  EXPECT_EQ(s.load, (std::vector<std::string>{"a", "bn.running_mean"}));
+  EXPECT_EQ(s.skipped, (std::vector<std::string>{"b", "bn.num_batches_tracked"}));
+  EXPECT_EQ(s.unused, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(s.problems, (std::vector<std::string>{"skip pattern 'zz.*' matches no tensor"}));
+}
+
+// The cnn preset (conv, BN with running statistics and num_batches_tracked, two linear layers).
+std::unique_ptr<Graph> cnn(int64_t classes, uint64_t seed) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Cnn;
+  mc.num_classes = classes;
+  return models::build_model(mc, {1, 8, 8}, seed);
+}
+
+std::vector<std::pair<std::string, Tensor>> state_of(const Graph& g) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& nt : g.state()) out.emplace_back(nt.name, nt.tensor.clone());
+  return out;
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+class WeightsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dptrain_weights_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(WeightsFile, StateDictWithANewHead) {
+  auto src = cnn(10, 1);
+  write_safetensors(path("sd.safetensors"), state_of(*src));  // no metadata: a plain state_dict
+  auto fresh = cnn(4, 2);
+  const auto before = state_of(*fresh);
+  const WeightsLoad w = load_weights(path("sd.safetensors"), *fresh, {"fc2.*"}, "hint");
+  EXPECT_EQ(w.kind, WeightsKind::StateDict);
+  EXPECT_EQ(w.plan.skipped, (std::vector<std::string>{"fc2.weight", "fc2.bias"}));
+  const auto got = fresh->state(), want = src->state();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool skipped = got[i].name.rfind("fc2.", 0) == 0;
+    EXPECT_TRUE(equal(got[i].tensor, skipped ? before[i].second : want[i].tensor)) << got[i].name;
+  }
+}
+
+TEST_F(WeightsFile, MismatchesAreOneErrorAndChangeNothing) {
+  auto src = cnn(10, 1);
+  write_safetensors(path("sd.safetensors"), state_of(*src));
+  auto fresh = cnn(4, 2);
+  const auto before = state_of(*fresh);
+  try {
+    load_weights(path("sd.safetensors"), *fresh, {}, "Use model.init_skip.");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "weights '" + path("sd.safetensors") +
+                  "' (state_dict) do not fit the model: 2 problems: 'fc2.weight': the model has f32[4, 128], the file "
+                  "f32[10, 128]; 'fc2.bias': the model has f32[4], the file f32[10]. Use model.init_skip.");
+  }
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(fresh->state()[i].tensor, before[i].second));
+}
+
+TEST_F(WeightsFile, FinalWeightsAndCheckpointsLoadTheirModelTensors) {
+  auto src = cnn(4, 1);
+  write_safetensors(path("final.safetensors"), state_of(*src), {{"format", "dptrain-weights"}});
+  auto opt = optim::make_sgd(src->num_parameters(), optim::SgdOptions{});
+  CheckpointMeta m;
+  m.optimizer = opt->name();
+  write_checkpoint(path("ckpt.safetensors"), *src, *opt, m);
+  for (const std::string f : {"final.safetensors", "ckpt.safetensors"}) {
+    auto g = cnn(4, 2);
+    const WeightsLoad w = load_weights(path(f), *g, {}, "");
+    EXPECT_EQ(w.kind, f == "ckpt.safetensors" ? WeightsKind::DptrainCheckpoint : WeightsKind::DptrainWeights);
+    EXPECT_EQ(w.plan.load.size(), src->state().size()) << f;
+    for (size_t i = 0; i < g->state().size(); ++i) EXPECT_TRUE(equal(g->state()[i].tensor, src->state()[i].tensor));
+  }
+  // A flipped byte in a checkpoint's tensor: its CRC names it.
+  SafetensorsFile sf = SafetensorsFile::open(path("ckpt.safetensors"));
+  const auto& info = sf.info("conv1.weight");
+  uint64_t header = 0;
+  std::fstream io(path("ckpt.safetensors"), std::ios::binary | std::ios::in | std::ios::out);
+  io.read(reinterpret_cast<char*>(&header), 8);
+  io.seekp(static_cast<std::streamoff>(8 + header + info.begin));
+  io.put('\x7f');
+  io.close();
+  auto g = cnn(4, 2);
+  try {
+    load_weights(path("ckpt.safetensors"), *g, {}, "");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("are corrupt: tensor 'conv1.weight' fails its CRC-32C check"));
+  }
+}
+
+}  // namespace
+}  // namespace dp
