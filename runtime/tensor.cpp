@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,7 +8,14 @@
 
 namespace dp {
 
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+int64_t Storage::allocations() { return g_allocations.load(std::memory_order_relaxed); }
+
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
   if (device.is_cpu()) {
     size_t rounded = (bytes + 63) / 64 * 64;
