@@ -154,6 +154,8 @@ void TrainSession::open_data_and_build_model() {
     model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
                                  gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
   });
+  model_->set_cpu_backend(cfg_.train.cpu_backend);
+  if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());  // train.cpu_backend, once
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());

@@ -156,6 +156,8 @@ std::vector<Field> schema(Config& c) {
       {"train", "device", "where to train", &c.train.device},
       {"train", "precision", "compute precision", &c.train.precision},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
+      {"train", "cpu_backend", "CPU kernels: oneDNN (convolution, batch norm, pooling, linear; activations channels "
+       "last, ReLUs fused) or the reference im2col + BLAS kernels", &c.train.cpu_backend},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "

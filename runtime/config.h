@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/collective_backend.h"
+#include "runtime/cpu_backend.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data/dataset_kind.h"
 #include "runtime/data/sampler.h"
@@ -101,6 +102,7 @@ struct TrainConfig {
   cuda::DeviceRequest device = cuda::DeviceRequest::Auto;
   Precision precision = Precision::Fp32;
   int64_t threads = 0;             // CPU threads (0 = all cores)
+  CpuBackend cpu_backend = CpuBackend::OneDnn;  // the CPU's kernels (runtime/cpu_backend.h)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale

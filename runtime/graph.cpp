@@ -128,8 +128,8 @@ Tensor Graph::take_spare(const Shape& shape, DType dtype) {
   return Tensor::zeros(shape, dtype, device_);
 }
 
-// Only whole tensors the graph made itself come back here (never the caller's dy); every use
-// is on the compute stream, so reusing the memory for a later node is ordered after it.
+// Only whole tensors the graph made itself come back here (never the caller's dy); on the GPU
+// every use is on the compute stream, so reusing the memory for a later node is ordered after it.
 void Graph::give_spare(Tensor t) {
   if (t.defined() && t.byte_offset() == 0 && t.storage()->bytes() == t.nbytes()) spare_.push_back(std::move(t));
 }
@@ -142,50 +142,87 @@ Shape batched(int64_t n, const Shape& s) {
 }
 }  // namespace
 
-const Tensor& Graph::forward(const StepContext& ctx, const Tensor& x) {
+const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
   DP_CHECK(built_, "forward before build");
   Shape want = batched(x.dim(0), input_shape_);
   if (x.shape() != want)
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
-  if (!device_.is_cpu()) {
+  const bool cpu = device_.is_cpu();
+  if (!cpu) {
     DP_CHECK(x.device() == device_ && x.dtype() == compute_, "model input {} on a graph built for {} {}",
              x.describe(), dtype_name(compute_), device_.str());
-    DP_CHECK(ctx.gpu == gpu_ && ctx.compute == compute_, "step context does not match the graph's device setup");
+    DP_CHECK(step_ctx.gpu == gpu_ && step_ctx.compute == compute_, "step context does not match the graph's device setup");
+  } else if (!cpu_planned_ || x.dtype() != cpu_plan_dtype_) {
+    plan_cpu(x.dtype());
   }
-  input_ = x;
+  const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
+  input_ = cpu ? model_input(x) : x;
   const int64_t n = x.dim(0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto& node = nodes_[i];
+    if (cpu && relu_folded_into_[i] >= 0) {  // its producer applied the ReLU: share its output
+      acts_[i] = acts_[relu_folded_into_[i]];
+      continue;
+    }
     std::vector<Tensor> in;
     for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
     Shape out = batched(n, node.out_shape);
-    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device())
+    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() ||
+        acts_[i].dtype() != x.dtype())
       acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
     node.layer->forward(ctx, in, acts_[i]);
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
+  if (cpu && ctx.channels_last && acts_.back().ndim() == 4) {  // callers see NCHW
+    change_layout(output_nchw_, acts_.back(), false);
+    return output_nchw_;
+  }
   return acts_.back();
 }
 
-void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::function<void(int)>& on_ready) {
+void Graph::backward(const StepContext& step_ctx, const Tensor& dy, const std::function<void(int)>& on_ready) {
   DP_CHECK(input_.defined(), "backward before forward");
   DP_CHECK(dy.shape() == acts_.back().shape(), "output gradient {} does not match output {}", dy.describe(),
            acts_.back().describe());
   const bool gpu = !device_.is_cpu();
+  const StepContext ctx = gpu ? step_ctx : cpu_context(step_ctx);
   // dacts_[i]: gradient w.r.t. node i's output, summed over its consumers.
   std::vector<bool> have(nodes_.size(), false);
-  // The loss gave an f32 gradient; under mixed precision the last layer takes 16-bit.
-  dacts_.back() = compute_ != DType::F32 ? output_grad_in_compute(dy) : dy;
+  // The loss gave an f32 gradient; under mixed precision the last layer takes 16-bit; a CPU graph
+  // with channels-last activations takes a 4-D one NHWC.
+  if (compute_ != DType::F32) {
+    dacts_.back() = output_grad_in_compute(dy);
+  } else if (!gpu && ctx.channels_last && dy.ndim() == 4) {
+    change_layout(dy_nhwc_, dy, true);
+    dacts_.back() = dy_nhwc_;
+  } else {
+    dacts_.back() = dy;
+  }
   have.back() = true;
+  // The caller's dy and the graph's own output-gradient buffers are never recycled.
+  const Storage* keep[] = {dy.storage().get(), dy_nhwc_.defined() ? dy_nhwc_.storage().get() : nullptr,
+                           dy16_.defined() ? dy16_.storage().get() : nullptr};
+  auto recycle = [&](Tensor& t) {
+    if (!t.defined()) return;
+    for (const Storage* k : keep)
+      if (t.storage().get() == k) return;
+    give_spare(std::move(t));
+  };
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     auto& node = nodes_[i];
+    if (!gpu && relu_folded_into_[i] >= 0) {  // a folded relu: its gradient is its producer's
+      const int src = relu_folded_into_[i];
+      DP_CHECK(!have[src], "folded relu '{}': its producer has another consumer", node.layer->name());
+      dacts_[src] = std::move(dacts_[i]);
+      have[src] = true;
+      continue;
+    }
     std::vector<Tensor> in, dx;
     for (int src : node.inputs) {
       in.push_back(src == kInput ? input_ : acts_[src]);
       if (src == kInput) dx.emplace_back();
-      else if (gpu) dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
-      else dx.push_back(Tensor::zeros(acts_[src].shape(), acts_[src].dtype(), acts_[src].device()));
+      else dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
     }
     if (!have[i]) {
       // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
@@ -196,19 +233,19 @@ void Graph::backward(const StepContext& ctx, const Tensor& dy, const std::functi
       int src = node.inputs[k];
       if (src == kInput) continue;
       if (!have[src]) {
-        dacts_[src] = dx[k];
+        dacts_[src] = std::move(dx[k]);
         have[src] = true;
-      } else if (gpu) {
-        accumulate_device(dacts_[src], dx[k]);
-        give_spare(std::move(dx[k]));
-      } else if (dx[k].dtype() == DType::F64) {
-        kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
-      } else {
-        kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
+        continue;
       }
+      if (gpu) accumulate_device(dacts_[src], dx[k]);
+      else if (dx[k].dtype() == DType::F64)
+        kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
+      else
+        kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
+      recycle(dx[k]);
     }
-    if (gpu && i + 1 < static_cast<int>(nodes_.size())) give_spare(std::move(dacts_[i]));
-    dacts_[i] = Tensor();  // free (or keep for reuse) as soon as consumed
+    recycle(dacts_[i]);  // consumed: kept for reuse by a later node or the next step
+    dacts_[i] = Tensor();
     if (node.low_precision) widen_low_precision_grads(node);
     if (!node.param_slots.empty() && on_ready) on_ready(i);
   }

@@ -66,6 +66,16 @@ class Graph {
   // step, a checkpoint load, the start-up broadcast. No-op in fp32 and on the CPU.
   void refresh_compute_params();
   DType compute_dtype() const { return compute_; }
+  // The CPU's kernels (train.cpu_backend; default OneDnn). Under OneDnn a CPU graph plans, at its
+  // next forward: 4-D activations stored channels last when every layer takes them (the model
+  // input and a 4-D output are transposed at the edges, so callers always see NCHW), and each
+  // relu that is the only consumer of a layer that can_fuse_relu() folded into that layer (the
+  // relu node then shares its producer's output and passes its gradient through). Reference:
+  // NCHW, unfused, the reference kernels. The GPU ignores it.
+  void set_cpu_backend(CpuBackend b);
+  CpuBackend cpu_backend() const { return cpu_backend_; }
+  // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
+  std::string cpu_plan_summary();
   cuda::ExecContext* gpu() const { return gpu_; }
 
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -91,13 +101,25 @@ class Graph {
   std::vector<NamedTensor> buffers_;
   std::vector<Tensor> acts_, dacts_;
   Tensor input_;
+  // The CPU plan (plan_cpu): backend, layout, and for each node the producer whose output a
+  // folded relu shares (-1: none). Input, output and output gradient in the planned layout.
+  CpuBackend cpu_backend_ = CpuBackend::OneDnn;
+  bool cpu_planned_ = false, cpu_channels_last_ = false;
+  DType cpu_plan_dtype_ = DType::F32;
+  std::vector<int> relu_folded_into_;
+  Tensor input_nhwc_, output_nchw_, dy_nhwc_;
+  void plan_cpu(DType dtype);
+  StepContext cpu_context(const StepContext& ctx);
+  const Tensor& model_input(const Tensor& x);
+  // dst (same logical shape as src) = src in the other layout; allocated once per shape.
+  void change_layout(Tensor& dst, const Tensor& src, bool to_nhwc) const;
   Device device_;
   DType compute_ = DType::F32;
   cuda::ExecContext* gpu_ = nullptr;
   Arena lp_params_, lp_grads_;  // mixed precision: 16-bit compute copies (same layout as params_)
   Tensor out32_, dy16_;         // mixed precision: the F32 output and the 16-bit output gradient
-  // GPU: input-gradient tensors no longer needed, kept for reuse by shape and dtype (device
-  // allocations synchronise the device, so a step after the first allocates nothing).
+  // Input-gradient tensors no longer needed, kept for reuse by shape and dtype: a step after the
+  // first allocates nothing (on the GPU, allocations would also synchronise the device).
   std::vector<Tensor> spare_;
   Tensor take_spare(const Shape& shape, DType dtype);
   void give_spare(Tensor t);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "runtime/cpu_backend.h"
 #include "runtime/tensor.h"
 
 namespace dp {
@@ -36,6 +37,10 @@ struct StepContext {
   // 4-D activations are stored NHWC (channels last) while their shapes stay [N, C, H, W]: set on
   // the GPU with BF16/F16 so cuDNN picks tensor-core kernels. Layout-free layers ignore it.
   bool channels_last = false;
+  // The CPU's kernels (train.cpu_backend; the graph sets it from its own choice). Layers with a
+  // oneDNN path take it for f32 tensors under OneDnn; on the CPU, channels_last is only ever set
+  // together with OneDnn (Graph::forward), and every layer that accepts it then handles NHWC.
+  CpuBackend cpu_backend = CpuBackend::Reference;
 };
 
 // True when t (an activation of this step) is stored channels last: 4-D under channels_last.
@@ -74,6 +79,19 @@ class Layer {
   // the layer's backward. False (the default): parameters and gradients stay F32.
   virtual bool low_precision_params() const { return false; }
 
+  // The CPU graph's plan under CpuBackend::OneDnn (Graph::forward). cpu_channels_last: the layer
+  // takes and gives 4-D activations stored NHWC on the CPU (under ctx.channels_last); the graph
+  // keeps activations channels last only when every layer does. has_onednn_path: f32 runs on
+  // oneDNN (logged once per graph). can_fuse_relu: the layer's oneDNN path can apply a ReLU to
+  // its own output and mask its output gradient by it; the graph then folds a relu that is the
+  // layer's only consumer into it and calls set_fused_relu(true) (false when it re-plans).
+  virtual bool cpu_channels_last() const { return false; }
+  virtual bool has_onednn_path() const { return false; }
+  virtual bool can_fuse_relu() const { return false; }
+  virtual bool is_relu() const { return false; }  // a plain ReLU, which the plan may fold
+  virtual void set_fused_relu(bool on) { DP_CHECK(!on, "layer '{}' cannot fuse a ReLU", name_); }
+  bool fused_relu() const { return fused_relu_; }
+
   // Called by the graph after allocation: views in declare_params order, split into trainable
   // (params/grads, views into the arenas) and buffers.
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
@@ -100,6 +118,7 @@ class Layer {
 
   std::string name_;
   std::vector<Tensor> params_, grads_, buffers_;
+  bool fused_relu_ = false;  // set by layers whose set_fused_relu accepts
 };
 
 }  // namespace dp

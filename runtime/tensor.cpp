@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -20,7 +21,14 @@ HostMemoryError::HostMemoryError(size_t b, size_t m)
       bytes(b),
       machine_bytes(m) {}
 
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+int64_t Storage::allocations() { return g_allocations.load(std::memory_order_relaxed); }
+
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
   if (device.is_cpu()) {
     // Larger than the machine: refused at once (with overcommit, the allocation could succeed and

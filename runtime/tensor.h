@@ -32,6 +32,9 @@ size_t host_memory_bytes();
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device);
+  // How many storages this process has allocated (any device): the counting allocator the
+  // graph's memory-plan test reads (no allocation per step after the first).
+  static int64_t allocations();
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

@@ -25,7 +25,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # 1. Debian packages (CUDA, cuDNN and NCCL come from /usr/local/cuda when present).
 packages=(build-essential cmake ninja-build pkg-config git
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  libgtest-dev libgmock-dev libopenblas-openmp-dev dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
+  libgtest-dev libgmock-dev libopenblas-openmp-dev libdnnl-dev linux-perf dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
   slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmi2-0-dev munge libmunge2 libmunge-dev libpmix-dev
   libboost-context-dev libjpeg62-turbo-dev libspng-dev
   libssl-dev clang-14 libclang-rt-14-dev libomp-14-dev llvm-14

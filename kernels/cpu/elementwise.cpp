@@ -31,6 +31,15 @@ void relu_forward(T* y, const T* x, int64_t n) {
 }
 
 template <typename T>
+void add_relu(T* y, const T* a, const T* b, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = a[i] + b[i];
+    y[i] = v < T(0) ? T(0) : v;
+  }
+}
+
+template <typename T>
 void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
@@ -41,6 +50,8 @@ void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
 
 template void add<float>(float*, const float*, const float*, int64_t);
 template void add<double>(double*, const double*, const double*, int64_t);
+template void add_relu<float>(float*, const float*, const float*, int64_t);
+template void add_relu<double>(double*, const double*, const double*, int64_t);
 template void relu_forward<float>(float*, const float*, int64_t);
 template void relu_forward<double>(double*, const double*, int64_t);
 template void relu_backward<float>(float*, const float*, const float*, int64_t);

@@ -15,6 +15,10 @@ void scale(float* y, const float* x, float alpha, int64_t n);
 template <typename T>
 void add(T* y, const T* a, const T* b, int64_t n);
 
+// y[i] = max(a[i] + b[i], 0): add then relu_forward, one pass (the oneDNN backend's add+ReLU)
+template <typename T>
+void add_relu(T* y, const T* a, const T* b, int64_t n);
+
 // y[i] = max(x[i], 0)
 template <typename T>
 void relu_forward(T* y, const T* x, int64_t n);

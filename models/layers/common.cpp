@@ -39,6 +39,13 @@ void check_grads(const Layer& layer, DType dtype) {
     check_tensor(layer, layer.grads()[i], dtype, layer.params()[i].shape(), "parameter gradient");
 }
 
+void check_reference_layout(const Layer& layer, const StepContext& ctx, const Tensor& x) {
+  DP_CHECK(!is_channels_last(ctx, x) && !layer.fused_relu(),
+           "{}: the reference CPU kernels got {} (they take NCHW, unfused; the graph plans channels-last "
+           "activations and fused ReLUs for the oneDNN backend, f32, only)",
+           layer_str(layer), layer.fused_relu() ? "a fused ReLU" : "channels-last activations");
+}
+
 int64_t window_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad) {
   const int64_t span = in + 2 * pad - k;
   return span < 0 ? 0 : span / stride + 1;

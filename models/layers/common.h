@@ -42,6 +42,17 @@ T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
+// The layer's oneDNN path serves this call: the oneDNN backend and f32 tensors (f64, the
+// gradient checks' dtype, always takes the reference kernels).
+inline bool use_onednn(const StepContext& ctx, DType dtype) {
+  return ctx.cpu_backend == CpuBackend::OneDnn && dtype == DType::F32;
+}
+
+// The reference kernels are NCHW and unfused: a DpError naming the layer when a call under
+// ctx.channels_last (4-D x) or with a fused ReLU reaches them (the graph sets either only with
+// the oneDNN backend, whose layers take f32 there).
+void check_reference_layout(const Layer& layer, const StepContext& ctx, const Tensor& x);
+
 // Output size along one axis of a convolution or pooling window: floor((in + 2 pad - k) /
 // stride) + 1, or 0 when the padded input is smaller than the window.
 int64_t window_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad);

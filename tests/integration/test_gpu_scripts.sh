@@ -9,6 +9,8 @@
 #      if it exists ($DPTRAIN_VENV, default /opt/dptrain-venv); else SKIP.
 #   5. tools/bench/gpu_vs_torch.sh with SMOKE=1 (dptrain and torch on the CPU, fmnist_cnn, a few
 #      steps) when BUILD_DIR/dptrain and the venv exist; else SKIP.
+#   5b. The bundle pack.sh makes by default (every test binary, libdnnl, the data), packed with xz -0
+#      (an upper bound of the real -6 bundle), travels within the device tool's 64 MiB.
 #   6. A rehearsal of the whole flow when BUILD_DIR is a CUDA build with test_kernels: pack.sh into
 #      a scratch carry folder, then run_all.sh with stand-in nvidia-smi and compute-sanitizer, the
 #      fmnist step on the CPU (a slice, 1 epoch) and the benchmark in SMOKE mode (if the venv
@@ -146,6 +148,35 @@ if [[ -x $venv_py && -x $build/dptrain ]]; then
   fi
 else
   echo "SKIP: gpu_vs_torch.sh smoke: needs $build/dptrain and $venv_py"
+fi
+
+# --- 5b. the real bundle fits the device tool's carry limit --------------------------------------
+# What tools/gpu/pack.sh carries by default (every test binary, diffckpt, libdnnl's 39 MB among the
+# libraries, Fashion-MNIST), packed with xz -0: a weaker compression than pack.sh's default -6, so
+# its total bounds the real bundle's from above; pack.sh itself fails above LIMIT_MIB (64).
+default_tests=(test_runtime test_kernels test_models test_collectives test_launch)
+all_built=1
+for t in "${default_tests[@]}"; do [[ -x $build/tests/$t ]] || all_built=0; done
+if ((all_built)) && [[ -x $build/dptrain && -x $build/diffckpt ]] && ldd "$build/dptrain" 2>/dev/null | grep -q libcudart; then
+  data=/usr/share/datasets/fashion-mnist
+  [[ -f $data/train-images-idx3-ubyte.gz ]] || data=none
+  size_carry=$carry-size
+  trap 'rm -rf "$tmp" "${repo:?}/$carry" "${repo:?}/$size_carry"' EXIT
+  if ! CARRY_DIR=$size_carry XZ_OPT="-0 -T2" CPU_RUN=none FMNIST_DIR=$data bash tools/gpu/pack.sh "$build" >"$tmp/pack-size.log" 2>&1; then
+    fail "pack.sh with everything it carries by default (xz -0) is over the limit or failed:"; tail -n 30 "$tmp/pack-size.log" >&2
+  else
+    total=$(sed -n 's/^\[pack\] total that travels: \([0-9.]*\) MiB of 64 MiB$/\1/p' "$tmp/pack-size.log")
+    if [[ -z $total ]] || ! awk -v t="$total" 'BEGIN { exit !(t <= 64) }'; then
+      fail "pack.sh's total '$total' MiB (xz -0) is not within 64 MiB:"; cat "$tmp/pack-size.log" >&2
+    elif ldd "$build/dptrain" | grep -q libdnnl && ! grep -q '^file=lib/libdnnl.so' "$repo/$size_carry/MANIFEST.txt"; then
+      fail "dptrain links libdnnl but pack.sh did not carry it:"; cat "$repo/$size_carry/MANIFEST.txt" >&2
+    else
+      pass "the default bundle (libdnnl included, data $([[ $data == none ]] && echo "left out" || echo carried)) travels $total MiB of 64 with xz -0"
+    fi
+  fi
+  rm -rf "${repo:?}/$size_carry"
+else
+  echo "SKIP: bundle size: $build is not a CUDA build with dptrain, diffckpt and every default test binary"
 fi
 
 # --- 6. pack.sh + run_all.sh rehearsal ---------------------------------------------------------

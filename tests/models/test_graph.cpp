@@ -1,6 +1,8 @@
 // Graph: parameters are views into one arena (same layout for gradients), state names follow
 // registration order, backward sums gradients over consumers (residual joins) and fires the
-// "gradients ready" hook in reverse layer order, once per layer with parameters.
+// "gradients ready" hook in reverse layer order, once per layer with parameters. The graph tests
+// run on both CPU backends (train.cpu_backend): oneDNN (channels-last activations, folded ReLUs)
+// and the reference kernels; a residual CNN gives the same numbers on both.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,14 +16,18 @@ namespace dp {
 namespace {
 
 // fc1 -> fc2 -> add(fc2, fc1) -> fc3: fc1's output has two consumers.
-std::unique_ptr<Graph> residual_net() {
+std::unique_ptr<Graph> residual_net(CpuBackend backend = CpuBackend::OneDnn) {
   ModelConfig mc;
   mc.layers = {test::layer_spec("linear", "fc1", {{"out_features", int64_t{6}}}),
                test::layer_spec("linear", "fc2", {{"out_features", int64_t{6}}}),
                test::layer_spec("add", "join", {}, {"fc2", "fc1"}),
                test::layer_spec("linear", "fc3", {{"out_features", int64_t{3}}})};
-  return models::build_model(mc, {4}, /*seed=*/11);
+  auto g = models::build_model(mc, {4}, /*seed=*/11);
+  g->set_cpu_backend(backend);
+  return g;
 }
+
+class GraphOn : public ::testing::TestWithParam<CpuBackend> {};
 
 Tensor random(const Shape& s, uint64_t seed) {
   Tensor t = Tensor::zeros(s);
@@ -51,8 +57,8 @@ TEST(Graph, ParametersAreViewsIntoOneArena) {
   EXPECT_EQ(g->nodes()[0].layer->params()[0].raw(), g->params().tensor(0).raw());
 }
 
-TEST(Graph, BackwardMatchesFiniteDifferencesThroughAResidualJoin) {
-  auto g = residual_net();
+TEST_P(GraphOn, BackwardMatchesFiniteDifferencesThroughAResidualJoin) {
+  auto g = residual_net(GetParam());
   const StepContext ctx{true, 0, 0};
   const Tensor x = random({5, 4}, 1), r = random({5, 3}, 2);
   auto loss = [&] {
@@ -83,8 +89,8 @@ TEST(Graph, BackwardMatchesFiniteDifferencesThroughAResidualJoin) {
   EXPECT_LT(worst, 1e-4);
 }
 
-TEST(Graph, GradientsAccumulateUntilZeroed) {
-  auto g = residual_net();
+TEST_P(GraphOn, GradientsAccumulateUntilZeroed) {
+  auto g = residual_net(GetParam());
   const StepContext ctx{true, 0, 0};
   const Tensor x = random({3, 4}, 3), r = random({3, 3}, 4);
   g->zero_grad();
@@ -99,8 +105,8 @@ TEST(Graph, GradientsAccumulateUntilZeroed) {
   for (int64_t i = 0; i < once.numel(); ++i) ASSERT_EQ(g->grads().flat().data<float>()[i], 0.0f);
 }
 
-TEST(Graph, BatchSizeMayChangeBetweenCalls) {
-  auto g = residual_net();
+TEST_P(GraphOn, BatchSizeMayChangeBetweenCalls) {
+  auto g = residual_net(GetParam());
   const StepContext ctx{false, 0, 0};
   const Tensor x = random({4, 4}, 5);
   const Tensor full = g->forward(ctx, x).clone();
@@ -109,8 +115,8 @@ TEST(Graph, BatchSizeMayChangeBetweenCalls) {
   for (int64_t i = 0; i < half.numel(); ++i) EXPECT_EQ(half.data<float>()[i], full.data<float>()[i]);
 }
 
-TEST(Graph, WrongInputShapeIsAClearError) {
-  auto g = residual_net();
+TEST_P(GraphOn, WrongInputShapeIsAClearError) {
+  auto g = residual_net(GetParam());
   try {
     g->forward(StepContext{}, Tensor::zeros({2, 5}));
     FAIL();
@@ -128,6 +134,82 @@ TEST(Graph, SameSeedSameInitDifferentSeedDifferent) {
   EXPECT_EQ(0, std::memcmp(a->params().flat().raw(), b->params().flat().raw(), a->params().flat().nbytes()));
   EXPECT_NE(0, std::memcmp(c1->params().flat().raw(), c2->params().flat().raw(), c1->params().flat().nbytes()));
 }
+
+// conv-bn-relu, a residual join with a ReLU after it, pooling, flatten, linear-relu, linear: every
+// fusion and the channels-last layout of the oneDNN plan.
+std::unique_ptr<Graph> residual_cnn(CpuBackend backend) {
+  ModelConfig mc;
+  auto I = [](int64_t v) { return ArgValue{v}; };
+  mc.layers = {test::layer_spec("conv2d", "conv1", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}}),
+               test::layer_spec("batchnorm2d", "bn1", {}),
+               test::layer_spec("relu", "relu1", {}),
+               test::layer_spec("conv2d", "conv2", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}}),
+               test::layer_spec("add", "join", {}, {"conv2", "relu1"}),
+               test::layer_spec("relu", "relu2", {}),
+               test::layer_spec("maxpool2d", "pool", {{"kernel", I(2)}}),
+               test::layer_spec("flatten", "flat", {}),
+               test::layer_spec("linear", "fc1", {{"out_features", I(16)}}),
+               test::layer_spec("relu", "relu3", {}),
+               test::layer_spec("linear", "fc2", {{"out_features", I(5)}})};
+  auto g = models::build_model(mc, {3, 8, 8}, /*seed=*/5);
+  g->set_cpu_backend(backend);
+  return g;
+}
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num = std::max(num, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+    den = std::max(den, static_cast<double>(std::abs(b.data<float>()[i])));
+  }
+  return num / den;
+}
+
+TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
+  auto dnn = residual_cnn(CpuBackend::OneDnn), ref = residual_cnn(CpuBackend::Reference);
+  EXPECT_EQ(dnn->cpu_plan_summary(),
+            "CPU kernels: oneDNN for [conv1 bn1 conv2 pool fc1 fc2], own for [join flat]; ReLUs fused: [bn1+relu1 "
+            "join+relu2 fc1+relu3]; activations channels last (NHWC)");
+  EXPECT_EQ(ref->cpu_plan_summary(), "CPU kernels: reference (im2col + BLAS, NCHW, unfused)");
+  const StepContext ctx{true, 0, 0};
+  const Tensor x = random({4, 3, 8, 8}, 6), r = random({4, 5}, 7);
+  for (auto* g : {dnn.get(), ref.get()}) {
+    g->zero_grad();
+    g->forward(ctx, x);
+    g->backward(ctx, r);
+  }
+  EXPECT_LT(max_rel_diff(dnn->forward(StepContext{false, 0, 0}, x), ref->forward(StepContext{false, 0, 0}, x).clone()),
+            1e-5);
+  EXPECT_LT(max_rel_diff(dnn->grads().flat(), ref->grads().flat()), 1e-5);
+  for (size_t b = 0; b < ref->buffers().size(); ++b) {
+    if (ref->buffers()[b].tensor.dtype() == DType::F32) {
+      EXPECT_LT(max_rel_diff(dnn->buffers()[b].tensor, ref->buffers()[b].tensor), 1e-5) << ref->buffers()[b].name;
+    }
+  }
+}
+
+// Activations and their gradients live in buffers sized once per shape: after the first step,
+// a step makes no tensor allocation (Storage::allocations() counts every one).
+TEST_P(GraphOn, NoTensorAllocationAfterTheFirstStep) {
+  auto g = residual_cnn(GetParam());
+  const StepContext ctx{true, 0, 0};
+  const Tensor x = random({4, 3, 8, 8}, 6), r = random({4, 5}, 7);
+  auto step = [&] {
+    g->zero_grad();
+    g->forward(ctx, x);
+    g->backward(ctx, r);
+  };
+  step();
+  const int64_t before = Storage::allocations();
+  for (int i = 0; i < 3; ++i) step();
+  EXPECT_EQ(Storage::allocations() - before, 0);
+  // The counter counts: a new tensor is one allocation.
+  Tensor t = Tensor::zeros({3});
+  EXPECT_EQ(Storage::allocations() - before, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GraphOn, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
+                         [](const auto& info) { return std::string(enum_name(info.param)); });
 
 }  // namespace
 }  // namespace dp

@@ -1,4 +1,5 @@
-// Oracle helper: runs every layer case of tests/models/layer_harness.h (in f32 and in f64) and
+// Oracle helper: runs every layer case of tests/models/layer_harness.h (in f32 and in f64 on the
+// reference kernels, and in f32 on the oneDNN backend: cases named <case>_onednn) and
 // the softmax cross-entropy loss, and writes everything PyTorch needs to redo them into ONE
 // safetensors file for tests/oracle/test_layers_torch.py:
 //   <case>.x (or .x0/.x1), <case>.<param>, <case>.<buffer>.before / .after, <case>.y,
@@ -37,13 +38,15 @@ nlohmann::json args_json(const std::map<std::string, dp::ArgValue>& args) {
 }
 
 // One layer case: forward then backward with a random upstream gradient.
-nlohmann::json dump_layer(const dp::test::LayerCase& c, DType dtype, const std::string& name, Entries& out) {
+nlohmann::json dump_layer(const dp::test::LayerCase& c, DType dtype, dp::CpuBackend backend, const std::string& name,
+                          Entries& out) {
   using namespace dp::test;
   TestLayer t = make_test_layer(c, dtype, /*seed=*/31);
   const auto decls = t.layer->declare_params();
   dp::Rng rng(41, stream_of(name));
   std::vector<Tensor> x = t.random_inputs(c.batch, rng);
-  const dp::StepContext ctx = case_ctx(c);
+  dp::StepContext ctx = case_ctx(c);
+  ctx.cpu_backend = backend;
   nlohmann::json meta{{"name", name},         {"type", c.type},      {"args", args_json(c.args)},
                       {"dtype", dp::dtype_name(dtype)}, {"training", c.training}, {"seed", ctx.seed},
                       {"step", ctx.step},      {"inputs", x.size()}};
@@ -112,10 +115,13 @@ int main(int argc, char** argv) {
     nlohmann::json cases = nlohmann::json::array();
     for (DType dtype : {DType::F32, DType::F64}) {
       const std::string suffix = dtype == DType::F64 ? "_f64" : "";
-      for (const auto& c : dp::test::layer_cases()) cases.push_back(dump_layer(c, dtype, c.name + suffix, out));
+      for (const auto& c : dp::test::layer_cases())
+        cases.push_back(dump_layer(c, dtype, dp::CpuBackend::Reference, c.name + suffix, out));
       cases.push_back(dump_loss("xent" + suffix, 0.0, dtype, out));
       cases.push_back(dump_loss("xent_ls" + suffix, 0.1, dtype, out));
     }
+    for (const auto& c : dp::test::layer_cases())
+      cases.push_back(dump_layer(c, DType::F32, dp::CpuBackend::OneDnn, c.name + "_onednn", out));
     // 8-byte elements first, then 4-byte: every tensor stays aligned to its element size, which
     // PyTorch's zero-copy loading wants (runtime/checkpoint/safetensors.h).
     std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {

@@ -45,12 +45,19 @@ TEST(Config, OverridesApplyAfterTheFile) {
   EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{8, 4}));
 }
 
+TEST(Config, CpuBackendIsAChoiceDefaultingToOnednn) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg").train.cpu_backend, CpuBackend::OneDnn);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cpu_backend=reference"}).train.cpu_backend, CpuBackend::Reference);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ncpu_backend = \"mkl\"\n"),
+            "m.cfg:4: train.cpu_backend = \"mkl\" is not allowed; use one of: onednn, reference");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, accum_steps, workspace_mb, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, accum_steps, workspace_mb, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

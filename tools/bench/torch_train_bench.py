@@ -8,6 +8,12 @@ the training step alone, no input pipeline), eager and torch.compile.
     python3 tools/bench/torch_train_bench.py --model resnet50 --batch 256 --dtype bf16
     python3 tools/bench/torch_train_bench.py --model cifar_resnet18 --batch 128 --dtype fp16 --modes compile
     python3 tools/bench/torch_train_bench.py --smoke            # tiny CPU run: plumbing only
+    torchrun --standalone --nproc_per_node 2 tools/bench/torch_train_bench.py --device cpu --dtype fp32
+                                                                # DDP (gloo on the CPU, nccl on GPUs)
+
+Under torchrun (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel, every rank trains
+on its own batch of --batch, and rank 0 alone prints the RESULT line, with img_s the whole job's
+(world size x its own); tools/bench/cpu_vs_torch.py's DDP row runs it so.
 
 Models (architectures as models/presets.cpp builds them, optimizers as the models/*.cfg set them):
   resnet50        torchvision.models.resnet50, 3x224x224, 1000 classes; SGD lr 0.1 momentum 0.9 wd 1e-4
@@ -112,8 +118,10 @@ def run_mode(torch, args, mode, dev):
     ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
 
     fwd = model
+    if torch.distributed.is_initialized():
+        fwd = torch.nn.parallel.DistributedDataParallel(model)
     if mode == "compile":
-        fwd = torch.compile(model, mode=args.compile_mode if args.compile_mode != "default" else None)
+        fwd = torch.compile(fwd, mode=args.compile_mode if args.compile_mode != "default" else None)
 
     def step(i):
         x, y = xs[i % len(xs)], ys[i % len(ys)]
@@ -164,7 +172,8 @@ def run_mode(torch, args, mode, dev):
                 i += 1
             times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    res["img_s"] = f"{args.batch * steps_per_window / med:.1f}"
+    world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+    res["img_s"] = f"{world * args.batch * steps_per_window / med:.1f}"
     res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
     res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
     res["steps"] = f"{args.windows}x{steps_per_window}"
@@ -227,6 +236,11 @@ def main():
               f"img_s=- step_ms=- peak_bytes=- reserved_bytes=- compile_s=- device=cuda status=error "
               f"note=torch.cuda.is_available()_is_False", flush=True)
         return 1
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        torch.distributed.init_process_group("gloo" if dev.type == "cpu" else "nccl")
+        if dev.type == "cuda":
+            dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    quiet = torch.distributed.is_initialized() and torch.distributed.get_rank() != 0
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     if args.tf32 != "default":
         on = args.tf32 == "on"
@@ -257,7 +271,8 @@ def main():
         print(f"{args.model} batch {args.batch} {args.dtype} {mode}: {res['img_s']} img/s, {res['step_ms']} ms/step, "
               f"peak {res['peak_bytes']} B, compile {res['compile_s']} s, windows {res.get('steps', '-')}, "
               f"spread {res.get('spread', '-')}: {res['status']}", file=sys.stderr, flush=True)
-        print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()), flush=True)
+        if not quiet:
+            print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()), flush=True)
     return 1 if failed else 0
 
 

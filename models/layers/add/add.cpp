@@ -22,18 +22,30 @@ void Add::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& 
   check_batched(*this, y, dt, N, shape_, "output");
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
-    kernels::cpu::add<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
+    if (fused_relu_) kernels::cpu::add_relu<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
+    else kernels::cpu::add<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
   });
 }
 
-void Add::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+void Add::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                        std::vector<Tensor>& dx) {
   const int64_t N = x[0].dim(0);
   check_batched(*this, dy, x[0].dtype(), N, shape_, "output gradient");
+  const Tensor* first = nullptr;  // the first input gradient written
   for (auto& g : dx) {
     if (!g.defined()) continue;
     check_batched(*this, g, x[0].dtype(), N, shape_, "input gradient");
-    g.copy_from(dy);
+    if (first != nullptr) {
+      g.copy_from(*first);
+    } else if (fused_relu_) {
+      dispatch_float(*this, g.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        kernels::cpu::relu_backward<T>(g.data<T>(), dy.data<T>(), y.data<T>(), g.numel());
+      });
+    } else {
+      g.copy_from(dy);
+    }
+    first = &g;
   }
 }
 

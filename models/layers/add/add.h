@@ -11,6 +11,11 @@ class Add : public Layer {
   const char* type() const override { return "add"; }
   int num_inputs() const override { return 2; }
   Shape setup(const std::vector<Shape>& in) override;
+  // Layout-free: NHWC on the CPU as well. Under the oneDNN backend the graph may fold a following
+  // relu in (add_relu forward; the backward masks dy by the output once for both inputs).
+  bool cpu_channels_last() const override { return true; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool on) override { fused_relu_ = on; }
 
  protected:
   // Both inputs receive dy (where their gradient is wanted).

@@ -105,6 +105,8 @@ void BatchNorm2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>&
   check_batched(*this, x[0], dt, N, {C_, H_, W_}, "input");
   check_batched(*this, y, dt, N, {C_, H_, W_}, "output");
   check_bound(dt);
+  if (use_onednn(ctx, dt) && sync_comm(ctx) == nullptr) return forward_onednn(ctx, x[0], y);
+  check_reference_layout(*this, ctx, x[0]);
   std::vector<double> mean, invstd, var;
   double M = 0;
   statistics(ctx, x[0], mean, invstd, &var, &M);
@@ -138,6 +140,8 @@ void BatchNorm2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>
   check_bound(dt);
   check_grads(*this, dt);
   Communicator* comm = sync_comm(ctx);
+  if (use_onednn(ctx, dt) && comm == nullptr) return backward_onednn(ctx, x[0], dy, dx[0]);
+  check_reference_layout(*this, ctx, x[0]);
   if (comm == nullptr) {
     std::vector<double> mean, invstd;
     statistics(ctx, x[0], mean, invstd, nullptr, nullptr);

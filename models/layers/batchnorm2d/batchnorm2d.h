@@ -31,6 +31,11 @@ class BatchNorm2d : public Layer {
   // local (the gradient all-reduce averages them). No effect without ctx.comm or with one rank.
   void set_sync(bool sync) { sync_ = sync; }
   bool sync() const { return sync_; }
+  // SyncBN stays on the reference path (NCHW, unfused): its statistics are all-reduced there.
+  bool cpu_channels_last() const override { return !sync_; }
+  bool has_onednn_path() const override { return true; }
+  bool can_fuse_relu() const override { return !sync_; }
+  void set_fused_relu(bool on) override { fused_relu_ = on; }
 
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
@@ -77,6 +82,15 @@ class BatchNorm2d : public Layer {
   // Our kernels' batch statistics of x into the state's mean / 1/std (SyncBN: of all ranks'
   // batches); update_running: also the running statistics. Returns the value count behind them.
   double own_batch_stats(const StepContext& ctx, const Tensor& x, Communicator* comm, bool update_running);
+
+  // The oneDNN side (batchnorm2d_onednn.cpp), for f32 without SyncBN under CpuBackend::OneDnn:
+  // primitives per (batch, layout, training, fused ReLU), the last forward's statistics and
+  // workspace for its backward.
+  struct OnednnState;
+  PimplPtr<OnednnState> dnnl_;
+  OnednnState& onednn_state();
+  void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y);
+  void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);
 };
 
 // momentum (float, 0.1, [0, 1]), eps (float, 1e-5, > 0).

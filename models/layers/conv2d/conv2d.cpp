@@ -58,12 +58,14 @@ void Conv2d::check_params(DType dtype) const {
   if (a_.bias) check_tensor(*this, params_[1], dtype, {a_.out_channels}, "bias");
 }
 
-void Conv2d::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
+void Conv2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
   check_batched(*this, x[0], dt, N, {C_, H_, W_}, "input");
   check_batched(*this, y, dt, N, {a_.out_channels, OH_, OW_}, "output");
   check_params(dt);
+  if (use_onednn(ctx, dt)) return forward_onednn(ctx, x[0], y);
+  check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::conv2d_forward<T>(y.data<T>(), x[0].data<T>(), params_[0].data<T>(),
@@ -71,7 +73,7 @@ void Conv2d::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tenso
   });
 }
 
-void Conv2d::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+void Conv2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                           std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
@@ -79,6 +81,8 @@ void Conv2d::backward_cpu(const StepContext&, const std::vector<Tensor>& x, cons
   if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {C_, H_, W_}, "input gradient");
   check_params(dt);
   check_grads(*this, dt);
+  if (use_onednn(ctx, dt)) return backward_onednn(ctx, x[0], y, dy, dx[0]);
+  check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::conv2d_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(),

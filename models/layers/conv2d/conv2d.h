@@ -26,6 +26,10 @@ class Conv2d : public Layer {
   std::vector<ParamDecl> declare_params() const override;
   // On the GPU, weight and bias (and their gradients) come in the step's compute dtype.
   bool low_precision_params() const override { return true; }
+  bool cpu_channels_last() const override { return true; }
+  bool has_onednn_path() const override { return true; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool on) override { fused_relu_ = on; }
 
  protected:
   DP_LAYER_CPU_PATH();
@@ -46,6 +50,14 @@ class Conv2d : public Layer {
   // check_params' GPU twin: weight and bias (and with `grads` their gradients) `dtype` on `dev`.
   void check_params_cuda(DType dtype, Device dev, bool grads) const;
   PimplPtr<CudaState> cuda_;
+
+  // The oneDNN side (conv2d_onednn.cpp), taken for f32 under CpuBackend::OneDnn: primitives,
+  // scratchpads and blocked weight copies per (batch, layout, fused ReLU), made on first use.
+  struct OnednnState;
+  PimplPtr<OnednnState> dnnl_;
+  OnednnState& onednn_state();
+  void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y);
+  void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 };
 
 // out_channels (int, required, >= 1), kernel (int, required, >= 1), stride (int, 1, >= 1),

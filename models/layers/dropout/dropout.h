@@ -10,6 +10,9 @@ class Dropout : public Layer {
   Dropout(std::string name, double p);
   const char* type() const override { return "dropout"; }
   Shape setup(const std::vector<Shape>& in) override;  // any shape -> same
+  // Elementwise: any layout (the mask is drawn per stored element, so an NHWC run drops other
+  // elements than an NCHW one, with the same distribution).
+  bool cpu_channels_last() const override { return true; }
 
   // The Philox stream of this layer's mask at `step`: a hash of the layer name mixed with the
   // step. With ctx.seed as the key, the mask is a pure function of (seed, step, layer name), so

@@ -10,6 +10,7 @@ class Flatten : public Layer {
   using Layer::Layer;
   const char* type() const override { return "flatten"; }
   Shape setup(const std::vector<Shape>& in) override;
+  bool cpu_channels_last() const override { return true; }  // NHWC input: transposed to NCHW order
 
  protected:
   DP_LAYER_CPU_PATH();

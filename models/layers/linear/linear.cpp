@@ -33,12 +33,14 @@ void Linear::check_params(DType dtype) const {
   if (bias_) check_tensor(*this, params_[1], dtype, {out_}, "bias");
 }
 
-void Linear::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
+void Linear::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
   check_batched(*this, x[0], dt, N, {in_}, "input");
   check_batched(*this, y, dt, N, {out_}, "output");
   check_params(dt);
+  if (use_onednn(ctx, dt)) return forward_onednn(x[0], y);
+  check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::linear_forward<T>(y.data<T>(), x[0].data<T>(), params_[0].data<T>(),
@@ -46,7 +48,7 @@ void Linear::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tenso
   });
 }
 
-void Linear::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                           std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
@@ -54,6 +56,8 @@ void Linear::backward_cpu(const StepContext&, const std::vector<Tensor>& x, cons
   if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {in_}, "input gradient");
   check_params(dt);
   check_grads(*this, dt);
+  if (use_onednn(ctx, dt)) return backward_onednn(x[0], y, dy, dx[0]);
+  check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::linear_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(),

@@ -1,5 +1,6 @@
 // defines: Linear, layer type "linear": y = x W^T + b (PyTorch's nn.Linear), and its registration.
 #pragma once
+#include "base/pimpl_ptr.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
@@ -14,6 +15,10 @@ class Linear : public Layer {
   std::vector<ParamDecl> declare_params() const override;
   // Under mixed precision the weight, bias and their gradients are in the compute dtype.
   bool low_precision_params() const override { return true; }
+  bool cpu_channels_last() const override { return true; }  // 2-D activations: no layout
+  bool has_onednn_path() const override { return true; }
+  bool can_fuse_relu() const override { return true; }
+  void set_fused_relu(bool on) override { fused_relu_ = on; }
 
  protected:
   DP_LAYER_CPU_PATH();
@@ -26,6 +31,14 @@ class Linear : public Layer {
   void check_params(DType dtype) const;
   int64_t in_ = 0, out_;
   bool bias_;
+
+  // The oneDNN side (linear_onednn.cpp), for f32 under CpuBackend::OneDnn: inner-product
+  // primitives and their buffers per (batch, fused ReLU), made on first use.
+  struct OnednnState;
+  PimplPtr<OnednnState> dnnl_;
+  OnednnState& onednn_state();
+  void forward_onednn(const Tensor& x, Tensor& y);
+  void backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 };
 
 // out_features (int, required, >= 1), bias (bool, true).

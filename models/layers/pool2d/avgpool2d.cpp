@@ -4,20 +4,22 @@
 
 namespace dp::models {
 
-void AvgPool2d::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
+void AvgPool2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
   const kernels::cpu::Pool2dDims d = forward_dims(x[0], y);
+  if (forward_onednn(ctx, x[0], y, d)) return;
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::avgpool2d_forward<T>(y.data<T>(), x[0].data<T>(), d);
   });
 }
 
-void AvgPool2d::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+void AvgPool2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
                              std::vector<Tensor>& dx) {
   if (!dx[0].defined()) return;
   const DType dt = x[0].dtype();
   const kernels::cpu::Pool2dDims d = backward_dims(x[0], dy, dx[0]);
+  if (backward_onednn(ctx, x[0], dy, dx[0], d)) return;
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::avgpool2d_backward<T>(dx[0].data<T>(), dy.data<T>(), d);

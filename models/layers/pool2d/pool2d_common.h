@@ -3,6 +3,7 @@
 // checks each batch's tensors, so a pooling layer only names its kernels.
 #pragma once
 #include "base/pimpl_ptr.h"
+#include "kernels/cpu/onednn_pool.h"
 #include "kernels/cpu/pool2d.h"
 #include "runtime/layer_registry.h"
 
@@ -27,12 +28,19 @@ class Pool2dLayer : public Layer {
   // Input [C, H, W] -> [C, OH, OW].
   Shape setup(const std::vector<Shape>& in) override;
   virtual PoolKind kind() const = 0;
+  bool cpu_channels_last() const override { return true; }
+  bool has_onednn_path() const override { return true; }
 
  protected:
   // The window's dimensions for a batch of x (N, C, H, W), after checking the other tensors of
   // the call for dtype and shape: forward y (N, C, OH, OW); backward dy, then dx (N, C, H, W).
   kernels::cpu::Pool2dDims forward_dims(const Tensor& x, const Tensor& y) const;
   kernels::cpu::Pool2dDims backward_dims(const Tensor& x, const Tensor& dy, const Tensor& dx) const;
+  // The oneDNN path (f32 under CpuBackend::OneDnn; NHWC under ctx.channels_last): true when it
+  // served the call; false: the caller runs the reference kernels (which check the layout).
+  bool forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y, const kernels::cpu::Pool2dDims& d);
+  bool backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx,
+                       const kernels::cpu::Pool2dDims& d);
   // cuDNN pooling on ctx.gpu->compute() (pool2d_cuda.cpp): x, y, dy, dx in ctx.compute, NHWC
   // under channels_last. Max: CUDNN_POOLING_MAX_DETERMINISTIC with NaN propagated (as
   // F.max_pool2d); the backward routes dy to the maxima cuDNN finds again from x and y. Average:
@@ -46,6 +54,8 @@ class Pool2dLayer : public Layer {
   // GPU state (pool2d_cuda.cpp): the pooling descriptor and tensor descriptors per batch shape.
   struct CudaState;
   PimplPtr<CudaState> cuda_;
+  std::unique_ptr<kernels::cpu::onednn::OnednnPool> dnnl_;  // made on the first oneDNN call
+  kernels::cpu::onednn::OnednnPool& onednn_pool();
 };
 
 }  // namespace dp::models

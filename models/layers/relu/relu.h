@@ -9,6 +9,8 @@ class ReLU : public Layer {
   using Layer::Layer;
   const char* type() const override { return "relu"; }
   Shape setup(const std::vector<Shape>& in) override;  // any shape -> same
+  bool cpu_channels_last() const override { return true; }  // elementwise: any layout
+  bool is_relu() const override { return true; }
 
  protected:
   // Uses y (y > 0 <=> x > 0), as torch's threshold_backward does.

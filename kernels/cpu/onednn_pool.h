@@ -1,0 +1,42 @@
+// defines: OnednnPool, the oneDNN pooling that maxpool2d, avgpool2d and global_avgpool share on
+// their oneDNN paths: max (padding never wins; the backward routes dy through the argmax
+// workspace of the forward, which is recomputed when the backward is for another input) and
+// average counting the padding (PyTorch's count_include_pad=True), NCHW or NHWC, floor mode.
+// Primitives, workspaces and scratchpads are made once per geometry and kept.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+namespace dp::kernels::cpu::onednn {
+
+struct PoolGeometry {
+  int64_t N, C, H, W;      // input (N, C, H, W)
+  int64_t KH, KW, stride, pad;
+  int64_t OH, OW;          // output (N, C, OH, OW)
+  bool nhwc = false;       // both stored channels last
+  bool max = true;         // else average including padding
+  auto operator<=>(const PoolGeometry&) const = default;
+};
+
+class OnednnPool {
+ public:
+  explicit OnednnPool(std::string where);  // "layer 'pool1' (maxpool2d)", for errors
+  ~OnednnPool();
+  OnednnPool(OnednnPool&&) noexcept;
+  OnednnPool& operator=(OnednnPool&&) noexcept;
+  // y = pool(x); `step` tags the workspace kept for the backward.
+  void forward(const PoolGeometry& g, const float* x, float* y, uint64_t step);
+  // dx = the gradient of the loss w.r.t. x (overwritten) from dy.
+  void backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step);
+
+ private:
+  struct Entry;
+  Entry& entry(const PoolGeometry& g);
+  std::string where_;
+  std::map<PoolGeometry, std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace dp::kernels::cpu::onednn

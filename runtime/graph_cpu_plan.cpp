@@ -1,0 +1,81 @@
+// Graph's CPU plan (graph.h, set_cpu_backend): under the oneDNN backend, the layout of the
+// activations (channels last when every layer takes it) and the ReLUs folded into their
+// producers; the step context that carries the plan to the layers; the layout changes at the
+// graph's edges.
+#include <algorithm>
+
+#include "kernels/cpu/layout.h"
+#include "runtime/graph.h"
+
+namespace dp {
+
+void Graph::set_cpu_backend(CpuBackend b) {
+  cpu_backend_ = b;
+  cpu_planned_ = false;  // planned again at the next forward
+}
+
+void Graph::plan_cpu(DType dtype) {
+  DP_CHECK(built_, "CPU plan before build");
+  const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
+  relu_folded_into_.assign(nodes_.size(), -1);
+  for (auto& n : nodes_) n.layer->set_fused_relu(false);
+  cpu_channels_last_ = onednn && std::all_of(nodes_.begin(), nodes_.end(),
+                                             [](const Node& n) { return n.layer->cpu_channels_last(); });
+  for (size_t i = 0; onednn && i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!n.layer->is_relu() || n.inputs.size() != 1 || n.inputs[0] == kInput) continue;
+    const int src = n.inputs[0];
+    // Exact only when the relu is the producer's sole consumer: nobody else reads the pre-ReLU values.
+    if (consumers_count_[src] != 1 || !nodes_[src].layer->can_fuse_relu()) continue;
+    nodes_[src].layer->set_fused_relu(true);
+    relu_folded_into_[i] = src;
+  }
+  cpu_plan_dtype_ = dtype;
+  cpu_planned_ = true;
+}
+
+std::string Graph::cpu_plan_summary() {
+  if (!cpu_planned_) plan_cpu(DType::F32);
+  if (cpu_backend_ == CpuBackend::Reference) return "CPU kernels: reference (im2col + BLAS, NCHW, unfused)";
+  std::string onednn, own, fused;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Layer& l = *nodes_[i].layer;
+    if (relu_folded_into_[i] >= 0) {
+      fused += fmt::format("{}{}+{}", fused.empty() ? "" : " ", nodes_[relu_folded_into_[i]].layer->name(), l.name());
+      continue;
+    }
+    std::string& list = l.has_onednn_path() ? onednn : own;
+    list += (list.empty() ? "" : " ") + l.name();
+  }
+  return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}", onednn, own, fused,
+                     cpu_channels_last_ ? "channels last (NHWC)" : "NCHW");
+}
+
+StepContext Graph::cpu_context(const StepContext& ctx) {
+  StepContext c = ctx;
+  c.cpu_backend = cpu_backend_;
+  c.channels_last = cpu_channels_last_ && cpu_plan_dtype_ == DType::F32;
+  return c;
+}
+
+const Tensor& Graph::model_input(const Tensor& x) {
+  if (!cpu_channels_last_ || x.ndim() != 4 || x.dim(1) == 1) return x;  // one channel: NHWC is NCHW
+  change_layout(input_nhwc_, x, true);
+  return input_nhwc_;
+}
+
+void Graph::change_layout(Tensor& dst, const Tensor& src, bool to_nhwc) const {
+  DP_CHECK(src.ndim() == 4 && src.device().is_cpu(), "layout change of {}", src.describe());
+  if (!dst.defined() || dst.shape() != src.shape() || dst.dtype() != src.dtype())
+    dst = Tensor::zeros(src.shape(), src.dtype(), Device::cpu());
+  const int64_t N = src.dim(0), C = src.dim(1), HW = src.dim(2) * src.dim(3);
+  if (src.dtype() == DType::F64) {
+    if (to_nhwc) kernels::cpu::nchw_to_nhwc(dst.data<double>(), src.data<double>(), N, C, HW);
+    else kernels::cpu::nhwc_to_nchw(dst.data<double>(), src.data<double>(), N, C, HW);
+  } else {
+    if (to_nhwc) kernels::cpu::nchw_to_nhwc(dst.data<float>(), src.data<float>(), N, C, HW);
+    else kernels::cpu::nhwc_to_nchw(dst.data<float>(), src.data<float>(), N, C, HW);
+  }
+}
+
+}  // namespace dp

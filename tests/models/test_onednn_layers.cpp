@@ -1,0 +1,155 @@
+// Every layer case on the oneDNN backend (train.cpu_backend = "onednn") against its reference
+// twin: the f32 oneDNN path (NCHW, and NHWC as the graph stores activations under that backend,
+// and with a ReLU fused into the layer where it can take one) compared with the f64 reference
+// kernels on the same values: forward output, input gradients, parameter gradients and running
+// statistics, within the f32 tolerance the layer tests use (test_layer_precision.cpp). Then: the
+// oneDNN path is bitwise repeatable with the same thread count.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+
+#include "kernels/cpu/layout.h"
+#include "tests/models/layer_harness.h"
+
+namespace dp::test {
+namespace {
+
+constexpr double kTol = 1e-5;
+
+struct OnednnCase {
+  LayerCase layer;
+  bool nhwc = false;   // 4-D activations channels last
+  bool relu = false;   // a ReLU fused into the layer
+};
+
+void PrintTo(const OnednnCase& c, std::ostream* os) {
+  *os << c.layer.name << (c.nhwc ? " nhwc" : " nchw") << (c.relu ? " +relu" : "");
+}
+
+// A 4-D f32 tensor NCHW -> NHWC (to_nhwc) or back (same logical shape); others as they are.
+Tensor relayout(const Tensor& t, bool to_nhwc) {
+  if (t.ndim() != 4) return t.clone();
+  Tensor out = Tensor::zeros(t.shape(), t.dtype());
+  const int64_t N = t.dim(0), C = t.dim(1), HW = t.dim(2) * t.dim(3);
+  if (to_nhwc) kernels::cpu::nchw_to_nhwc(out.data<float>(), t.data<float>(), N, C, HW);
+  else kernels::cpu::nhwc_to_nchw(out.data<float>(), t.data<float>(), N, C, HW);
+  return out;
+}
+
+// relu(y) in place (f64), and dy masked by it: what a relu after the layer does.
+void apply_relu(Tensor& y, Tensor& dy) {
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    if (get(y, i) < 0) set(y, i, 0.0);
+    if (!(get(y, i) > 0)) set(dy, i, 0.0);
+  }
+}
+
+class OnednnLayers : public ::testing::TestWithParam<OnednnCase> {};
+
+TEST_P(OnednnLayers, MatchReferenceTwin) {
+  const LayerCase& c = GetParam().layer;
+  const bool nhwc = GetParam().nhwc, relu = GetParam().relu;
+  TestLayer ref = make_test_layer(c, DType::F64, 7);
+  TestLayer dnn = make_test_layer(c, DType::F32, 7);
+  for (auto& p : ref.params) p.copy_from(cast(cast(p, DType::F32), DType::F64));  // values f32 can hold
+  for (auto& b : ref.buffers) b.copy_from(cast(cast(b, DType::F32), b.dtype()));
+  dnn.copy_state_from(ref);
+  if (relu) dnn.layer->set_fused_relu(true);
+  Rng rng(21, 3);
+  std::vector<Tensor> x64 = ref.random_inputs(c.batch, rng), x32;
+  for (auto& x : x64) x.copy_from(cast(cast(x, DType::F32), DType::F64));
+  auto in_layout = [&](const Tensor& t) { return nhwc ? relayout(t, true) : t.clone(); };
+  auto back = [&](const Tensor& t) { return nhwc ? relayout(t, false) : t.clone(); };
+  for (const auto& x : x64) x32.push_back(in_layout(cast(x, DType::F32)));
+  StepContext ctx = case_ctx(c), dctx = ctx;
+  dctx.cpu_backend = CpuBackend::OneDnn;
+  dctx.channels_last = nhwc;
+
+  Tensor y64 = ref.forward(ctx, x64);
+  Tensor dy64 = random_normal(y64.shape(), DType::F64, rng);
+  dy64.copy_from(cast(cast(dy64, DType::F32), DType::F64));
+  Tensor y32 = dnn.forward(dctx, x32);
+  std::vector<Tensor> dx32 = dnn.backward(dctx, x32, y32, in_layout(cast(dy64, DType::F32)));
+  if (relu) apply_relu(y64, dy64);
+  std::vector<Tensor> dx64 = ref.backward(ctx, x64, y64, dy64);
+
+  EXPECT_LT(normalised_error(back(y32), y64), kTol) << "output";
+  for (size_t k = 0; k < dx64.size(); ++k)
+    EXPECT_LT(normalised_error(back(dx32[k]), dx64[k]), kTol) << "input gradient " << k;
+  for (size_t j = 0; j < ref.grads.size(); ++j)
+    EXPECT_LT(normalised_error(dnn.grads[j], ref.grads[j]), kTol) << "parameter gradient " << j;
+  for (size_t j = 0; j < ref.buffers.size(); ++j) {
+    if (is_floating(ref.buffers[j].dtype()))
+      EXPECT_LT(normalised_error(dnn.buffers[j], ref.buffers[j]), kTol) << "buffer " << j;
+    else
+      EXPECT_EQ(std::memcmp(dnn.buffers[j].raw(), ref.buffers[j].raw(), ref.buffers[j].nbytes()), 0) << "buffer " << j;
+  }
+  // Able to fail: a layer with an output that is all zeros would compare equal to anything zero.
+  double mag = 0;
+  for (int64_t i = 0; i < y64.numel(); ++i) mag = std::max(mag, std::abs(get(y64, i)));
+  EXPECT_GT(mag, 1e-3);
+}
+
+std::vector<OnednnCase> onednn_cases() {
+  std::vector<OnednnCase> out;
+  for (const auto& c : layer_cases()) {
+    // Dropout draws its mask per stored element: NHWC drops other elements than the NCHW twin.
+    for (bool nhwc : {false, true}) {
+      if (nhwc && c.type == "dropout" && c.training) continue;
+      out.push_back({c, nhwc, false});
+      if (make_layer(c.type, c.args)->can_fuse_relu()) out.push_back({c, nhwc, true});
+    }
+  }
+  return out;
+}
+
+std::string case_name(const ::testing::TestParamInfo<OnednnCase>& info) {
+  return info.param.layer.name + (info.param.nhwc ? "_nhwc" : "_nchw") + (info.param.relu ? "_relu" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, OnednnLayers, ::testing::ValuesIn(onednn_cases()), case_name);
+
+// Bitwise repeatable on the oneDNN path with the same thread count (2), NHWC, sizes above every
+// threading threshold; not required across thread counts (the reference path is).
+std::vector<Tensor> run_once(const LayerCase& c, bool relu) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  TestLayer t = make_test_layer(c, DType::F32, 8);
+  if (relu) t.layer->set_fused_relu(true);
+  Rng rng(99, 0);
+  std::vector<Tensor> x;
+  for (const auto& xi : t.random_inputs(c.batch, rng)) x.push_back(relayout(xi, true));
+  StepContext ctx = case_ctx(c);
+  ctx.cpu_backend = CpuBackend::OneDnn;
+  ctx.channels_last = true;
+  std::vector<Tensor> r{t.forward(ctx, x)};
+  Tensor dy = random_normal(r[0].shape(), DType::F32, rng);
+  for (auto& d : t.backward(ctx, x, r[0], dy)) r.push_back(d);
+  for (auto& g : t.grads) r.push_back(g.clone());
+  for (auto& b : t.buffers) r.push_back(b.clone());
+  omp_set_num_threads(saved);
+  return r;
+}
+
+TEST(OnednnDeterminism, BitwiseRepeatableWithTheSameThreadCount) {
+  using A = std::map<std::string, ArgValue>;
+  auto I = [](int64_t v) { return ArgValue{v}; };
+  const std::vector<std::pair<LayerCase, bool>> cases = {
+      {{"conv_k3", "conv2d", A{{"out_channels", I(32)}, {"kernel", I(3)}, {"padding", I(1)}}, {{16, 14, 14}}, 32}, false},
+      {{"conv_s2_g2", "conv2d", A{{"out_channels", I(16)}, {"kernel", I(3)}, {"stride", I(2)}, {"groups", I(2)}},
+        {{8, 15, 15}}, 16}, false},
+      {{"bn_train", "batchnorm2d", A{}, {{32, 14, 14}}, 32, true}, true},
+      {{"maxpool", "maxpool2d", A{{"kernel", I(3)}, {"stride", I(2)}, {"padding", I(1)}}, {{16, 16, 16}}, 16}, false},
+      {{"linear", "linear", A{{"out_features", I(128)}}, {{700}}, 64}, true},
+  };
+  for (const auto& [c, relu] : cases) {
+    std::vector<Tensor> a = run_once(c, relu), b = run_once(c, relu);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << c.name << ": tensor " << i << " differs";
+  }
+}
+
+}  // namespace
+}  // namespace dp::test
