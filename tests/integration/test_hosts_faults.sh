@@ -33,7 +33,9 @@ cfg=$repo/models/fmnist_cnn.cfg
 t_start=$SECONDS
 
 T=8  # dist.timeout_s
-long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=1 train.batch_size=8
+# 5 epochs of 938 steps: every case stops the job by a fault, and the run must outlast the slowest
+# (a killed slurmd is noticed by Slurm after SlurmdTimeout, ~25 s) on an idle, fast machine too.
+long=(--log-level info --set data.train_limit=60000 data.eval_limit=500 train.epochs=5 train.batch_size=8
       train.threads=1 "dist.timeout_s=$T" checkpoint.every_steps=20 checkpoint.keep=2 train.log_every=10)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
