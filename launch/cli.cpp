@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "launch/check_config.h"
 #include "launch/inference.h"
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
@@ -244,7 +245,7 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", "dptrain 0.1.0");
   app.footer(tunables_help());
   RunArgs run_args;
-  bool reference = false, list_layers = false, reset = false;
+  bool reference = false, list_layers = false, reset = false, check = false;
   int nproc = 1;
   add_run_options(app, run_args);
   app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
@@ -255,6 +256,9 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--reset", reset,
                "start over: delete the run directory's checkpoints instead of resuming from them (the earlier run's "
                "metrics, event files and final weights move into <run>/before-reset-<time>/)");
+  app.add_flag("--check", check,
+               "check model.cfg and its data files, print the resolved model (parameters, shapes) and exit; writes "
+               "nothing");
 
   RunArgs sub_args;
   SlurmOptions slurm;
@@ -310,6 +314,10 @@ int run_cli(int argc, char** argv) {
     }
     Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
     models::validate_model(cfg.model);
+    if (check) {
+      log::configure("warn", "", false, cfg.run.log_levels);  // the summary is the output
+      return check_config(cfg, run_args.cfg_path);
+    }
     // The environment's tunables: a bad one is refused here, before any rank waits for another.
     // The launcher only checks them (its workers read their own).
     if (launcher) {

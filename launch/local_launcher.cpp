@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "collectives/bootstrap/job_token.h"
 #include "collectives/bootstrap/tcp_store.h"
 #include "launch/stop_signals.h"
 #include "base/error.h"
@@ -173,7 +174,7 @@ std::string describe(int raw_status) {
 // every core would thrash).
 std::vector<std::string> shared_env(int nproc, int port) {
   const std::vector<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                         "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT"};
+                                         "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT", "DPTRAIN_JOB_TOKEN"};
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
@@ -189,6 +190,9 @@ std::vector<std::string> shared_env(int nproc, int port) {
   base.push_back("GROUP_RANK=0");
   base.push_back("MASTER_ADDR=127.0.0.1");
   base.push_back(fmt::format("MASTER_PORT={}", port));
+  // A fresh secret per launch: only these workers can use their store and ring listeners, and a
+  // second launch that picked the same port is refused by name instead of joining.
+  base.push_back("DPTRAIN_JOB_TOKEN=" + make_job_token());
   return base;
 }
 

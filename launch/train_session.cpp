@@ -15,6 +15,7 @@
 #include "collectives/collective_tag.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
+#include "launch/size_context.h"
 #include "launch/run_history.h"
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -142,14 +143,17 @@ void TrainSession::choose_the_device() {
 }
 
 void TrainSession::open_data_and_build_model() {
-  ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_));
+  with_size_context("opening the data", data_size_keys(cfg_.data),
+                    [&] { ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_)); });
   lg()->info("data: train {} ({} samples), eval {} samples", ds_.train.dataset->describe(), ds_.train.indices.size(),
              ds_.eval.indices.size());
   classes_ = data_classes(ds_);
   cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
-  model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
-                               gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
+  with_size_context("building the model", model_size_keys(cfg_.model), [&] {
+    model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
+                                 gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
+  });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());  // train.cpu_backend, once
   lg()->info("model {}: {} parameters\n{}",
@@ -539,21 +543,37 @@ void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
                           {"top5", e.top5}, {"samples", e.samples}, {"time", seconds_since(t_start_)}});
 }
 
+// Runs f; when it fails, every rank hears why through the communicator's abort (the others are
+// waiting in a collective: without it they could only say that this rank left) and this rank
+// fails with the same words.
+void TrainSession::or_abort_all(const std::string& what, const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    const std::string why = fmt::format("{}: {}", what, e.what());
+    comm_->abort(why);
+    throw DpError(why);
+  }
+}
+
 // Collective (a barrier): rank 0 writes the checkpoint and every rank waits for it; with
 // checkpoint.replicas every rank then writes its own replica.
 void TrainSession::save_checkpoint() {
   const auto t0 = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
   const std::string path = ckpts_->file_for(step_);
-  if (writer_) {
-    write_checkpoint(path, *model_, *opt_, m);
-    ckpts_->commit(step_, cfg_.checkpoint.keep);
-  }
+  if (writer_)
+    or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path), [&] {
+      write_checkpoint(path, *model_, *opt_, m);
+      ckpts_->commit(step_, cfg_.checkpoint.keep);
+    });
   comm_->barrier();  // every rank waits until the checkpoint is complete
   if (cfg_.checkpoint.replicas) {
-    std::filesystem::create_directories(run_->file("replicas"));
-    write_checkpoint(run_->file(fmt::format("replicas/replica-rank{}.safetensors", process_identity().rank)), *model_,
-                     *opt_, m);
+    const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
+    or_abort_all(fmt::format("rank {} failed to write its replica {}", rank_, replica), [&] {
+      std::filesystem::create_directories(run_->file("replicas"));
+      write_checkpoint(replica, *model_, *opt_, m);
+    });
   }
   last_saved_ = step_;
   if (writer_)

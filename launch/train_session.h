@@ -16,6 +16,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,6 +125,7 @@ class TrainSession {
   void maybe_evaluate_after_epoch(int64_t epoch);
   void evaluate_and_log(const std::string& what, int64_t epoch);
   void save_checkpoint();
+  void or_abort_all(const std::string& what, const std::function<void()>& f);
   CheckpointMeta checkpoint_meta() const;
 
   // The ends of a run.

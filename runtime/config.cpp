@@ -117,12 +117,12 @@ std::vector<Field> schema(Config& c) {
       {"data", "drop_last", "drop the last incomplete batch", &c.data.drop_last},
       {"data", "synthetic_train", "synthetic data: training samples", &c.data.synthetic_train, 1, 9.2e18},
       {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
-      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape},
+      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape, 1, 65536},
       {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
       {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
       {"model", "num_classes", "output classes of a preset (0: the data set's class count)", &c.model.num_classes, 0,
        1e9},
-      {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden},
+      {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden, 1, 16777216},
       {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
       {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
       {"model", "init",
@@ -226,6 +226,19 @@ void check_range(const Field& f, double v, const std::string& pos, const std::st
     DP_THROW_USER("{}: {} = {} is out of range [{}, {}]", pos, f.full(), shown, num_str(f.min), num_str(f.max));
 }
 
+// A number key's value: a float, or an integer that a double holds exactly (|v| <= 2^53). toml++
+// answers value<double>() of a larger integer with an empty optional, which must never be read.
+double number_of(const Field& f, const toml::node& n, const std::string& pos) {
+  if (n.is_floating_point()) return *n.value<double>();
+  const int64_t v = *n.value<int64_t>();
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (v > kExact || v < -kExact)
+    DP_THROW_USER("{}: {} = {} is an integer beyond 2^53, which no number holds exactly; write it as a float (e.g. "
+                  "{:.4g}) if you mean it",
+                  pos, f.full(), v, static_cast<double>(v));
+  return static_cast<double>(v);
+}
+
 // A choice: one of the enum's words, else the closest word and all of them (the empty word,
 // model.preset's "use the [[layer]] list", is allowed but not offered).
 void assign_choice(const Field& f, const EnumRef& e, const toml::node& n, const std::string& pos) {
@@ -262,8 +275,8 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             *p = v;
           } else if constexpr (std::is_same_v<T, double>) {
             if (!n.is_number()) wrong("a number");
-            double v = *n.value<double>();
-            check_range(f, v, pos, fmt::format("{}", v));
+            double v = number_of(f, n, pos);
+            check_range(f, v, pos, n.is_integer() ? std::to_string(*n.value<int64_t>()) : fmt::format("{}", v));
             *p = v;
           } else if constexpr (std::is_same_v<T, bool>) {
             if (!n.is_boolean()) wrong("true or false");
@@ -273,7 +286,7 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             std::vector<double> out;
             for (const auto& e : *n.as_array()) {
               if (!e.is_number()) wrong("an array of numbers");
-              out.push_back(*e.value<double>());
+              out.push_back(number_of(f, e, pos));
             }
             *p = out;
           } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
@@ -281,7 +294,13 @@ void assign(const Field& f, const toml::node& n, const std::string& pos) {
             std::vector<int64_t> out;
             for (const auto& e : *n.as_array()) {
               if (!e.is_integer()) wrong("an array of integers");
-              out.push_back(*e.value<int64_t>());
+              const int64_t v = *e.value<int64_t>();
+              // Each element against the key's range (a size: a huge one would fail later as an
+              // allocation error that names no key).
+              if (!(static_cast<double>(v) >= f.min && static_cast<double>(v) <= f.max))
+                DP_THROW_USER("{}: {}[{}] = {} is out of range [{}, {}]", pos, f.full(), out.size(), v, num_str(f.min),
+                              num_str(f.max));
+              out.push_back(v);
             }
             *p = out;
           } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -462,6 +481,13 @@ void validate_images(const Config& c, const std::string& src) {
 
 void validate(const Config& c) {
   const std::string src = c.source.empty() ? "<config>" : c.source;
+  // The run directory is <run.dir>/<run.name>: a name with a separator or "." / ".." would put
+  // it (and everything the run writes or deletes) somewhere else.
+  const std::string& n = c.run.name;
+  if (n.empty() || n == "." || n == ".." || n.find_first_of(std::string("/\0", 2)) != std::string::npos)
+    DP_THROW_USER("{}: run.name = \"{}\" is not a single folder name (no '/', not empty, '.' or '..'): the run "
+                  "directory is <run.dir>/<run.name>; to put runs elsewhere set run.dir (--run-dir)",
+                  src, n);
   const bool preset = c.model.preset != PresetKind::None;
   if (!preset && c.model.layers.empty())
     DP_THROW_USER("{}: no model given: set model.preset (one of: {}) or write a [[layer]] list", src,

@@ -3,10 +3,23 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #include "runtime/device_memory.h"
 
 namespace dp {
+
+size_t host_memory_bytes() {
+  static const size_t bytes = static_cast<size_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(::sysconf(_SC_PAGE_SIZE));
+  return bytes;
+}
+
+HostMemoryError::HostMemoryError(size_t b, size_t m)
+    : DpError(fmt::format("out of host memory: one tensor of {} bytes ({:.1f} GiB) does not fit this machine's {:.1f} "
+                          "GiB",
+                          b, static_cast<double>(b) / (1u << 30), static_cast<double>(m) / (1u << 30))),
+      bytes(b),
+      machine_bytes(m) {}
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
@@ -18,9 +31,12 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
   if (device.is_cpu()) {
+    // Larger than the machine: refused at once (with overcommit, the allocation could succeed and
+    // the memset below bring the OOM killer instead of an error).
+    if (bytes > host_memory_bytes()) throw HostMemoryError(bytes, host_memory_bytes());
     size_t rounded = (bytes + 63) / 64 * 64;
     p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    DP_CHECK(p != nullptr, "out of host memory allocating {} bytes", bytes);
+    if (p == nullptr) throw HostMemoryError(bytes, host_memory_bytes());
     std::memset(p, 0, rounded == 0 ? 64 : rounded);
   } else {
     p = device_alloc(bytes, device);

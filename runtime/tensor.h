@@ -16,6 +16,18 @@
 
 namespace dp {
 
+// A host allocation that cannot be made: larger than the machine's memory, or refused. Callers
+// that know which setting made the tensor that large catch it and name it (launch/train_setup.h,
+// with_size_context).
+class HostMemoryError : public DpError {
+ public:
+  HostMemoryError(size_t bytes, size_t machine_bytes);
+  size_t bytes = 0, machine_bytes = 0;
+};
+// This machine's physical memory, bytes.
+size_t host_memory_bytes();
+
+
 // Owns one allocation. CPU memory is 64-byte aligned and zero-filled.
 class Storage {
  public:

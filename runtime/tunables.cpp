@@ -44,6 +44,24 @@ constexpr TunableSpec kSpecs[] = {
      "bootstrap file: this launch's id, which tells its rendezvous files from an earlier launch's (unset: "
      "SLURM_JOB_ID.SLURM_STEP_ID, else TORCHELASTIC_RUN_ID); read with those through the bootstrap's "
      "environment lookup"},
+    {Tunable::JobToken, "DPTRAIN_JOB_TOKEN", TunableType::Text, "", 0, 0,
+     "bootstrap env and slurm: the job's secret (16+ printable characters, the same in every process; e.g. "
+     "`openssl rand -hex 32`): every connection to rank 0's TCP store and to the ring's listeners proves it "
+     "knows it (HMAC-SHA256 over nonces; never sent, never logged). dptrain --nproc sets a fresh one; unset: the "
+     "store is open to anyone who can reach its port (a warning says so on a non-loopback address)"},
+    {Tunable::StoreBind, "DPTRAIN_STORE_BIND", TunableType::Text, "", 0, 0,
+     "bootstrap env and slurm: the address rank 0's TCP store listens on (unset: MASTER_ADDR's own address, never "
+     "every interface; \"0.0.0.0\" when MASTER_ADDR is not an address of rank 0's host, e.g. behind NAT); read "
+     "through the bootstrap's environment lookup"},
+    {Tunable::StoreMaxFrameBytes, "DPTRAIN_STORE_MAX_FRAME_BYTES", TunableType::Integer, "4194304", 4096,
+     1073741824,
+     "TCP store: the largest request (bytes) rank 0's store accepts from a member of the job; a larger one closes "
+     "that connection (the bootstrap's own exchanges are a few KB per rank)"},
+    {Tunable::StoreMaxPending, "DPTRAIN_STORE_MAX_PENDING", TunableType::Integer, "64", 1, 65536,
+     "TCP store: connections that have not yet proved the job token, at most; past it the oldest is closed (so a "
+     "flood of connections never takes rank 0's file descriptors)"},
+    {Tunable::StoreHandshakeS, "DPTRAIN_STORE_HANDSHAKE_S", TunableType::Number, "5", 0.05, 3600,
+     "TCP store and ring listeners: seconds a new connection has to prove the job token before it is closed"},
     {Tunable::FlightRecords, "DPTRAIN_FLIGHT_RECORDS", TunableType::Integer, "256", 16, 1000000,
      "flight recorder: how many of its last collectives each rank remembers for runs/<name>/flight/rank-<r>.json "
      "(docs/multi-host.md)"},
@@ -184,6 +202,10 @@ void log_tunables() {
     auto& logged = p.logged[static_cast<size_t>(s.id)];
     if (!now.is_set(s.id) || logged == now.text(s.id)) continue;
     logged = now.text(s.id);
+    if (s.id == Tunable::JobToken) {  // a secret: say that it is set, never what it is
+      log::get("env")->info("{} set by the environment (a secret: not shown)", s.name);
+      continue;
+    }
     log::get("env")->info("{} set by the environment to {}{}", s.name, now.text(s.id),
                           s.default_value.empty() ? "" : fmt::format(" (default {})", s.default_value));
   }

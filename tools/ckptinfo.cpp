@@ -86,6 +86,16 @@ int run(const std::string& arg, bool print_config) {
                 dp::crc_hex(c.actual).c_str(), check.c_str());
   }
   std::printf("data: %zu bytes\n", total);
+  if (auto it = md.find(dp::kMetadataCrcKey); it != md.end()) {
+    const std::string got = dp::crc_hex(dp::metadata_crc(md));
+    if (got == it->second) {
+      std::printf("check: the metadata matches its CRC-32C\n");
+    } else {
+      std::printf("check: the metadata FAILS its CRC-32C (stored %s, computed %s): edited or damaged\n",
+                  it->second.c_str(), got.c_str());
+      ++bad;
+    }
+  }
   if (!have_crcs) std::printf("check: no CRCs stored in this file (not a dptrain checkpoint)\n");
   else if (bad == 0) std::printf("check: all %zu tensors match their CRC-32C\n", crcs.size());
   else std::printf("check: %d of %zu tensors FAIL their CRC-32C: the file is corrupt\n", bad, crcs.size());
@@ -104,7 +114,7 @@ int main(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       std::printf("usage: ckptinfo [--config] FILE|DIR\n"
                   "  a checkpoint's metadata and tensor table (name, dtype, shape, CRC-32C, check);\n"
-                  "  DIR: the checkpoint its 'latest' file names. Exit 0 if all CRCs match, 1 if not, 2 on errors.\n");
+                  "  DIR: the checkpoint its 'latest' file names. Exit 0 if all CRCs (tensors, metadata) match, 1 if not, 2 on errors.\n");
       return 0;
     } else if (a.rfind("--", 0) == 0) {
       return usage(("unknown option '" + a + "'").c_str());

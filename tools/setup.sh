@@ -28,6 +28,7 @@ packages=(build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libopenblas-openmp-dev libdnnl-dev linux-perf dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
   slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmi2-0-dev munge libmunge2 libmunge-dev libpmix-dev
   libboost-context-dev libjpeg62-turbo-dev libspng-dev
+  libssl-dev clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
   iproute2 util-linux)  # ip netns, nsenter, unshare: the multi-host Slurm fixture (tools/slurm/netns.sh)
 missing=()
 for p in "${packages[@]}"; do

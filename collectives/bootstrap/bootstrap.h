@@ -21,6 +21,10 @@ class Bootstrap {
   // in rank order. Collective: every rank must call it, in the same order. Throws DpError naming
   // the missing ranks when peers do not arrive within the timeout.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // The job's secret (collectives/bootstrap/job_token.h), the same on every rank once the
+  // bootstrap is built: the ring's listeners ask every connection to prove it. "" for one process
+  // (and for a bootstrap that has none: then the ring checks only its per-setup nonce).
+  virtual const std::string& job_token() const;
   // `blob` from `root` to every rank (default: through allgather).
   virtual std::string broadcast(const std::string& blob, int root);
   virtual void barrier();

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "collectives/bootstrap/job_token.h"
 
 namespace dp {
 
@@ -89,7 +90,20 @@ int env_int(const EnvLookup& env, const std::string& who, const std::string& nam
 }
 
 void BootstrapBase::settle_topology(const std::string& host) {
-  const Topology t = derive_topology(allgather(host), info_.rank);
+  // "host" or, from rank 0 when the launcher gave no token, "host\ntoken" (host names hold no
+  // newline).
+  const bool share = token_.empty() && info_.size > 1;
+  std::vector<std::string> blobs = allgather(share && info_.rank == 0 ? host + "\n" + make_job_token() : host);
+  if (share) {
+    const size_t nl = blobs[0].find('\n');
+    if (nl == std::string::npos)
+      throw DpError(fmt::format("bootstrap {}: rank 0 shared no job token in the startup exchange (mixed dptrain "
+                                "builds, or only some ranks have DPTRAIN_JOB_TOKEN?)",
+                                kind()));
+    token_ = blobs[0].substr(nl + 1);
+  }
+  for (auto& b : blobs) b = b.substr(0, b.find('\n'));
+  const Topology t = derive_topology(blobs, info_.rank);
   if (info_.local_rank < 0) info_.local_rank = t.local_rank;
   if (info_.local_size < 0) info_.local_size = t.local_size;
   if (info_.node_id < 0) info_.node_id = t.node_id;

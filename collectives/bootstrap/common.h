@@ -64,12 +64,16 @@ class BootstrapBase : public Bootstrap {
   int local_rank() const override { return info_.local_rank; }
   int local_size() const override { return info_.local_size; }
   int node_id() const override { return info_.node_id; }
+  const std::string& job_token() const override { return token_; }
 
  protected:
-  explicit BootstrapBase(const LaunchInfo& info) : info_(info) {}
+  explicit BootstrapBase(const LaunchInfo& info, std::string token = "") : info_(info), token_(std::move(token)) {}
   // Call at the end of the derived constructor: allgather #0 of the host key, then derivation.
+  // Without a token from the launcher, rank 0 makes one and shares it in the same exchange (the
+  // bootstrap's own channel carries it: PMIx/PMI2's key-value store, 0600 files, the store).
   void settle_topology(const std::string& host);
   LaunchInfo info_;
+  std::string token_;
 };
 
 }  // namespace dp

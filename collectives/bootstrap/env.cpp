@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/bootstrap/env.h"
+#include "collectives/bootstrap/job_token.h"
 #include "collectives/bootstrap/tcp_store.h"
 #include "base/error.h"
 #include "runtime/log.h"
@@ -17,15 +18,23 @@ bool is_loopback_literal(const std::string& host) {
 
 class StoreBootstrap final : public BootstrapBase {
  public:
-  StoreBootstrap(std::string kind, const LaunchInfo& info, const std::string& master_addr, int master_port,
-                 double timeout_s, const std::string& host, double report_s)
-      : BootstrapBase(info), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s),
+  StoreBootstrap(std::string kind, const LaunchInfo& info, const StoreAddress& at, double timeout_s,
+                 const std::string& host, double report_s)
+      : BootstrapBase(info, at.token), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s),
         report_s_(report_s) {
     if (info_.size > 1) {
-      if (info_.rank == 0)
-        server_ = std::make_unique<TcpStoreServer>(who_, is_loopback_literal(master_addr) ? master_addr : "",
-                                                   master_port, info_.size);
-      client_ = std::make_unique<TcpStoreClient>(who_, master_addr, master_port, info_.rank, info_.size, timeout_s,
+      if (info_.rank == 0) {
+        // The store listens on the job's own address (MASTER_ADDR, or DPTRAIN_STORE_BIND), never
+        // on every interface unless asked.
+        const std::string bind = at.bind.empty() ? at.addr : at.bind;
+        if (at.token.empty() && !is_loopback_literal(bind))
+          log::get("coll")->warn("{}: no job token (DPTRAIN_JOB_TOKEN): the TCP store on {}:{} is open to anyone who "
+                                 "can reach that port, who could read and change this job's rendezvous; set "
+                                 "DPTRAIN_JOB_TOKEN to the same secret on every rank (e.g. `openssl rand -hex 32`)",
+                                 who_, bind, at.port);
+        server_ = std::make_unique<TcpStoreServer>(who_, bind, at.port, info_.size, at.token);
+      }
+      client_ = std::make_unique<TcpStoreClient>(who_, at.addr, at.port, info_.rank, info_.size, timeout_s, at.token,
                                                  report_s);
     }
     settle_topology(host);
@@ -97,10 +106,18 @@ class StoreBootstrap final : public BootstrapBase {
 
 }  // namespace
 
-std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const LaunchInfo& info,
-                                                const std::string& master_addr, int master_port, double timeout_s,
-                                                const std::string& host, double report_s) {
-  return std::make_unique<StoreBootstrap>(kind, info, master_addr, master_port, timeout_s, host, report_s);
+std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const LaunchInfo& info, const StoreAddress& at,
+                                                double timeout_s, const std::string& host, double report_s) {
+  return std::make_unique<StoreBootstrap>(kind, info, at, timeout_s, host, report_s);
+}
+
+StoreAddress store_address(const EnvLookup& env, std::string addr, int port) {
+  StoreAddress at;
+  at.addr = std::move(addr);
+  at.port = port;
+  at.token = job_token_from_env(env("DPTRAIN_JOB_TOKEN"));
+  if (const char* b = env("DPTRAIN_STORE_BIND"); b && *b) at.bind = b;
+  return at;
 }
 
 std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env) {
@@ -126,7 +143,8 @@ std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup&
   if (addr.empty()) DP_THROW_USER("{}: MASTER_ADDR is empty (set it to rank 0's host name or address)", who);
   const int port = env_int(env, who, "MASTER_PORT", -1, 1, 65535);
   log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
-  return make_store_bootstrap("env", info, addr, port, timeout_s, host_key(env), rendezvous_report_s(env));
+  return make_store_bootstrap("env", info, store_address(env, addr, port), timeout_s, host_key(env),
+                              rendezvous_report_s(env));
 }
 
 }  // namespace dp

@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "collectives/bootstrap/file.h"
+#include "collectives/bootstrap/job_token.h"
 #include "base/error.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
@@ -44,8 +45,9 @@ std::string sys_error(int err) { return fmt::format("{} (errno {})", std::strerr
 class FileBootstrap final : public BootstrapBase {
  public:
   FileBootstrap(const std::string& dir, const LaunchInfo& info, double timeout_s, std::string launch_id,
-                const std::string& host, double report_s)
-      : BootstrapBase(info), dir_(dir), timeout_s_(timeout_s), report_s_(report_s), launch_id_(std::move(launch_id)) {
+                const std::string& host, std::string token, double report_s)
+      : BootstrapBase(info, std::move(token)), dir_(dir), timeout_s_(timeout_s), report_s_(report_s),
+        launch_id_(std::move(launch_id)) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) DP_THROW_USER("{}: cannot create the rendezvous directory '{}': {}", who_, dir_, ec.message());
@@ -118,10 +120,12 @@ class FileBootstrap final : public BootstrapBase {
     const std::string dst = path(seq, info_.rank);
     const std::string tmp = fmt::format("{}/.{}.{}.{}.tmp", dir_, seq, info_.rank, ::getpid());
     const std::string header = fmt::format("{} {} world={} launch={}\n", kMagic, kVersion, info_.size, launch_id_);
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // 0600: the startup round carries the job token (collectives/bootstrap/job_token.h), and no
+    // other user has any business reading a job's rendezvous.
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) throw DpError(fmt::format("{}: cannot create '{}': {}", who_, tmp, sys_error(errno)));
-    bool ok = true;
-    int err = 0;
+    bool ok = ::fchmod(fd, 0600) == 0;  // whatever the umask, and over a leftover's mode
+    int err = ok ? 0 : errno;
     for (const std::string* part : {&header, &blob}) {
       size_t off = 0;
       while (ok && off < part->size()) {
@@ -248,7 +252,8 @@ std::unique_ptr<Bootstrap> make_file_bootstrap(const std::string& dir, double ti
   info.local_rank = env_int(env, who, torch ? "LOCAL_RANK" : "SLURM_LOCALID", -1, 0, info.size - 1);
   info.node_id = env_int(env, who, torch ? "GROUP_RANK" : "SLURM_NODEID", -1, 0, info.size - 1);
   if (torch) info.local_size = env_int(env, who, "LOCAL_WORLD_SIZE", -1, 1, info.size);
-  return std::make_unique<FileBootstrap>(dir, info, timeout_s, launch_id(env), host_key(env), rendezvous_report_s(env));
+  return std::make_unique<FileBootstrap>(dir, info, timeout_s, launch_id(env), host_key(env),
+                                         job_token_from_env(env("DPTRAIN_JOB_TOKEN")), rendezvous_report_s(env));
 }
 
 }  // namespace dp

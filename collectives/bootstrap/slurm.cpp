@@ -96,7 +96,8 @@ std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLooku
     port = slurm_store_port(static_cast<uint64_t>(job), slurm_step_number(env));
   }
   log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
-  return make_store_bootstrap("slurm", info, addr, port, timeout_s, host_key(env), rendezvous_report_s(env));
+  return make_store_bootstrap("slurm", info, store_address(env, addr, port), timeout_s, host_key(env),
+                              rendezvous_report_s(env));
 }
 
 }  // namespace dp

@@ -5,12 +5,16 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "base/error.h"
+#include "collectives/bootstrap/job_token.h"
 #include "collectives/ring/interfaces.h"
 #include "runtime/log.h"
 #include "runtime/tunables.h"
@@ -19,9 +23,10 @@ namespace dp::ring {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x47525044;  // "DPRG"
-constexpr uint32_t kVersion = 2;  // 2: 40-byte stream headers with the desync hash (transport.h)
+constexpr uint32_t kVersion = 2;  // 2: the 80-byte hello with the token proof; 40-byte stream headers with the desync hash (transport.h)
 enum : uint32_t { kData = 0, kControl = 1 };
 constexpr uint8_t kAck = 0xA5;
+constexpr size_t kMaxPending = 64;  // unproved connections held at once; the oldest goes first
 
 struct Hello {
   uint32_t magic;
@@ -30,9 +35,23 @@ struct Hello {
   int32_t rank;
   int32_t size;
   uint32_t pad;
-  uint64_t nonce;
+  uint64_t nonce;                       // the listener's, from its published address
+  uint8_t client_nonce[kNonceBytes];    // fresh per connection
+  uint8_t mac[kMacBytes];               // HMAC(token, "ring-hello" | the 48 bytes above); zeros without a token
 };
-static_assert(sizeof(Hello) == 32);
+static_assert(sizeof(Hello) == 80);
+constexpr size_t kSigned = offsetof(Hello, mac);
+
+std::string hello_mac(const std::string& token, const Hello& h) {
+  return token_proof(token, "ring-hello", std::string(reinterpret_cast<const char*>(&h), kSigned), "");
+}
+// The listener's answer: the ack byte, then its own proof (so a connector knows it reached a
+// rank of its job, not whoever took the port).
+std::string ack_proof(const std::string& token, const Hello& h) {
+  if (token.empty()) return std::string(kMacBytes, '\0');
+  return token_proof(token, "ring-ack", std::string(reinterpret_cast<const char*>(h.client_nonce), kNonceBytes),
+                     std::string(reinterpret_cast<const char*>(&h.nonce), sizeof h.nonce));
+}
 
 // What each rank publishes: "host:port:nonce:node:shm" (host has no ':': IPv4 or a name; shm is
 // the segment name, "-" when this rank has none).
@@ -132,6 +151,101 @@ void link_shared_memory(Mesh& m, const std::vector<std::string>& blobs, const Se
   l.own.unlink();  // every peer that maps it has done so (its byte came after its open)
 }
 
+
+// One connection that has not yet sent a whole hello: it gets handshake_s to do so, and at most
+// kMaxPending are held (the oldest is closed for a newcomer), so silent or half-open connections
+// to a listener can neither stall the setup nor take this rank's descriptors.
+struct Pending {
+  Socket s;
+  Hello h{};
+  size_t got = 0;
+  Clock::time_point until;
+};
+
+// A complete hello: a rank of this job (right nonce, right proof) is acked and takes its slot;
+// anything else is dropped.
+void take_hello(Mesh& m, Pending& p, uint64_t nonce, const std::string& token, int socket_buffer_bytes,
+                Clock::time_point deadline, int& expected) {
+  const Hello& h = p.h;
+  if (h.magic != kHelloMagic || h.nonce != nonce ||
+      (!token.empty() && !same_bytes(std::string(reinterpret_cast<const char*>(h.mac), kMacBytes), hello_mac(token, h)))) {
+    log::get("coll")->warn("ring setup: dropped a connection that is not a rank of this job (wrong {})",
+                           h.magic != kHelloMagic ? "greeting" : h.nonce != nonce ? "listener nonce" : "token proof");
+    return;
+  }
+  DP_CHECK(h.version == kVersion, "ring setup: rank {} speaks protocol version {}, this rank {} (mixed builds?)", h.rank,
+           h.version, kVersion);
+  DP_CHECK(h.size == m.size, "ring setup: rank {} thinks the world has {} ranks, this rank {}", h.rank, h.size, m.size);
+  DP_CHECK(h.rank > m.rank && h.rank < m.size && h.kind <= kControl, "ring setup: unexpected hello from rank {}",
+           h.rank);
+  Socket& slot = (h.kind == kData ? m.data : m.control)[h.rank];
+  DP_CHECK(!slot, "ring setup: two {} connections claim rank {}", h.kind == kData ? "data" : "control", h.rank);
+  tune(p.s, h.kind, socket_buffer_bytes);
+  std::string ack(1, static_cast<char>(kAck));
+  ack += ack_proof(token, h);
+  int err = 0;
+  IoStatus st = send_all(p.s, ack.data(), ack.size(), deadline, &err);
+  if (st != IoStatus::Ok) setup_failed(fmt::format("acknowledging rank {}", h.rank), st, err);
+  slot = std::move(p.s);
+  --expected;
+}
+
+// Reads what `p` has sent so far; false when it is done with (complete, closed or failed).
+bool read_hello(Pending& p) {
+  while (p.got < sizeof p.h) {
+    ssize_t k = ::recv(p.s.fd(), reinterpret_cast<char*>(&p.h) + p.got, sizeof p.h - p.got, MSG_DONTWAIT);
+    if (k > 0) {
+      p.got += static_cast<size_t>(k);
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  return false;
+}
+
+void accept_peers(Mesh& m, const Socket& listener, uint64_t nonce, const std::string& token, int socket_buffer_bytes,
+                  Clock::time_point deadline, double timeout_s) {
+  int expected = 2 * (m.size - 1 - m.rank);
+  const auto handshake = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(tunables().number(Tunable::StoreHandshakeS)));
+  std::vector<Pending> pending;
+  std::vector<pollfd> pfds;
+  while (expected > 0) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      for (int peer = m.rank + 1; peer < m.size; ++peer)
+        if (!m.data[peer] || !m.control[peer]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", peer);
+      throw DpError(fmt::format("ring setup [{}]: timed out after {} s waiting for rank(s) {} to connect",
+                                identity_string(), timeout_s, missing));
+    }
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [&](const Pending& p) { return p.until <= now; }),
+                  pending.end());
+    auto wake = deadline;
+    pfds.assign(1, pollfd{listener.fd(), POLLIN, 0});
+    for (const auto& p : pending) {
+      pfds.push_back({p.s.fd(), POLLIN, 0});
+      wake = std::min(wake, p.until);
+    }
+    if (::poll(pfds.data(), pfds.size(), poll_ms_until(wake)) < 0 && errno != EINTR) CHECK_SYS(-1);
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (!pfds[i + 1].revents) continue;
+      Pending& p = pending[i];
+      if (read_hello(p)) continue;
+      if (p.got == sizeof p.h) take_hello(m, p, nonce, token, socket_buffer_bytes, deadline, expected);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (pfds[0].revents & POLLIN) {
+      int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE) && !pending.empty()) pending.erase(pending.begin());
+      if (fd < 0) continue;
+      if (pending.size() >= kMaxPending) pending.erase(pending.begin());
+      pending.push_back(Pending{Socket(fd), {}, 0, Clock::now() + handshake});
+    }
+  }
+}
+
 }  // namespace
 
 std::string ring_listen_host(const Bootstrap& bs) {
@@ -180,13 +294,19 @@ Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buff
            blobs.size(), m.size);
 
   // 2. connect to every lower rank (data and control) and say hello
+  const std::string& token = bs.job_token();
+  std::vector<Hello> sent(static_cast<size_t>(2 * m.rank));
   for (int peer = 0; peer < m.rank; ++peer) {
     Address a = parse_address(blobs[peer], peer);
     for (uint32_t kind : {kData, kControl}) {
       std::string what = fmt::format("rank {} at {}:{}", peer, a.host, a.port);
       Socket s = connect_tcp(a.host, a.port, deadline, what);
       tune(s, kind, socket_buffer_bytes);
-      Hello h{kHelloMagic, kVersion, kind, m.rank, m.size, 0, a.nonce};
+      Hello& h = sent[static_cast<size_t>(2 * peer + kind)];
+      h = Hello{kHelloMagic, kVersion, kind, m.rank, m.size, 0, a.nonce, {}, {}};
+      const std::string cn = random_bytes(kNonceBytes);
+      std::memcpy(h.client_nonce, cn.data(), kNonceBytes);
+      if (!token.empty()) std::memcpy(h.mac, hello_mac(token, h).data(), kMacBytes);
       int err = 0;
       IoStatus st = send_all(s, &h, sizeof h, deadline, &err);
       if (st != IoStatus::Ok) setup_failed("sending the hello to " + what, st, err);
@@ -195,44 +315,23 @@ Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buff
   }
 
   // 3. accept from every higher rank
-  int expected = 2 * (m.size - 1 - m.rank);
-  while (expected > 0) {
-    Socket s = accept_tcp(listener, deadline);
-    if (!s) {
-      std::string missing;
-      for (int peer = m.rank + 1; peer < m.size; ++peer)
-        if (!m.data[peer] || !m.control[peer]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", peer);
-      throw DpError(fmt::format("ring setup [{}]: timed out after {} s waiting for rank(s) {} to connect",
-                                identity_string(), timeout_s, missing));
-    }
-    Hello h{};
-    int err = 0;
-    IoStatus st = recv_all(s, &h, sizeof h, deadline, &err);
-    if (st != IoStatus::Ok || h.magic != kHelloMagic || h.nonce != nonce) continue;  // a stray connection
-    DP_CHECK(h.version == kVersion, "ring setup: rank {} speaks protocol version {}, this rank {} (mixed builds?)",
-             h.rank, h.version, kVersion);
-    DP_CHECK(h.size == m.size, "ring setup: rank {} thinks the world has {} ranks, this rank {}", h.rank, h.size,
-             m.size);
-    DP_CHECK(h.rank > m.rank && h.rank < m.size && h.kind <= kControl, "ring setup: unexpected hello from rank {}",
-             h.rank);
-    Socket& slot = (h.kind == kData ? m.data : m.control)[h.rank];
-    DP_CHECK(!slot, "ring setup: two {} connections claim rank {}", h.kind == kData ? "data" : "control", h.rank);
-    tune(s, h.kind, socket_buffer_bytes);
-    uint8_t ack = kAck;
-    st = send_all(s, &ack, 1, deadline, &err);
-    if (st != IoStatus::Ok) setup_failed(fmt::format("acknowledging rank {}", h.rank), st, err);
-    slot = std::move(s);
-    --expected;
-  }
+  accept_peers(m, listener, nonce, token, socket_buffer_bytes, deadline, timeout_s);
 
-  // 4. the lower ranks' acks
+  // 4. the lower ranks' acks and proofs
   for (int peer = 0; peer < m.rank; ++peer) {
-    for (Socket* s : {&m.data[peer], &m.control[peer]}) {
-      uint8_t ack = 0;
+    for (uint32_t kind : {kData, kControl}) {
+      Socket& s = (kind == kData ? m.data : m.control)[peer];
+      char ack[1 + kMacBytes] = {0};
       int err = 0;
-      IoStatus st = recv_all(*s, &ack, 1, deadline, &err);
+      IoStatus st = recv_all(s, ack, sizeof ack, deadline, &err);
       if (st != IoStatus::Ok) setup_failed(fmt::format("waiting for rank {} to accept", peer), st, err);
-      DP_CHECK(ack == kAck, "ring setup: rank {} answered {:#x} instead of the ack", peer, ack);
+      DP_CHECK(static_cast<uint8_t>(ack[0]) == kAck, "ring setup: rank {} answered {:#x} instead of the ack", peer,
+               static_cast<uint8_t>(ack[0]));
+      if (!token.empty() &&
+          !same_bytes(std::string(ack + 1, kMacBytes), ack_proof(token, sent[static_cast<size_t>(2 * peer + kind)])))
+        throw DpError(fmt::format("ring setup [{}]: the listener of rank {} could not prove the job token (another "
+                                  "process took its address?)",
+                                  identity_string(), peer));
     }
   }
   if (m.shm.own) link_shared_memory(m, blobs, layout, deadline);

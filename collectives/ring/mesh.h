@@ -6,9 +6,14 @@
 //   1. listen on an ephemeral port of this node's address (ring_listen_host) and allgather
 //      "host:port:nonce" through the bootstrap;
 //   2. connect twice (data, control) to every lower rank and send a hello
-//      {magic, version, kind, rank, size, the listener's nonce};
-//   3. accept 2 x (N-1-r) connections from the higher ranks, check each hello, answer one ack byte;
-//   4. read the acks of the connections opened in 2.
+//      {magic, version, kind, rank, size, the listener's nonce, a fresh nonce, HMAC of all that
+//      under the job token (Bootstrap::job_token, collectives/bootstrap/job_token.h)};
+//   3. accept 2 x (N-1-r) connections from the higher ranks, check each hello (nonce and proof:
+//      anything else is dropped, never fatal), answer the ack byte and the listener's own proof.
+//      Connections that have not sent a whole hello are read side by side, each for at most
+//      DPTRAIN_STORE_HANDSHAKE_S, at most 64 at once: a silent or half-open stranger cannot stall
+//      the setup;
+//   4. read the acks (and check the proofs) of the connections opened in 2.
 // Step 2 never waits on a peer (the listener's backlog completes the TCP handshake), step 3
 // waits only on step 2 of higher ranks and step 4 only on step 3 of lower ranks, so the setup
 // cannot deadlock. A full mesh costs 2(N-1) sockets per rank: fine up to a few hundred ranks.

@@ -133,7 +133,8 @@ std::string mismatch_reason(uint64_t seq, std::vector<std::pair<int, Signature>>
   std::sort(issued.begin(), issued.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Groups of ranks with the same signature, in the order of their lowest rank.
   std::vector<std::pair<Signature, std::vector<int>>> groups;
-  for (const auto& [rank, sig] : issued) {
+  for (const auto& [rank, sig_] : issued) {
+    const Signature& sig = sig_;  // a lambda may not capture a structured binding before C++20 in clang 14
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == sig; });
     if (it == groups.end()) groups.push_back({sig, {rank}});
     else it->second.push_back(rank);

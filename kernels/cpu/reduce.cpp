@@ -1,5 +1,6 @@
 #include "kernels/cpu/reduce.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -30,46 +31,53 @@ struct MinOp {
   T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
 };
 
+// Element i of a buffer that may sit at any byte address: the ring hands over slices of its
+// shared-memory FIFOs and socket buffers, aligned to nothing (a plain T* load there is undefined
+// behaviour, and UBSan says so). memcpy of sizeof(T) compiles to one unaligned load or store.
+template <typename T>
+T load(const void* p, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(p) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void store(void* p, int64_t i, T v) {
+  std::memcpy(static_cast<char*>(p) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
 template <typename T, typename Op>
-void apply(T* dst, const T* a, const T* b, int64_t n, Op op) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = op(a[i], b[i]);
+void apply(void* dst, const void* a, const void* b, int64_t n, Op op) {
+  for (int64_t i = 0; i < n; ++i) store<T>(dst, i, op(load<T>(a, i), load<T>(b, i)));
 }
 
 // 16-bit floats: widen, combine in f32, round back.
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float), typename Op>
-void apply16(uint16_t* dst, const uint16_t* a, const uint16_t* b, int64_t n, Op op) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = Narrow(op(Widen(a[i]), Widen(b[i])));
+void apply16(void* dst, const void* a, const void* b, int64_t n, Op op) {
+  for (int64_t i = 0; i < n; ++i)
+    store<uint16_t>(dst, i, Narrow(op(Widen(load<uint16_t>(a, i)), Widen(load<uint16_t>(b, i)))));
 }
 
 template <typename Op>
 void reduce_with(DType dtype, void* dst, const void* a, const void* b, int64_t n, Op op) {
   switch (dtype) {
-    case DType::F32:
-      return apply(static_cast<float*>(dst), static_cast<const float*>(a), static_cast<const float*>(b), n, op);
-    case DType::F64:
-      return apply(static_cast<double*>(dst), static_cast<const double*>(a), static_cast<const double*>(b), n, op);
-    case DType::I32:
-      return apply(static_cast<int32_t*>(dst), static_cast<const int32_t*>(a), static_cast<const int32_t*>(b), n,
-                   op);
-    case DType::F16:
-      return apply16<f16_to_f32, f32_to_f16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
-                                             static_cast<const uint16_t*>(b), n, op);
-    case DType::BF16:
-      return apply16<bf16_to_f32, f32_to_bf16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
-                                               static_cast<const uint16_t*>(b), n, op);
+    case DType::F32: return apply<float>(dst, a, b, n, op);
+    case DType::F64: return apply<double>(dst, a, b, n, op);
+    case DType::I32: return apply<int32_t>(dst, a, b, n, op);
+    case DType::F16: return apply16<f16_to_f32, f32_to_f16>(dst, a, b, n, op);
+    case DType::BF16: return apply16<bf16_to_f32, f32_to_bf16>(dst, a, b, n, op);
     default:
       unsupported("reduce", dtype);
   }
 }
 
 template <typename T>
-void divide_as(T* dst, int64_t n, T divisor) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] / divisor;
+void divide_as(void* dst, int64_t n, T divisor) {
+  for (int64_t i = 0; i < n; ++i) store<T>(dst, i, load<T>(dst, i) / divisor);
 }
 
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
-void divide16(uint16_t* dst, int64_t n, float divisor) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = Narrow(Widen(dst[i]) / divisor);
+void divide16(void* dst, int64_t n, float divisor) {
+  for (int64_t i = 0; i < n; ++i) store<uint16_t>(dst, i, Narrow(Widen(load<uint16_t>(dst, i)) / divisor));
 }
 
 }  // namespace
@@ -86,11 +94,11 @@ void reduce(DType dtype, ReduceKind kind, void* dst, const void* a, const void* 
 void divide(DType dtype, void* dst, int64_t n, int divisor) {
   if (n <= 0) return;
   switch (dtype) {
-    case DType::F32: return divide_as(static_cast<float*>(dst), n, static_cast<float>(divisor));
-    case DType::F64: return divide_as(static_cast<double*>(dst), n, static_cast<double>(divisor));
-    case DType::I32: return divide_as(static_cast<int32_t*>(dst), n, static_cast<int32_t>(divisor));
-    case DType::F16: return divide16<f16_to_f32, f32_to_f16>(static_cast<uint16_t*>(dst), n, divisor);
-    case DType::BF16: return divide16<bf16_to_f32, f32_to_bf16>(static_cast<uint16_t*>(dst), n, divisor);
+    case DType::F32: return divide_as<float>(dst, n, static_cast<float>(divisor));
+    case DType::F64: return divide_as<double>(dst, n, static_cast<double>(divisor));
+    case DType::I32: return divide_as<int32_t>(dst, n, static_cast<int32_t>(divisor));
+    case DType::F16: return divide16<f16_to_f32, f32_to_f16>(dst, n, static_cast<float>(divisor));
+    case DType::BF16: return divide16<bf16_to_f32, f32_to_bf16>(dst, n, static_cast<float>(divisor));
     default: unsupported("divide", dtype);
   }
 }

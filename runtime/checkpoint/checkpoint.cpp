@@ -101,6 +101,35 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& mode
   return out;
 }
 
+uint32_t metadata_crc(const std::map<std::string, std::string>& metadata) {
+  // "key\0value\0" for every entry but the CRC itself, in key order (std::map's): the JSON
+  // header's own spelling (spaces, escapes) does not matter, every byte of every value does.
+  uint32_t crc = 0;
+  std::string buf;
+  for (const auto& [k, v] : metadata) {
+    if (k == kMetadataCrcKey) continue;
+    buf.assign(k);
+    buf.push_back('\0');
+    buf += v;
+    buf.push_back('\0');
+    crc = crc32c(buf.data(), buf.size(), crc);
+  }
+  return crc;
+}
+
+namespace {
+// The metadata CRC, when the file has one (written since dptrain checks its metadata).
+void check_metadata_crc(const SafetensorsFile& f) {
+  auto it = f.metadata().find(kMetadataCrcKey);
+  if (it == f.metadata().end()) return;  // an older writer: nothing to compare with
+  const uint32_t got = metadata_crc(f.metadata());
+  if (crc_hex(got) != it->second)
+    DP_THROW_USER("checkpoint '{}': its metadata fails its CRC-32C check (stored {}, computed {}): it was changed "
+                  "after it was written (edited by hand, or damaged); resume from an earlier checkpoint",
+                  f.path(), it->second, crc_hex(got));
+}
+}  // namespace
+
 CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
   const std::string format = meta_str(f, "format");
   if (format != kCheckpointFormat)
@@ -112,6 +141,7 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
     DP_THROW_USER("checkpoint '{}' has format_version '{}', but this dptrain reads version {}: resume it with the "
                   "dptrain that wrote it, or start over with --reset",
                   f.path(), version, kCheckpointVersion);
+  check_metadata_crc(f);
   CheckpointMeta m;
   m.step = meta_int(f, "step");
   m.epoch = meta_int(f, "epoch");
@@ -137,6 +167,14 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
     DP_THROW_USER("checkpoint '{}': metadata 'sampler' = '{}' is not the expected JSON ({})", f.path(),
                   meta_str(f, "sampler"), e.what());
   }
+  // Without drop_last the sampler pads the epoch (or the rest of it, after a resume at another
+  // world size) to a multiple of the world size: up to world_size - 1 samples past dataset_size
+  // are a real position (runtime/data/sampler.h), e.g. 1002 of 1000 on 3 ranks.
+  const int64_t padding = m.drop_last ? 0 : m.world_size - 1;
+  if (m.dataset_size < 0 || m.epoch_samples > m.dataset_size + padding)
+    DP_THROW_USER("checkpoint '{}': metadata epoch_samples = {} is more than the {} samples of an epoch (sampler "
+                  "dataset_size): the file is damaged or was edited",
+                  f.path(), m.epoch_samples, m.dataset_size);
   return m;
 }
 

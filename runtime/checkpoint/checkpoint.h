@@ -20,6 +20,9 @@
 //     optimizer       "sgd" | "adamw"; optimizer_steps: its step count
 //     config          the resolved config (to_toml)
 //     crc32c          JSON {"<tensor>": "<8 hex digits>"}: CRC-32C of each tensor's raw bytes
+//     crc32c_metadata CRC-32C of every other metadata entry (metadata_crc): a value edited in
+//                     place (a step, a sampler position) is an error, and resume falls back to
+//                     an earlier checkpoint. Files of older writers lack it and are read as before.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -70,6 +73,10 @@ CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Opt
 
 // Format and version check plus the metadata fields (UserError naming the file otherwise).
 CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f);
+
+inline constexpr const char* kMetadataCrcKey = "crc32c_metadata";
+// CRC-32C over "key\0value\0" of every entry but kMetadataCrcKey, in key order.
+uint32_t metadata_crc(const std::map<std::string, std::string>& metadata);
 
 // "1a2b3c4d"
 std::string crc_hex(uint32_t crc);

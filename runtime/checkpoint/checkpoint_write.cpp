@@ -20,6 +20,7 @@ void write_checkpoint(const std::string& path, const Graph& model, const optim::
   }
   auto metadata = meta.to_metadata();
   metadata["crc32c"] = crcs.dump();
+  metadata[kMetadataCrcKey] = crc_hex(metadata_crc(metadata));
   write_safetensors(path, tensors, metadata);
 }
 

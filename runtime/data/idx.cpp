@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "runtime/data/file_bytes.h"
@@ -25,11 +26,37 @@ struct IdxFile {
   uint64_t payload() const { return bytes.size() - header; }
 };
 
+// Bytes per element of an IDX type code (the magic's third byte): 0x08/0x09 bytes, 0x0b short,
+// 0x0c int, 0x0d float, 0x0e double. An unknown code counts 1: the magic check names it.
+uint64_t idx_element_bytes(uint8_t type) {
+  switch (type) {
+    case 0x0b: return 2;
+    case 0x0c: case 0x0d: return 4;
+    case 0x0e: return 8;
+    default: return 1;
+  }
+}
+
+// The size an IDX header declares: 4 + 4 x ndim header bytes, then the product of the dimensions
+// times the element size.
+std::optional<uint64_t> idx_declared_size(const uint8_t* p, size_t n) {
+  if (n < 4) return std::nullopt;
+  const size_t ndim = p[3];
+  const size_t header = 4 + 4 * ndim;
+  if (n < header) return std::nullopt;
+  unsigned __int128 total = idx_element_bytes(p[2]);
+  for (size_t d = 0; d < ndim; ++d) {
+    total *= be32(p + 4 + 4 * d);
+    if (total > (uint64_t{1} << 50)) return uint64_t{1} << 50;  // nonsense: the payload check names it
+  }
+  return header + static_cast<uint64_t>(total);
+}
+
 // magic: the usual header; also: a second one accepted (colour images, int32 labels). The
 // message names the usual one.
 IdxFile read_idx(const std::string& path, uint32_t magic, uint32_t also, const char* what) {
   IdxFile f;
-  f.bytes = read_file_bytes(path);
+  f.bytes = read_file_bytes(path, idx_declared_size);
   if (f.bytes.size() < 4)
     DP_THROW_USER("{}: truncated: {} bytes, too short for an IDX header (expected {})", path, f.bytes.size(), what);
   uint32_t found = be32(f.bytes.data());

@@ -29,8 +29,11 @@ std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& pa
   std::vector<int64_t> out;
   std::string num;
   for (char c : tuple.substr(1, tuple.size() - 2) + ",") {
-    if (c >= '0' && c <= '9') num += c;
-    else if (c == ',' && !num.empty()) out.push_back(std::stoll(num)), num.clear();
+    if (c >= '0' && c <= '9') {
+      num += c;
+      if (num.size() > 16)  // no array has a dimension of 10^16 (and std::stoll would throw past 2^63)
+        DP_THROW_USER("{}: the shape {} in the .npy header has a dimension of 10^16 or more", path, tuple);
+    } else if (c == ',' && !num.empty()) out.push_back(std::stoll(num)), num.clear();
     else if (c != ' ' && c != ',' && c != 'L')
       DP_THROW_USER("{}: cannot read the shape {} in the .npy header", path, tuple);
   }
@@ -92,8 +95,15 @@ NpyArray read_npy(const std::string& path) {
   const int major = b[6];
   if (major < 1 || major > 3) DP_THROW_USER("{}: .npy format version {}.{}, expected 1.x to 3.x", path, major, b[7]);
   const size_t len_bytes = major == 1 ? 2 : 4;
+  if (b.size() < 8 + len_bytes)  // versions 2 and 3: a 4-byte header length
+    DP_THROW_USER("{}: truncated: {} bytes, too short for a version {} .npy header", path, b.size(), major);
   uint32_t hlen = 0;
   std::memcpy(&hlen, b.data() + 8, len_bytes);
+  // numpy.load's own limit (max_header_size): a longer header is damaged, and std::regex below
+  // recurses per character.
+  if (hlen > 10000)
+    DP_THROW_USER("{}: the .npy header is {} bytes, more than the 10000 numpy itself reads: the file is damaged", path,
+                  hlen);
   const size_t data_at = 8 + len_bytes + hlen;
   if (b.size() < data_at) DP_THROW_USER("{}: truncated: the .npy header needs {} bytes, the file has {}", path, data_at, b.size());
   const std::string header(b.begin() + 8 + len_bytes, b.begin() + data_at);
@@ -107,9 +117,13 @@ NpyArray read_npy(const std::string& path) {
     DP_THROW_USER("{}: dtype '{}' is not supported; x must be uint8, float32 or float16, y an integer type "
                   "(little-endian)",
                   path, a.descr);
-  uint64_t count = 1;
-  for (int64_t d : a.shape) count *= static_cast<uint64_t>(d);
-  const uint64_t want = count * static_cast<uint64_t>(item), have = b.size() - data_at;
+  // In 128 bits, stopping at 2^62: a product that wraps 2^64 must not match a short file.
+  unsigned __int128 bytes = static_cast<unsigned>(item);
+  for (int64_t d : a.shape)
+    if ((bytes *= static_cast<uint64_t>(d)) > (uint64_t{1} << 62))
+      DP_THROW_USER("{}: the shape {} in the .npy header needs more than 2^62 bytes of data: the header is damaged",
+                    path, dict_value(header, "shape", path));
+  const uint64_t want = static_cast<uint64_t>(bytes), have = b.size() - data_at;
   if (have != want)
     DP_THROW_USER("{}: {}: the header's shape needs {} bytes of data, the file holds {}", path,
                   have < want ? "truncated" : "size mismatch", want, have);

@@ -57,13 +57,14 @@ bool checksum_ok(const uint8_t* h) {
 }
 
 // pax extended header records "<len> <key>=<value>\n": path and size override the next header's.
+// A malformed record ends the parse (the members keep their own headers), never a read past it:
+// the length is read from its own digits only, and must cover "<len> " and the '\n'.
 void parse_pax(const std::vector<uint8_t>& d, std::string& path, uint64_t& size, bool& has_size) {
   size_t i = 0;
   while (i < d.size()) {
-    size_t sp = i;
-    while (sp < d.size() && d[sp] != ' ') ++sp;
-    const size_t len = static_cast<size_t>(std::strtoull(reinterpret_cast<const char*>(&d[i]), nullptr, 10));
-    if (len == 0 || i + len > d.size() || sp >= i + len) return;
+    size_t sp = i, len = 0;
+    for (; sp < d.size() && d[sp] >= '0' && d[sp] <= '9' && sp - i < 12; ++sp) len = len * 10 + (d[sp] - '0');
+    if (sp == i || sp >= d.size() || d[sp] != ' ' || len > d.size() - i || sp + 2 > i + len) return;
     const std::string rec(reinterpret_cast<const char*>(&d[sp + 1]), i + len - sp - 2);  // without the '\n'
     const size_t eq = rec.find('=');
     if (eq != std::string::npos) {
@@ -101,7 +102,7 @@ void walk_tar(const RawFile& f, const std::function<void(const Member&)>& on_mem
     const bool meta = type == 'x' || type == 'g' || type == 'L' || type == 'K';  // headers for the next member
     if (!meta && has_pax_size) size = pax_size;
     const uint64_t data = at + kBlock;
-    if (data + size > f.size())
+    if (size > f.size() - data)  // not data + size: a size near 2^64 would wrap (and walk backwards forever)
       DP_THROW_USER("{}: truncated tar: member '{}' needs {} bytes at byte {} but the file ends after {}", f.path(),
                     long_name.empty() ? name : long_name, size, data, f.size());
     if (type == 'L' || type == 'x') {

@@ -64,6 +64,8 @@ class ForkBootstrap final : public Bootstrap {
   int local_rank() const override { return rank_ % per_node_; }
   int local_size() const override { return per_node_; }
   int node_id() const override { return rank_ / per_node_; }
+  // Every ring test proves a job token at setup (collectives/ring/mesh.h).
+  const std::string& job_token() const override { return token_; }
   std::vector<std::string> allgather(const std::string& mine) override {
     DP_CHECK(mine.size() <= kBlobBytes, "test bootstrap: blob of {} bytes", mine.size());
     const uint64_t k = ++round_;
@@ -89,6 +91,7 @@ class ForkBootstrap final : public Bootstrap {
   double timeout_s_;
   int per_node_;
   uint64_t round_ = 0;
+  std::string token_ = "ring-harness-job-token-0123456789";
 };
 
 struct RankResult {

@@ -80,6 +80,31 @@ TEST(Config, OutOfRange) {
             "m.cfg:4: train.momentum = 1.5 is out of range [0, 1]");
 }
 
+TEST(Config, IntegersBeyondADoubleInNumberKeysAreRangeCheckedNotGarbage) {
+  // 2^53 + 1 has no double: it used to read as an empty value (lr = 4.66e-310, exit 0).
+  EXPECT_EQ(error_of(kMin, {"train.lr=9007199254740993"}),
+            "--set train.lr=9007199254740993: train.lr = 9007199254740993 is an integer beyond 2^53, which no number "
+            "holds exactly; write it as a float (e.g. 9.007e+15) if you mean it");
+  EXPECT_EQ(error_of(std::string(kMin) + "[data]\nmean = [-9007199254740993]\n"),
+            "m.cfg:4: data.mean = -9007199254740993 is an integer beyond 2^53, which no number holds exactly; write "
+            "it as a float (e.g. -9.007e+15) if you mean it");
+  EXPECT_EQ(error_of(kMin, {"train.lr=1000001"}), "--set train.lr=1000001: train.lr = 1000001 is out of range [0, 1000000]");
+  Config c = parse_config(kMin, "m.cfg", {"train.lr=3", "data.mean=[1]", "data.std=[9007199254740992]"});
+  EXPECT_DOUBLE_EQ(c.train.lr, 3.0);
+  EXPECT_EQ(c.data.mean, (std::vector<double>{1.0}));
+  EXPECT_EQ(c.data.std, (std::vector<double>{9007199254740992.0}));  // 2^53 itself is exact
+}
+
+TEST(Config, RunNameIsOneFolderName) {
+  // "../x" used to write outside run.dir.
+  for (const std::string name : {"../x", "a/b", "..", ".", "", "/abs"})
+    EXPECT_EQ(error_of(kMin, {"run.name=\"" + name + "\""}),
+              "m.cfg: run.name = \"" + name + "\" is not a single folder name (no '/', not empty, '.' or '..'): the "
+              "run directory is <run.dir>/<run.name>; to put runs elsewhere set run.dir (--run-dir)")
+        << name;
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"run.name=\"..x.y\""}).run.name, "..x.y");
+}
+
 TEST(Config, NotAnAllowedValue) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\noptimizer = \"adam\"\n"),
             "m.cfg:4: train.optimizer = \"adam\" is not allowed (did you mean \"adamw\"?); use one of: sgd, adamw");

@@ -220,6 +220,24 @@ TEST_F(ToolsTest, CkptinfoPrintsMetadataAndTensorTableAndChecksCrcs) {
   EXPECT_THAT(tool("ckptinfo", "--config " + path).out, HasSubstr("config:\n[run]\nseed = 0\n"));
 }
 
+TEST_F(ToolsTest, CkptinfoFlagsMetadataEditedInPlace) {
+  const std::string path = write_checkpoint_file(dir_);
+  EXPECT_THAT(tool("ckptinfo", path).out, HasSubstr("\ncheck: the metadata matches its CRC-32C\n"));
+  {
+    std::fstream io(path, std::ios::binary | std::ios::in | std::ios::out);
+    std::string bytes((std::istreambuf_iterator<char>(io)), std::istreambuf_iterator<char>());
+    const size_t at = bytes.find("\"step\":\"2\"");
+    ASSERT_NE(at, std::string::npos);
+    io.seekp(static_cast<std::streamoff>(at + 8));
+    io.write("9", 1);  // "step": "2" -> "9"
+  }
+  ToolRun r = tool("ckptinfo", path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("\n  step: 9\n"));
+  EXPECT_THAT(r.out, HasSubstr("\ncheck: the metadata FAILS its CRC-32C (stored "));
+  EXPECT_THAT(r.out, HasSubstr("): edited or damaged\n"));
+}
+
 TEST_F(ToolsTest, CkptinfoFlagsACorruptTensorAndFileErrors) {
   const std::string path = write_checkpoint_file(dir_);
   SafetensorsFile f = SafetensorsFile::open(path);

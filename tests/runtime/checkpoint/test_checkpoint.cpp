@@ -366,5 +366,51 @@ TEST_F(CheckpointTest, ResumeFallsBackOverACorruptNewestCheckpoint) {
   EXPECT_FALSE(resume_latest(empty, *g, *opt).has_value());
 }
 
+// Replaces the first `from` in the file's bytes by `to` (same length: the header keeps its size).
+void edit_in_place(const std::string& path, const std::string& from, const std::string& to) {
+  ASSERT_EQ(from.size(), to.size());
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(to.data(), static_cast<std::streamsize>(to.size()));
+}
+
+TEST_F(CheckpointTest, MetadataEditedInPlaceIsAnErrorAndResumeFallsBack) {
+  CheckpointDir d(dir_ + "/checkpoints");
+  d.prepare();
+  for (int64_t s : {4, 12}) {
+    write_sgd(d.file_for(s), static_cast<int>(s));
+    d.commit(s, 3);
+  }
+  // "step": "12" -> "19": the tensors' CRCs still match; the metadata's CRC does not.
+  edit_in_place(d.file_for(12), "\"step\":\"12\"", "\"step\":\"19\"");
+  auto g = make_model(5);
+  auto opt = optim::make_sgd(g->num_parameters(), {0.9, 0, 0, false});
+  EXPECT_THAT(error_of([&] { load_checkpoint(d.file_for(12), *g, *opt); }),
+              HasSubstr("checkpoint '" + d.file_for(12) + "': its metadata fails its CRC-32C check (stored "));
+  EXPECT_THAT(error_of([&] { read_checkpoint_meta(SafetensorsFile::open(d.file_for(12))); }),
+              HasSubstr("changed after it was written (edited by hand, or damaged)"));
+  auto r = resume_latest(d, *g, *opt);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->meta.step, 4);
+  ASSERT_EQ(r->skipped.size(), 1u);
+  EXPECT_THAT(r->skipped[0].reason, HasSubstr("its metadata fails its CRC-32C check"));
+}
+
+TEST_F(CheckpointTest, ImpossibleSamplerPositionIsAnError) {
+  // Written with a valid CRC: the values themselves must make sense.
+  const std::string path = dir_ + "/big.safetensors";
+  auto g = make_model(1);
+  auto opt = optim::make_sgd(g->num_parameters(), {0.9, 0, 0, false});
+  CheckpointMeta m = meta_for(1, *opt);
+  m.epoch_samples = 999999999999;
+  write_checkpoint(path, *g, *opt, m);
+  EXPECT_EQ(error_of([&] { load_checkpoint(path, *g, *opt); }),
+            "checkpoint '" + path + "': metadata epoch_samples = 999999999999 is more than the 500 samples of an "
+            "epoch (sampler dataset_size): the file is damaged or was edited");
+}
+
 }  // namespace
 }  // namespace dp

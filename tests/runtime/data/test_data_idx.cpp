@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,28 @@ TEST(DataIdx, DimensionMismatch) {
             d / "im" + ": dimension mismatch: images are 0 x 4, expected both dimensions > 0");
 }
 
+TEST(DataIdx, GzipThatInflatesFarBeyondItsHeaderIsRefusedEarly) {
+  // A ~300 KB gzip inflating to 300 MB behind a header that declares 24 bytes of pixels: refused
+  // after 16 MiB past the declared size, not after inflating (and holding) all of it.
+  TempDir d;
+  {
+    gzFile f = gzopen((d / "bomb.gz").c_str(), "wb9");
+    ASSERT_NE(f, nullptr);
+    const std::vector<uint8_t> head = images_file(3, 2, 4, {});
+    gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    for (int i = 0; i < 300; ++i) gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
+    ASSERT_EQ(gzclose(f), Z_OK);
+  }
+  ASSERT_LT(fs::file_size(d / "bomb.gz"), 2u << 20);
+  write_bytes(d / "lb", labels_file(3, kLabels), false);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(user_error([&] { open_idx(d / "bomb.gz", d / "lb"); }),
+            d / "bomb.gz" + ": holds more than 16777256 bytes, far beyond the 40 its header declares (a damaged file, "
+                            "or a compressed file that inflates far beyond its data); reading stopped there");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+}
+
 TEST(DataIdx, CountMismatch) {
   TempDir d;
   write_bytes(d / "im", images_file(3, 2, 4, sample_pixels()), false);
@@ -312,4 +335,28 @@ TEST(DataIdx, AnyClassCountIntLabelsAndColour) {
   // Image 1 is bytes 6..11 as (x0: r g b, x1: r g b); channels first: r0 r1 g0 g1 b0 b1.
   const std::vector<float> want = {6, 9, 7, 10, 8, 11};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(px[i], want[i] / 255.0f) << i;
+}
+
+// The bound on how much of a file is read counts the header's element size: 6 M int32 labels
+// (24 MB, 18 MB more than one byte each) are read whole, not refused as "far beyond" a 6 MB
+// declaration.
+TEST(DataIdx, IntLabelsBeyondTheSlackReadWhole) {
+  TempDir d;
+  constexpr uint32_t n = 6'000'000;
+  std::vector<uint8_t> im;
+  put_be32(im, 0x00000803);
+  for (uint32_t v : {n, 1u, 1u}) put_be32(im, v);
+  im.resize(im.size() + n, 7);
+  write_bytes(d / "im", im, false);
+  std::vector<uint8_t> wide;
+  put_be32(wide, 0x00000c01);
+  put_be32(wide, n);
+  wide.reserve(8 + 4 * size_t{n});
+  for (uint32_t i = 0; i < n; ++i) put_be32(wide, i % 3);
+  write_bytes(d / "lb32", wide, false);
+  auto ds = open_idx(d / "im", d / "lb32", 0);
+  EXPECT_EQ(ds->size(), n);
+  EXPECT_EQ(ds->num_classes(), 3);
+  float px = 0;
+  EXPECT_EQ(ds->get(n - 1, &px), static_cast<int>((n - 1) % 3));
 }

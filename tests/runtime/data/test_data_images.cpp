@@ -200,3 +200,38 @@ TEST(TarShards, BadShardsAreErrorsNamingShardAndSample) {
   EXPECT_EQ(user_error([&] { dp::data::open_tar_shards(d / "s-{1..2}.tar", options(), d / "i"); }),
             d / "s-1.tar" + ": no such shard (from the pattern '" + d / "s-{1..2}.tar" + "', 2 shard(s))");
 }
+
+namespace {
+// tar_of's archive whose first member becomes a pax extended header (type 'x') for the second.
+std::vector<uint8_t> tar_with_pax(const std::string& pax, const std::vector<uint8_t>& png) {
+  std::vector<uint8_t> t = tar_of({{"pax", text(pax)}, {"k1.png", png}, {"k1.cls", text("0")}});
+  t[156] = 'x';
+  std::memset(t.data() + 148, ' ', 8);
+  unsigned sum = 0;
+  for (size_t i = 0; i < 512; ++i) sum += t[i];
+  std::snprintf(reinterpret_cast<char*>(t.data() + 148), 8, "%06o", sum);
+  return t;
+}
+}  // namespace
+
+// Pax headers no tar writes (issue 14's probing, with tools/fuzz/fuzz_tar_index): a size near
+// 2^64 wrapped the bounds check and walked the archive backwards forever (indexing hung, its
+// memory growing); a record "2 " built a string of length -1 (std::length_error, reported as
+// "needs more memory"); a record of digits only made strtoull read past the header's bytes.
+TEST(TarShards, PaxHeadersNoTarWritesAreErrorsOrIgnored) {
+  TempDir d("dp-test-images");
+  const std::string rec = "size=18446744073709550080\n";  // 2^64 - 1536: back to the pax header
+  const std::string pax = std::to_string(rec.size() + 3) + " " + rec;
+  write(d / "loop.tar", tar_with_pax(pax, kTinyPng));
+  EXPECT_EQ(user_error([&] { dp::data::index_tar_shard(dp::data::RawFile(d / "loop.tar")); }),
+            d / "loop.tar" + ": truncated tar: member 'k1.png' needs 18446744073709550080 bytes at byte 1536 but "
+                             "the file ends after " + std::to_string(fs::file_size(d / "loop.tar")));
+  for (const std::string& bad : {std::string("2 "), std::string(512, '9'), std::string("99 size=1\n")}) {
+    write(d / "bad.tar", tar_with_pax(bad, kTinyPng));
+    const dp::data::TarShardIndex idx = dp::data::index_tar_shard(dp::data::RawFile(d / "bad.tar"));
+    ASSERT_EQ(idx.samples.size(), 1u) << bad;
+    EXPECT_EQ(idx.samples[0].key, "k1");
+    EXPECT_EQ(idx.samples[0].size, kTinyPng.size());
+    EXPECT_EQ(idx.samples[0].label, 0);
+  }
+}

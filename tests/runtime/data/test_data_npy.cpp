@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include "runtime/data/npy.h"
 #include "tests/runtime/data/data_test_util.h"
@@ -96,4 +98,36 @@ TEST(Npy, ErrorsNameTheFile) {
   save(d / "x2.npy", "<f4", "(2,)", xf, 8);
   EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "x2.npy", d / "neg.npy"); }),
             d / "neg.npy" + ": label -1 at index 1 is out of range (0 to 1e9)");
+}
+
+// Headers no numpy writes (issue 14's probing, with tools/fuzz/fuzz_npy): a dimension beyond
+// int64 threw std::out_of_range from std::stoll ("dptrain: error: stoll", no file named); a
+// 200000-byte header crashed dptrain (std::regex recursing per character: a stack overflow);
+// dimensions whose product wraps 2^64 made "needs 0 bytes" match an empty file: an empty file
+// was read as 2^32 samples of 2^32 values each; a version-2 file of 10 bytes had its header length
+// read past the end (ASan, fuzz_npy).
+TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
+  TempDir d("dp-test-npy");
+  save(d / "long.npy", "<f4", "(123456789012345678901234567890,)", nullptr, 0);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long.npy"); }),
+            d / "long.npy" + ": the shape (123456789012345678901234567890,) in the .npy header has a dimension "
+                             "of 10^16 or more");
+  {
+    std::ofstream f(d / "long_header.npy", std::ios::binary);
+    f.write("\x93NUMPY\x02\x00\x40\x0d\x03\x00", 12);  // version 2: a 200000-byte header
+    f << "{'descr': '" << std::string(199989, 'x');
+  }
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "long_header.npy"); }),
+            d / "long_header.npy" + ": the .npy header is 200000 bytes, more than the 10000 numpy itself reads: the "
+                                    "file is damaged");
+  std::ofstream(d / "v2_cut.npy", std::ios::binary).write("\x93NUMPY\x02\x00\x10\x00", 10);
+  EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "v2_cut.npy"); }),
+            d / "v2_cut.npy" + ": truncated: 10 bytes, too short for a version 2 .npy header");
+  for (const auto& [descr, shape] : {std::pair<std::string, std::string>{"<i4", "(65536, 65536, 65536, 65536)"},
+                                      {"|u1", "(4294967296, 4294967296)"}}) {
+    save(d / "wrap.npy", descr, shape, nullptr, 0);
+    EXPECT_EQ(user_error([&] { dp::data::read_npy(d / "wrap.npy"); }),
+              d / "wrap.npy" + ": the shape " + shape + " in the .npy header needs more than 2^62 bytes of data: the "
+                                                          "header is damaged");
+  }
 }
