@@ -82,6 +82,7 @@ void remove_runs(const std::vector<std::string>& roots) {
     std::filesystem::remove_all(r);
     std::filesystem::remove(r + ".log");
     std::filesystem::remove(r + ".diff");
+    std::filesystem::remove(r + ".eval.log");
   }
 }
 
