@@ -188,7 +188,7 @@ ordered_json read_header(int fd, const std::string& path, uint64_t& data_start, 
   ordered_json header;
   try {
     header = ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     DP_THROW_USER("safetensors file '{}': header is not valid JSON: {}", path, e.what());
   }
   if (!header.is_object())
