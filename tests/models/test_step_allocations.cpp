@@ -39,6 +39,7 @@ void* __libc_calloc(size_t, size_t);
 void* __libc_realloc(void*, size_t);
 void* __libc_memalign(size_t, size_t);
 }
+#endif
 
 namespace {
 
@@ -54,6 +55,7 @@ inline void count(size_t bytes) {
 
 }  // namespace
 
+#if !DP_TEST_UNDER_ASAN
 extern "C" {
 void* malloc(size_t n) {
   count(n);
