@@ -155,6 +155,7 @@ void TrainSession::open_data_and_build_model() {
                                  gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
   });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
+  model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
   if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());  // train.cpu_backend, once
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),

@@ -158,6 +158,8 @@ std::vector<Field> schema(Config& c) {
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
       {"train", "cpu_backend", "CPU kernels: oneDNN (convolution, batch norm, pooling, linear; activations channels "
        "last, ReLUs fused) or the reference im2col + BLAS kernels", &c.train.cpu_backend},
+      {"train", "cpu_conv_algorithm", "oneDNN convolutions: auto (Winograd for 3x3 stride-1 convolutions with >= 64 "
+       "channels in and out, direct elsewhere) or direct everywhere", &c.train.cpu_conv_algorithm},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "

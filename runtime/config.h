@@ -103,6 +103,7 @@ struct TrainConfig {
   Precision precision = Precision::Fp32;
   int64_t threads = 0;             // CPU threads (0 = all cores)
   CpuBackend cpu_backend = CpuBackend::OneDnn;  // the CPU's kernels (runtime/cpu_backend.h)
+  CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;  // oneDNN's convolutions (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale

@@ -74,6 +74,8 @@ class Graph {
   // NCHW, unfused, the reference kernels. The GPU ignores it.
   void set_cpu_backend(CpuBackend b);
   CpuBackend cpu_backend() const { return cpu_backend_; }
+  // oneDNN's convolution algorithm (train.cpu_conv_algorithm; default Auto), carried to the layers.
+  void set_cpu_conv_algorithm(CpuConvAlgorithm a) { cpu_conv_algorithm_ = a; }
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
   cuda::ExecContext* gpu() const { return gpu_; }
@@ -104,6 +106,7 @@ class Graph {
   // The CPU plan (plan_cpu): backend, layout, and for each node the producer whose output a
   // folded relu shares (-1: none). Input, output and output gradient in the planned layout.
   CpuBackend cpu_backend_ = CpuBackend::OneDnn;
+  CpuConvAlgorithm cpu_conv_algorithm_ = CpuConvAlgorithm::Auto;
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
   std::vector<int> relu_folded_into_;

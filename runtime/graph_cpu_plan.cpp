@@ -47,13 +47,16 @@ std::string Graph::cpu_plan_summary() {
     std::string& list = l.has_onednn_path() ? onednn : own;
     list += (list.empty() ? "" : " ") + l.name();
   }
-  return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}", onednn, own, fused,
-                     cpu_channels_last_ ? "channels last (NHWC)" : "NCHW");
+  return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}",
+                     onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW",
+                     cpu_conv_algorithm_ == CpuConvAlgorithm::Auto ? "Winograd where it fits, else direct (auto)"
+                                                                    : "direct");
 }
 
 StepContext Graph::cpu_context(const StepContext& ctx) {
   StepContext c = ctx;
   c.cpu_backend = cpu_backend_;
+  c.cpu_conv_algorithm = cpu_conv_algorithm_;
   c.channels_last = cpu_channels_last_ && cpu_plan_dtype_ == DType::F32;
   return c;
 }

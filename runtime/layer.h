@@ -41,6 +41,8 @@ struct StepContext {
   // oneDNN path take it for f32 tensors under OneDnn; on the CPU, channels_last is only ever set
   // together with OneDnn (Graph::forward), and every layer that accepts it then handles NHWC.
   CpuBackend cpu_backend = CpuBackend::Reference;
+  // oneDNN's convolution algorithm (train.cpu_conv_algorithm), under OneDnn.
+  CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;
 };
 
 // True when t (an activation of this step) is stored channels last: 4-D under channels_last.

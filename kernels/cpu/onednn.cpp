@@ -25,19 +25,23 @@ memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY
 
 memory owned(const memory::desc& md) { return memory(md, engine()); }
 
-const memory& scratch(memory& m) {
+const memory& scratch(memory& m, Slot slot) {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<void, Free> buf;
-  thread_local size_t size = 0;
+  struct Buffer {
+    std::unique_ptr<void, Free> p;
+    size_t size = 0;
+  };
+  thread_local Buffer bufs[4];
+  Buffer& b = bufs[static_cast<int>(slot)];
   const size_t want = m.get_desc().get_size();
-  if (want > size) {
-    size = (want + 4095) / 4096 * 4096;
-    buf.reset(std::aligned_alloc(64, size));
-    DP_CHECK(buf != nullptr, "out of host memory allocating a {} byte oneDNN scratchpad", size);
+  if (want > b.size) {
+    b.size = (want + 4095) / 4096 * 4096;
+    b.p.reset(std::aligned_alloc(64, b.size));
+    DP_CHECK(b.p != nullptr, "out of host memory allocating a {} byte oneDNN scratch buffer", b.size);
   }
-  m.set_data_handle(buf.get());
+  m.set_data_handle(b.p.get());
   return m;
 }
 

@@ -43,10 +43,14 @@ inline const memory& bind(memory& m, const void* p) {
   return m;
 }
 
-// Binds a scratchpad memory (made with unbound(pd.scratchpad_desc())) to this thread's one
-// scratchpad buffer, grown to the largest any primitive asked for: layers run one after another,
-// so one buffer serves them all (it grows during the first step only).
-const memory& scratch(memory& m);
+// This thread's scratch buffers, one per slot: Pad for primitives' scratchpads, the others for
+// temporaries a layer needs during one call only (e.g. activations in a blocked layout).
+enum class Slot { Pad, A, B, C };
+
+// Binds `m` (made with unbound(), e.g. from pd.scratchpad_desc()) to this thread's buffer of
+// `slot`, grown to the largest any call asked for: layers run one after another, so one buffer
+// per slot serves them all (they grow during the first step only).
+const memory& scratch(memory& m, Slot slot = Slot::Pad);
 
 // Runs `p` on this thread's stream and waits.
 void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);

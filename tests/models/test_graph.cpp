@@ -169,8 +169,12 @@ TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
   auto dnn = residual_cnn(CpuBackend::OneDnn), ref = residual_cnn(CpuBackend::Reference);
   EXPECT_EQ(dnn->cpu_plan_summary(),
             "CPU kernels: oneDNN for [conv1 bn1 conv2 pool fc1 fc2], own for [join flat]; ReLUs fused: [bn1+relu1 "
-            "join+relu2 fc1+relu3]; activations channels last (NHWC)");
+            "join+relu2 fc1+relu3]; activations channels last (NHWC); convolutions: Winograd where it fits, else "
+            "direct (auto)");
   EXPECT_EQ(ref->cpu_plan_summary(), "CPU kernels: reference (im2col + BLAS, NCHW, unfused)");
+  dnn->set_cpu_conv_algorithm(CpuConvAlgorithm::Direct);
+  EXPECT_TRUE(dnn->cpu_plan_summary().ends_with("; convolutions: direct")) << dnn->cpu_plan_summary();
+  dnn->set_cpu_conv_algorithm(CpuConvAlgorithm::Auto);
   const StepContext ctx{true, 0, 0};
   const Tensor x = random({4, 3, 8, 8}, 6), r = random({4, 5}, 7);
   for (auto* g : {dnn.get(), ref.get()}) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/cpu/layout.h"
+#include "models/layers/conv2d/onednn_conv_choice.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -91,9 +92,24 @@ TEST_P(OnednnLayers, MatchReferenceTwin) {
   EXPECT_GT(mag, 1e-3);
 }
 
+// Convolutions that train.cpu_conv_algorithm = "auto" (StepContext's default) runs on oneDNN's
+// Winograd algorithm (onednn_winograd_fits): 3x3, stride 1, >= 64 channels in and out.
+std::vector<LayerCase> winograd_cases() {
+  using A = std::map<std::string, ArgValue>;
+  auto I = [](int64_t v) { return ArgValue{v}; };
+  return {
+      {"conv_wino", "conv2d", A{{"out_channels", I(64)}, {"kernel", I(3)}, {"padding", I(1)}}, {{64, 6, 6}}, 2},
+      {"conv_wino_nobias", "conv2d", A{{"out_channels", I(80)}, {"kernel", I(3)}, {"padding", I(1)}, {"bias", ArgValue{false}}},
+       {{96, 5, 7}}, 3},
+      {"conv_wino_pad0", "conv2d", A{{"out_channels", I(64)}, {"kernel", I(3)}}, {{64, 8, 8}}, 2},
+  };
+}
+
 std::vector<OnednnCase> onednn_cases() {
   std::vector<OnednnCase> out;
-  for (const auto& c : layer_cases()) {
+  std::vector<LayerCase> all = layer_cases();
+  for (const auto& w : winograd_cases()) all.push_back(w);
+  for (const auto& c : all) {
     // Dropout draws its mask per stored element: NHWC drops other elements than the NCHW twin.
     for (bool nhwc : {false, true}) {
       if (nhwc && c.type == "dropout" && c.training) continue;
@@ -112,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, OnednnLayers, ::testing::ValuesIn(onednn_cases(
 
 // Bitwise repeatable on the oneDNN path with the same thread count (2), NHWC, sizes above every
 // threading threshold; not required across thread counts (the reference path is).
-std::vector<Tensor> run_once(const LayerCase& c, bool relu) {
+std::vector<Tensor> run_once(const LayerCase& c, bool relu, CpuConvAlgorithm algo = CpuConvAlgorithm::Auto) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
   TestLayer t = make_test_layer(c, DType::F32, 8);
@@ -123,6 +139,7 @@ std::vector<Tensor> run_once(const LayerCase& c, bool relu) {
   StepContext ctx = case_ctx(c);
   ctx.cpu_backend = CpuBackend::OneDnn;
   ctx.channels_last = true;
+  ctx.cpu_conv_algorithm = algo;
   std::vector<Tensor> r{t.forward(ctx, x)};
   Tensor dy = random_normal(r[0].shape(), DType::F32, rng);
   for (auto& d : t.backward(ctx, x, r[0], dy)) r.push_back(d);
@@ -142,6 +159,8 @@ TEST(OnednnDeterminism, BitwiseRepeatableWithTheSameThreadCount) {
       {{"bn_train", "batchnorm2d", A{}, {{32, 14, 14}}, 32, true}, true},
       {{"maxpool", "maxpool2d", A{{"kernel", I(3)}, {"stride", I(2)}, {"padding", I(1)}}, {{16, 16, 16}}, 16}, false},
       {{"linear", "linear", A{{"out_features", I(128)}}, {{700}}, 64}, true},
+      {{"conv_wino", "conv2d", A{{"out_channels", I(64)}, {"kernel", I(3)}, {"padding", I(1)}}, {{64, 12, 12}}, 8},
+       false},
   };
   for (const auto& [c, relu] : cases) {
     std::vector<Tensor> a = run_once(c, relu), b = run_once(c, relu);
@@ -149,6 +168,43 @@ TEST(OnednnDeterminism, BitwiseRepeatableWithTheSameThreadCount) {
     for (size_t i = 0; i < a.size(); ++i)
       EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << c.name << ": tensor " << i << " differs";
   }
+}
+
+// "auto" takes Winograd where it fits: its bits differ from the direct algorithm's (while both
+// match the reference above); where it does not fit, auto is the direct algorithm bit for bit.
+TEST(OnednnConvAlgorithm, AutoTakesWinogradOnlyWhereItFits) {
+  using A = std::map<std::string, ArgValue>;
+  auto I = [](int64_t v) { return ArgValue{v}; };
+  const LayerCase wino = winograd_cases()[0];
+  const LayerCase narrow{"conv_k3", "conv2d", A{{"out_channels", I(32)}, {"kernel", I(3)}, {"padding", I(1)}},
+                         {{32, 6, 6}}, 2};
+  for (const auto& [c, differs] : {std::pair{wino, true}, std::pair{narrow, false}}) {
+    std::vector<Tensor> a = run_once(c, false, CpuConvAlgorithm::Auto);
+    std::vector<Tensor> d = run_once(c, false, CpuConvAlgorithm::Direct);
+    ASSERT_EQ(a.size(), d.size());
+    bool any = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      any = any || std::memcmp(a[i].raw(), d[i].raw(), a[i].nbytes()) != 0;
+      EXPECT_LT(normalised_error(cast(a[i], DType::F64), cast(d[i], DType::F64)), kTol) << c.name << ": tensor " << i;
+    }
+    EXPECT_EQ(any, differs) << c.name;
+  }
+}
+
+TEST(OnednnConvAlgorithm, WinogradFitsOnlyWide3x3Stride1) {
+  using kernels::cpu::Conv2dDims;
+  auto d = [](int64_t C, int64_t OC, int64_t K, int64_t stride, int64_t groups) {
+    return Conv2dDims{8, C, 32, 32, OC, K, stride, 1, groups, 32, 32};
+  };
+  EXPECT_TRUE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Auto));
+  EXPECT_TRUE(models::onednn_winograd_fits(d(512, 256, 3, 1, 1), CpuConvAlgorithm::Auto));
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Direct));
+  EXPECT_FALSE(models::onednn_winograd_fits(d(32, 64, 3, 1, 1), CpuConvAlgorithm::Auto));   // narrow input
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 48, 3, 1, 1), CpuConvAlgorithm::Auto));   // narrow output
+  EXPECT_FALSE(models::onednn_winograd_fits(d(72, 64, 3, 1, 1), CpuConvAlgorithm::Auto));   // not 16k
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 2, 1), CpuConvAlgorithm::Auto));   // strided
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 1, 1, 1), CpuConvAlgorithm::Auto));   // 1x1
+  EXPECT_FALSE(models::onednn_winograd_fits(d(128, 128, 3, 1, 2), CpuConvAlgorithm::Auto)); // grouped
 }
 
 }  // namespace

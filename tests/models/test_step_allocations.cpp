@@ -141,6 +141,32 @@ TEST_P(StepAllocations, NoLargeHeapAllocationAfterTheFirstStep) {
               std::string(enum_name(GetParam())).c_str(), c.all);
 }
 
+// The CIFAR ResNet-18 on oneDNN: its 3x3 layers of 64 channels and more run on Winograd, whose
+// blocked copies of the activations live in the per-thread scratch slots, not in new buffers.
+TEST(StepAllocations, ResnetOnWinogradAllocatesNothingLargeAfterTheFirstStep) {
+  if (DP_TEST_UNDER_ASAN) GTEST_SKIP() << "AddressSanitizer owns malloc: the counting allocator is left out";
+  ModelConfig mc;
+  mc.preset = PresetKind::CifarResnet18;
+  auto g = models::build_model(mc, {3, 32, 32}, /*seed=*/3);
+  g->set_cpu_backend(CpuBackend::OneDnn);
+  g->set_cpu_conv_algorithm(CpuConvAlgorithm::Auto);
+  auto opt = optim::make_adamw(g->num_parameters(), {});
+  Tensor x = Tensor::zeros({2, 3, 32, 32}), dy = Tensor::zeros({2, 10});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7919) % 255) / 255.0f - 0.5f;
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = (i % 10 == 3) ? -0.1f : 0.01f;
+  for (uint64_t s = 0; s < 3; ++s) {
+    const StepContext ctx{true, s, 0};
+    g_all = 0, g_large = 0;
+    g_counting = s > 0;
+    g->zero_grad();
+    g->forward(ctx, x);
+    g->backward(ctx, dy);
+    opt->step(g->params().flat(), g->grads().flat(), 1e-3);
+    g_counting = false;
+    if (s > 0) EXPECT_EQ(g_large.load(), 0) << "step " << s << ": " << g_large.load() << " large heap allocations";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StepAllocations, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
                          [](const auto& info) { return std::string(enum_name(info.param)); });
 
