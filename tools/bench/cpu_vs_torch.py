@@ -21,7 +21,8 @@ images/s, and peak RSS (the process's, or the largest rank's). --load N runs N C
 processes (busy loops) beside the whole bench, to measure the machine loaded; they are stopped
 at the end. Throughput: dptrain's median samples_per_s over its train windows after the first
 (metrics.jsonl), torch's median window (torch_train_bench.py), both after warm-up steps.
-Output: the table on stdout (markdown), RESULT lines and progress on stderr. Exit 0; 1 when a
+Output: the table on stdout (markdown) with the 1-minute load average sampled every 15 s during
+the bench, RESULT lines and progress on stderr. Exit 0; 1 when a
 run failed (its cell shows "error").
 """
 import argparse
@@ -132,6 +133,26 @@ def torch_run(args, row, mode, work):
     return None, peak, f"rc={rc}, log {log}"
 
 
+class LoadSampler:
+    """Samples the 1-minute load average every `every` seconds while the bench runs."""
+
+    def __init__(self, every=15.0):
+        import threading
+        self.samples, self.stop = [os.getloadavg()[0]], threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self.thread.start()
+
+    def _run(self, every):
+        while not self.stop.wait(every):
+            self.samples.append(os.getloadavg()[0])
+
+    def summary(self):
+        self.stop.set()
+        self.thread.join()
+        s = self.samples
+        return f"median {statistics.median(s):.1f} [{min(s):.1f}-{max(s):.1f}] over {len(s)} samples"
+
+
 def start_load(n):
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     return procs
@@ -160,6 +181,7 @@ def main():
     if any(r not in ROWS for r in rows) or any(m not in ("eager", "compile") for m in modes) or args.pairs < 1:
         p.error(f"--rows from {','.join(ROWS)}, --modes from eager,compile, --pairs >= 1")
     work = tempfile.mkdtemp(prefix="dptrain-cpubench-")
+    sampler = LoadSampler()
     load = start_load(args.load)
     results = {r: {"dp": [], "dp_rss": [], **{m: [] for m in modes}, **{m + "_rss": [] for m in modes},
                    **{m + "_ratio": [] for m in modes}} for r in rows}
@@ -190,9 +212,8 @@ def main():
     mib = lambda b: f"{b / 2**20:.0f}" if b else "-"
     num = lambda v: f"{v:.1f}" if v else "error"
     cols = " | ".join(f"torch {m} img/s | ratio vs {m} [min-max]" for m in modes)
-    print(f"\nload beside the bench: {args.load} busy loop(s); load average at the end: "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {args.pairs} pair(s); dptrain train.cpu_backend = "
-          f"{args.cpu_backend}\n")
+    print(f"\nload beside the bench: {args.load} busy loop(s); 1-minute load average during the bench: "
+          f"{sampler.summary()}; {args.pairs} pair(s); dptrain train.cpu_backend = {args.cpu_backend}\n")
     print(f"| workload | dptrain img/s | {cols} | peak RSS MiB dptrain / " + " / ".join(modes) + " |")
     print("|---|---|" + "---|---|" * len(modes) + "---|")
     for r in rows:
