@@ -52,6 +52,9 @@ class Inference {
     model.num_classes = num_classes;
     model_ = models::build_model(model, sample_shape, static_cast<uint64_t>(cfg_.run.seed), device_,
                                  gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
+    model_->set_cpu_backend(cfg_.train.cpu_backend);  // the kernels the training run used, by default
+    model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
+    if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());
     const WeightsLoad w = load_weights(path, *model_, {}, kWeightsHint);
     lg()->info("weights {} ({}): {} tensors; {} on {}, {} rank{}", w.path, weights_kind_name(w.kind),
                w.plan.load.size(), cfg_.model.preset == PresetKind::None ? "[[layer]] model" : enum_name(cfg_.model.preset),

@@ -209,6 +209,31 @@ TEST_F(InferenceRuns, EvalOnTwoRanksEqualsOneAndTheTrainingRunsEvaluation) {
   }
 }
 
+// eval computes on the kernels the cfg names (train.cpu_backend), like the training run: a run on
+// the reference kernels is evaluated to its own final evaluation's bits (oneDNN's differ in the
+// last bits), and the log says which kernels ran.
+TEST_F(InferenceRuns, EvalRunsOnTheCpuBackendTheConfigNames) {
+  const std::string set = "train.cpu_backend=\"reference\"";
+  train(load_config(kCfg, {"run.dir=\"" + root_ + "\"", "run.name=\"ref\"", "run.log_level=\"warn\"",
+                           "data.train_limit=1024", "data.eval_limit=300", "train.steps=6", "train.warmup_steps=2",
+                           "train.batch_size=64", "train.threads=1", set}));
+  const std::string out = root_ + "/eref.json";
+  ASSERT_EQ(sh(fmt::format("{} eval {} --weights {}/ref/final.safetensors --out {} --set data.eval_limit=300 "
+                           "train.batch_size=64 train.threads=1 train.cpu_backend=reference > {}.log 2>&1",
+                           kBin, kCfg, root_, out, out)),
+            0)
+      << read_file(out + ".log");
+  EXPECT_NE(read_file(out + ".log").find("CPU kernels: reference (im2col + BLAS, NCHW, unfused)"), std::string::npos)
+      << read_file(out + ".log");
+  nlohmann::json last;
+  std::ifstream m(root_ + "/ref/metrics.jsonl");
+  for (std::string l; std::getline(m, l);)
+    if (nlohmann::json j = nlohmann::json::parse(l); j.value("split", "") == "eval") last = j;
+  ASSERT_FALSE(last.is_null());
+  EXPECT_EQ(json_of(out)["loss"], last["loss"]) << "bitwise: the same kernels as the training run";
+  EXPECT_EQ(json_of(out)["top1"], last["top1"]);
+}
+
 TEST_F(InferenceRuns, PredictOnTwoRanksWritesWhatOneRankWritesInInputOrder) {
   // The first 1000 test images, as a plain IDX file.
   const std::vector<uint8_t> t10k = data::read_file_bytes(kData + "/t10k-images-idx3-ubyte.gz");
