@@ -231,6 +231,40 @@ int inference(InferArgs a, bool predict, int nproc, bool launcher, int argc, cha
   return predict ? run_predict(cfg, a.o) : run_eval(cfg, a.o);
 }
 
+// --print-config-reference: docs/config-reference.md is exactly this output (a test compares them).
+int print_config_reference() {
+  std::fputs("# dptrain config reference\n\nEvery key of `model.cfg`, generated from the typed config schema "
+             "(`runtime/config.cpp`) by `dptrain --print-config-reference`; do not edit by hand. A key is "
+             "`section.key`; override any of them with `--set section.key=value`.\n",
+             stdout);
+  std::fputs(config_reference().c_str(), stdout);
+  std::fputs(tunables_reference().c_str(), stdout);
+  return 0;
+}
+
+// --list-layers: each layer type with its keys, then the presets.
+int print_layer_list() {
+  const auto& reg = models::layer_registry();
+  for (const auto& t : reg.types()) {
+    std::vector<std::string> keys;
+    for (const auto& a : reg.arg_specs(t)) keys.push_back(a.name + (a.default_value ? "" : " (required)"));
+    std::printf("%-16s %s\n", t.c_str(), join(keys).c_str());
+  }
+  std::printf("presets: %s\n", join(enum_name_list<PresetKind>()).c_str());
+  return 0;
+}
+
+// One rank's training run and its exit status. Stopped by a signal after a checkpoint: SIGUSR1
+// (checkpoint, requeue) is a planned stop, exit 0; SIGTERM/SIGINT exit as a signalled program
+// does (128 + signal), so a scheduler or script sees the run did not finish.
+int run_training(const Config& cfg, bool reset) {
+  log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
+  tunables();  // read (and checked) once, logged by the trainer
+  const TrainResult r = train(cfg, TrainOptions{.reset = reset});
+  if (r.stop_signal != 0 && r.stop_signal != SIGUSR1) return 128 + r.stop_signal;
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -288,26 +322,8 @@ int run_cli(int argc, char** argv) {
   }
   return reporting_errors([&] {
     if (launcher && (reference || list_layers)) return run_local(nproc, worker_args_of(argc, argv));
-    if (reference) {
-      // docs/config-reference.md is exactly this output (a test compares them).
-      std::fputs("# dptrain config reference\n\nEvery key of `model.cfg`, generated from the typed config schema "
-                 "(`runtime/config.cpp`) by `dptrain --print-config-reference`; do not edit by hand. A key is "
-                 "`section.key`; override any of them with `--set section.key=value`.\n",
-                 stdout);
-      std::fputs(config_reference().c_str(), stdout);
-      std::fputs(tunables_reference().c_str(), stdout);
-      return 0;
-    }
-    if (list_layers) {
-      const auto& reg = models::layer_registry();
-      for (const auto& t : reg.types()) {
-        std::vector<std::string> keys;
-        for (const auto& a : reg.arg_specs(t)) keys.push_back(a.name + (a.default_value ? "" : " (required)"));
-        std::printf("%-16s %s\n", t.c_str(), join(keys).c_str());
-      }
-      std::printf("presets: %s\n", join(enum_name_list<PresetKind>()).c_str());
-      return 0;
-    }
+    if (reference) return print_config_reference();
+    if (list_layers) return print_layer_list();
     if (run_args.cfg_path.empty()) {
       std::fprintf(stderr, "dptrain: error: no config given; try: dptrain models/fmnist_cnn.cfg (see --help)\n");
       return 2;
@@ -324,14 +340,7 @@ int run_cli(int argc, char** argv) {
       check_tunables();
       return run_local(nproc, worker_args_of(argc, argv));
     }
-    log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
-    tunables();  // read (and checked) once, logged by the trainer
-    const TrainResult r = train(cfg, TrainOptions{.reset = reset});
-    // Stopped by a signal after a checkpoint: SIGUSR1 (checkpoint, requeue) is a planned stop,
-    // exit 0; SIGTERM/SIGINT exit as a signalled program does (128 + signal), so a scheduler or
-    // script sees the run did not finish.
-    if (r.stop_signal != 0 && r.stop_signal != SIGUSR1) return 128 + r.stop_signal;
-    return 0;
+    return run_training(cfg, reset);
   });
 }
 

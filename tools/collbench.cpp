@@ -243,6 +243,83 @@ std::string hostname() {
 
 using Clock = std::chrono::steady_clock;
 
+// The buffers of one size: `a` (the input, or in-place buffer) and `out` (allgather's and
+// reduce_scatter's output); count: elements of the buffer the size column describes.
+struct OpBuffers {
+  Tensor a, out;
+  int64_t count = 0;
+};
+
+OpBuffers op_buffers(Op op, int64_t per_rank, int n, const Settings& s) {
+  OpBuffers b{Tensor::zeros({per_rank}, s.dtype, s.device), Tensor(), per_rank};
+  if (op == Op::AllGather) {
+    b.out = Tensor::zeros({per_rank * n}, s.dtype, s.device);
+    b.count = per_rank * n;
+  } else if (op == Op::ReduceScatter) {
+    b.a = Tensor::zeros({per_rank * n}, s.dtype, s.device);
+    b.out = Tensor::zeros({per_rank}, s.dtype, s.device);
+    b.count = per_rank * n;
+  }
+  return b;
+}
+
+void run_op(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
+  switch (op) {
+    case Op::AllReduce: comm.allreduce(b.a, s.redop); break;
+    case Op::Broadcast: comm.broadcast(b.a, s.root); break;
+    case Op::AllGather: comm.allgather(b.a, b.out); break;
+    case Op::ReduceScatter: comm.reduce_scatter(b.a, b.out, s.redop); break;
+  }
+}
+
+// Correctness: one run on each rank's pattern; the largest error over ranks (inf for a NaN).
+double op_error(Communicator& comm, const Settings& s, Op op, OpBuffers& b, int64_t per_rank,
+                const std::vector<double>& reduced) {
+  const int n = comm.size(), me = comm.rank();
+  if (s.device.is_cpu()) {
+    fill(b.a, me);
+  } else {
+    Tensor h = Tensor::zeros(b.a.shape(), b.a.dtype());
+    fill(h, me);
+    b.a.copy_from(h);
+  }
+  run_op(comm, s, op, b);
+  double err = 0;
+  switch (op) {
+    case Op::AllReduce: err = max_error(on_host(b.a), reduced); break;
+    case Op::Broadcast: err = max_error(on_host(b.a), rank_pattern(s.root)); break;
+    case Op::AllGather: {
+      const Tensor h = on_host(b.out);
+      for (int r = 0; r < n; ++r) err = std::max(err, max_error(h.slice_flat(r * per_rank, {per_rank}), rank_pattern(r)));
+      break;
+    }
+    case Op::ReduceScatter: err = max_error(on_host(b.out), reduced, static_cast<int64_t>(me) * per_rank); break;
+  }
+  if (std::isnan(err)) err = INFINITY;
+  return max_over_ranks(comm, err, s.device);
+}
+
+// Timing: warm-up runs, a barrier, then the mean time of s.iters runs, the slowest rank's.
+double op_seconds(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
+  if (op == Op::AllReduce) b.a.zero_();
+  for (int i = 0; i < s.warmup; ++i) run_op(comm, s, op, b);
+  comm.barrier();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < s.iters; ++i) run_op(comm, s, op, b);
+  const double mine = std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, s.iters);
+  return max_over_ranks(comm, mine, s.device);
+}
+
+void print_op_header(const Settings& s, Op op, int n) {
+  const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;
+  std::printf("#\n# %s%s%s, dtype %s, %d ranks, %d warmup + %d timed iterations\n", op_name(op), reduces ? " " : "",
+              reduces ? reduce_op_name(s.redop) : "", dtype_name(s.dtype), n, s.warmup, s.iters);
+  if (op == Op::Broadcast) std::printf("# root %d\n", s.root);
+  std::printf("# %12s %12s %6s %6s %12s %12s %12s %10s\n", "size(B)", "count", "type", "redop", "time(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "max_err");
+  std::fflush(stdout);
+}
+
 // One op's table (printed by rank 0). Returns false when an error exceeded the tolerance.
 bool bench_op(Communicator& comm, const Settings& s, Op op) {
   const int n = comm.size(), me = comm.rank();
@@ -251,14 +328,7 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
   double bus_factor = 1;
   if (op == Op::AllReduce) bus_factor = 2.0 * (n - 1) / n;
   else if (op == Op::AllGather || op == Op::ReduceScatter) bus_factor = static_cast<double>(n - 1) / n;
-  if (me == 0) {
-    std::printf("#\n# %s%s%s, dtype %s, %d ranks, %d warmup + %d timed iterations\n", op_name(op),
-                reduces ? " " : "", reduces ? reduce_op_name(s.redop) : "", dtype_name(s.dtype), n, s.warmup, s.iters);
-    if (op == Op::Broadcast) std::printf("# root %d\n", s.root);
-    std::printf("# %12s %12s %6s %6s %12s %12s %12s %10s\n", "size(B)", "count", "type", "redop", "time(us)",
-                "algbw(GB/s)", "busbw(GB/s)", "max_err");
-    std::fflush(stdout);
-  }
+  if (me == 0) print_op_header(s, op, n);
   const std::vector<double> reduced = reduced_pattern(n, s.redop, s.dtype);
   const double tol = tolerance(s.dtype);
   bool ok = true;
@@ -268,76 +338,24 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
   for (double b = static_cast<double>(s.min_bytes); b <= static_cast<double>(s.max_bytes) * (1 + 1e-9);
        b = std::max(b * s.factor, b + 1)) {
     const size_t bytes = static_cast<size_t>(b);
-    // count: elements of the buffer the size column describes (per rank for allgather's input
-    // and reduce_scatter's output: count / n).
+    // Elements per rank (allgather's input and reduce_scatter's output: count / n).
     const int64_t per_rank =
         static_cast<int64_t>((op == Op::AllGather || op == Op::ReduceScatter) ? bytes / esize / n : bytes / esize);
     if (per_rank == 0 || per_rank == last_count) continue;
     last_count = per_rank;
-    Tensor a, out;
-    int64_t count = per_rank;
-    switch (op) {
-      case Op::AllReduce:
-      case Op::Broadcast: a = Tensor::zeros({per_rank}, s.dtype, s.device); break;
-      case Op::AllGather:
-        a = Tensor::zeros({per_rank}, s.dtype, s.device);
-        out = Tensor::zeros({per_rank * n}, s.dtype, s.device);
-        count = per_rank * n;
-        break;
-      case Op::ReduceScatter:
-        a = Tensor::zeros({per_rank * n}, s.dtype, s.device);
-        out = Tensor::zeros({per_rank}, s.dtype, s.device);
-        count = per_rank * n;
-        break;
-    }
-    auto run_once = [&] {
-      switch (op) {
-        case Op::AllReduce: comm.allreduce(a, s.redop); break;
-        case Op::Broadcast: comm.broadcast(a, s.root); break;
-        case Op::AllGather: comm.allgather(a, out); break;
-        case Op::ReduceScatter: comm.reduce_scatter(a, out, s.redop); break;
-      }
-    };
-    // Correctness: one run on the pattern.
-    if (s.device.is_cpu()) {
-      fill(a, me);
-    } else {
-      Tensor h = Tensor::zeros(a.shape(), a.dtype());
-      fill(h, me);
-      a.copy_from(h);
-    }
-    run_once();
-    double err = 0;
-    switch (op) {
-      case Op::AllReduce: err = max_error(on_host(a), reduced); break;
-      case Op::Broadcast: err = max_error(on_host(a), rank_pattern(s.root)); break;
-      case Op::AllGather: {
-        const Tensor h = on_host(out);
-        for (int r = 0; r < n; ++r) err = std::max(err, max_error(h.slice_flat(r * per_rank, {per_rank}), rank_pattern(r)));
-        break;
-      }
-      case Op::ReduceScatter: err = max_error(on_host(out), reduced, static_cast<int64_t>(me) * per_rank); break;
-    }
-    if (std::isnan(err)) err = INFINITY;
-    err = max_over_ranks(comm, err, s.device);
+    OpBuffers buf = op_buffers(op, per_rank, n, s);
+    const double err = op_error(comm, s, op, buf, per_rank, reduced);
     if (!(err <= tol)) ok = false;
-    // Timing.
-    if (op == Op::AllReduce) a.zero_();
-    for (int i = 0; i < s.warmup; ++i) run_once();
-    comm.barrier();
-    const auto t0 = Clock::now();
-    for (int i = 0; i < s.iters; ++i) run_once();
-    const double mine = std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, s.iters);
-    const double t = max_over_ranks(comm, mine, s.device);
-    const double size_bytes = static_cast<double>(count) * esize;
+    const double t = op_seconds(comm, s, op, buf);
+    const double size_bytes = static_cast<double>(buf.count) * esize;
     const double algbw = t > 0 ? size_bytes / t / 1e9 : 0;
     const double busbw = algbw * bus_factor;
     busbw_sum += busbw;
     ++rows;
     if (me == 0) {
-      std::printf("  %12.0f %12lld %6s %6s %12.2f %12.4f %12.4f %10.3g%s\n", size_bytes, static_cast<long long>(count),
-                  dtype_name(s.dtype), reduces ? reduce_op_name(s.redop) : "-", t * 1e6, algbw, busbw, err,
-                  err <= tol ? "" : "  FAILED");
+      std::printf("  %12.0f %12lld %6s %6s %12.2f %12.4f %12.4f %10.3g%s\n", size_bytes,
+                  static_cast<long long>(buf.count), dtype_name(s.dtype), reduces ? reduce_op_name(s.redop) : "-",
+                  t * 1e6, algbw, busbw, err, err <= tol ? "" : "  FAILED");
       std::fflush(stdout);
     }
   }
