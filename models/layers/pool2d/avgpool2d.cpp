@@ -1,30 +1,6 @@
 #include "models/layers/pool2d/avgpool2d.h"
 
-#include "models/layers/common.h"
-
 namespace dp::models {
-
-void AvgPool2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
-  const DType dt = x[0].dtype();
-  const kernels::cpu::Pool2dDims d = forward_dims(x[0], y);
-  if (forward_onednn(ctx, x[0], y, d)) return;
-  dispatch_float(*this, dt, [&](auto tag) {
-    using T = decltype(tag);
-    kernels::cpu::avgpool2d_forward<T>(y.data<T>(), x[0].data<T>(), d);
-  });
-}
-
-void AvgPool2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
-                             std::vector<Tensor>& dx) {
-  if (!dx[0].defined()) return;
-  const DType dt = x[0].dtype();
-  const kernels::cpu::Pool2dDims d = backward_dims(x[0], dy, dx[0]);
-  if (backward_onednn(ctx, x[0], dy, dx[0], d)) return;
-  dispatch_float(*this, dt, [&](auto tag) {
-    using T = decltype(tag);
-    kernels::cpu::avgpool2d_backward<T>(dx[0].data<T>(), dy.data<T>(), d);
-  });
-}
 
 void register_avgpool2d(LayerRegistry& r) {
   r.add("avgpool2d", pool2d_arg_specs(), [](const std::string& name, const LayerArgs& a) {

@@ -9,9 +9,6 @@ class AvgPool2d : public Pool2dLayer {
   using Pool2dLayer::Pool2dLayer;
   const char* type() const override { return "avgpool2d"; }
   PoolKind kind() const override { return PoolKind::Average; }
-
- protected:
-  DP_LAYER_CPU_PATH();
 };
 
 // kernel (int, required, >= 1), stride (int, 0 = kernel), padding (int, 0, at most kernel/2).

@@ -46,4 +46,26 @@ kernels::cpu::Pool2dDims Pool2dLayer::backward_dims(const Tensor& x, const Tenso
   return d;
 }
 
+void Pool2dLayer::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
+  const kernels::cpu::Pool2dDims d = forward_dims(x[0], y);
+  if (forward_onednn(ctx, x[0], y, d)) return;
+  dispatch_float(*this, x[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (kind() == PoolKind::Max) kernels::cpu::maxpool2d_forward<T>(y.data<T>(), x[0].data<T>(), d);
+    else kernels::cpu::avgpool2d_forward<T>(y.data<T>(), x[0].data<T>(), d);
+  });
+}
+
+void Pool2dLayer::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+                               std::vector<Tensor>& dx) {
+  if (!dx[0].defined()) return;
+  const kernels::cpu::Pool2dDims d = backward_dims(x[0], dy, dx[0]);
+  if (backward_onednn(ctx, x[0], dy, dx[0], d)) return;
+  dispatch_float(*this, x[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (kind() == PoolKind::Max) kernels::cpu::maxpool2d_backward<T>(dx[0].data<T>(), dy.data<T>(), x[0].data<T>(), d);
+    else kernels::cpu::avgpool2d_backward<T>(dx[0].data<T>(), dy.data<T>(), d);
+  });
+}
+
 }  // namespace dp::models

@@ -1,6 +1,6 @@
 // defines: what maxpool2d and avgpool2d share: their arguments, the setup-time validation of a
 // pooling window against a [C, H, W] input, and Pool2dLayer, the base that holds the window and
-// checks each batch's tensors, so a pooling layer only names its kernels.
+// checks each batch's tensors and runs the CPU kernels of its kind, so a pooling layer only names its kind.
 #pragma once
 #include "base/pimpl_ptr.h"
 #include "kernels/cpu/onednn_pool.h"
@@ -32,6 +32,10 @@ class Pool2dLayer : public Layer {
   bool has_onednn_path() const override { return true; }
 
  protected:
+  // oneDNN where it serves the call, else the reference kernels of kind() (pool2d_common.cpp).
+  // Max's backward recomputes the chosen maxima from x (same rule, same result) instead of
+  // storing indices.
+  DP_LAYER_CPU_PATH();
   // The window's dimensions for a batch of x (N, C, H, W), after checking the other tensors of
   // the call for dtype and shape: forward y (N, C, OH, OW); backward dy, then dx (N, C, H, W).
   kernels::cpu::Pool2dDims forward_dims(const Tensor& x, const Tensor& y) const;
