@@ -156,7 +156,10 @@ void TrainSession::open_data_and_build_model() {
   });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
-  if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());  // train.cpu_backend, once
+  if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
+    lg()->info("{}", model_->cpu_plan_summary());
+    lg()->info("{}", cpu_threads_summary());
+  }
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());

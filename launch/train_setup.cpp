@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "runtime/cuda/device_choice.h"
@@ -46,6 +47,15 @@ void set_cpu_threads(int64_t threads) {
   if (threads <= 0) return;
   omp_set_num_threads(static_cast<int>(threads));  // OpenBLAS (OpenMP build) follows
   openblas_set_num_threads(static_cast<int>(threads));
+}
+
+std::string cpu_threads_summary() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  std::string wait = policy ? fmt::format("OMP_WAIT_POLICY={}", policy) : "";
+  if (spin) wait += fmt::format("{}GOMP_SPINCOUNT={}", wait.empty() ? "" : ", ", spin);
+  return fmt::format("CPU threads: {} (OpenMP, shared by oneDNN, OpenBLAS and the own kernels; waits: {})",
+                     omp_get_max_threads(), wait.empty() ? "libgomp's default spin" : wait);
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {

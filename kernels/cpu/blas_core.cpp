@@ -1,9 +1,5 @@
 #include "kernels/cpu/blas_core.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-
 extern "C" char* openblas_get_corename(void);
 
 namespace dp::kernels::cpu {
@@ -33,15 +29,6 @@ std::string preferred_openblas_core(const std::string& current, const CpuFeature
 std::string openblas_core() {
   const char* n = openblas_get_corename();
   return n ? n : "";
-}
-
-void ensure_fast_blas(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;  // the user's (or our earlier) choice
-  const std::string want = preferred_openblas_core(openblas_core(), cpu_features());
-  if (want.empty()) return;
-  setenv("OPENBLAS_CORETYPE", want.c_str(), 1);
-  execv("/proc/self/exe", argv);
-  // exec failed (no /proc?): carry on with the slower kernels.
 }
 
 }  // namespace dp::kernels::cpu

@@ -1,7 +1,7 @@
 // defines: OpenBLAS kernel selection. Debian's OpenBLAS picks its kernels from the CPU model at
 // load time; on CPUs it does not know (new Xeons, many VMs) it falls back to "Prescott" (SSE3),
 // three times slower than the AVX-512 kernels the CPU can run. The choice can only be changed
-// through OPENBLAS_CORETYPE before the library loads, hence a one-time re-exec.
+// through OPENBLAS_CORETYPE before the library loads, hence a one-time re-exec (cpu_env.h).
 #pragma once
 #include <string>
 
@@ -17,9 +17,5 @@ std::string preferred_openblas_core(const std::string& current_core, const CpuFe
 
 // The core OpenBLAS selected ("Prescott", "Haswell", "SkylakeX", ...).
 std::string openblas_core();
-
-// If OpenBLAS fell back to a generic core on a CPU with AVX2/AVX-512 and the user did not set
-// OPENBLAS_CORETYPE, sets it and re-executes this program with the same arguments (once).
-void ensure_fast_blas(char** argv);
 
 }  // namespace dp::kernels::cpu

@@ -1,0 +1,29 @@
+#include "kernels/cpu/cpu_env.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/cpu/blas_core.h"
+
+namespace dp::kernels::cpu {
+
+const char* default_omp_wait_policy(const char* omp_wait_policy, const char* gomp_spincount) {
+  if (omp_wait_policy != nullptr || gomp_spincount != nullptr) return nullptr;
+  return "passive";
+}
+
+void ensure_cpu_env(char** argv) {
+  bool changed = false;
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {  // else the user's (or our earlier) choice
+    const std::string core = preferred_openblas_core(openblas_core(), cpu_features());
+    if (!core.empty() && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) changed = true;
+  }
+  const char* wait = default_omp_wait_policy(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+  if (wait != nullptr && setenv("OMP_WAIT_POLICY", wait, 1) == 0) changed = true;
+  if (changed) execv("/proc/self/exe", argv);
+  // Nothing to change, or exec failed (no /proc?): carry on with what the libraries chose.
+}
+
+}  // namespace dp::kernels::cpu
