@@ -50,6 +50,7 @@ struct Known {
   bool unanswered = false;              // someone asked it and got no answer
   bool asked_in_vain = false;           // its own record: it asked others and got no answer
   bool has_position = false, answered_position = false;
+  bool failed_in_last = false;          // its own record: the collective it last entered failed
   uint64_t entered = 0, completed = 0;  // the latest answer it gave, else its own record's
 };
 
@@ -66,6 +67,8 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
     Known& me = f.k[static_cast<size_t>(rec.rank)];
     me.file = me.has_position = true;
     me.entered = rec.last_entered, me.completed = rec.last_completed;
+    const auto last = rec.collectives.find(rec.last_entered);
+    me.failed_in_last = last != rec.collectives.end() && last->second.state == "failed";
   }
   const std::vector<Known> own = f.k;
   for (const RankFlight& rec : recs)
@@ -89,11 +92,15 @@ Facts gather(const std::vector<RankFlight>& recs, int n) {
       }
     }
   // An answer given between two collectives (a slow rank, not a stuck one) says less than its own
-  // record of the later collective it then waited in.
+  // record of the later collective it then waited in. So does one given after the rank's own
+  // timeout in that collective: the control plane counts a failed collective as finished (entered
+  // == completed == #s), while its record, written as #s failed, has it waiting in #s (ranks time
+  // out at different moments on a loaded machine, and the late ones ask the early ones).
   for (size_t r = 0; r < f.k.size(); ++r) {
     Known& x = f.k[r];
     const Known& o = own[r];
-    if (x.answered_position && o.file && x.entered == x.completed && o.entered > o.completed && o.entered > x.entered)
+    if (!x.answered_position || !o.file || x.entered != x.completed || o.entered <= o.completed) continue;
+    if (o.entered > x.entered || (o.failed_in_last && o.entered == x.entered))
       x.entered = o.entered, x.completed = o.completed;
   }
   return f;

@@ -29,12 +29,16 @@ CollectiveBackend parse_collective_backend(const std::string& name) {
   DP_THROW_USER("unknown collectives backend \"{}\" (known: {})", name, join(enum_name_list<CollectiveBackend>()));
 }
 
-std::unique_ptr<Communicator> make_communicator(CollectiveBackend backend, Bootstrap& boot, double timeout_s) {
+std::unique_ptr<Communicator> make_communicator(CollectiveBackend backend, Bootstrap& boot, double timeout_s,
+                                                const std::string& iface) {
   switch (backend) {
     case CollectiveBackend::Nccl: return make_nccl(boot, timeout_s);
-    case CollectiveBackend::Ring:
+    case CollectiveBackend::Ring: {
       if (boot.size() == 1) return std::make_unique<SingleProcessCommunicator>();
-      return make_ring_communicator(boot, timeout_s);
+      RingOptions options = ring_options_from_env(timeout_s);
+      options.iface = iface;
+      return make_ring_communicator(boot, options);
+    }
   }
   DP_CHECK(false, "collectives backend {} is not handled", static_cast<int>(backend));
   return nullptr;

@@ -16,7 +16,10 @@ namespace dp {
 //    UserError when this build has no CUDA or this process sees no GPU;
 //  - a world of one: SingleProcessCommunicator whatever the backend (after the checks above).
 // timeout_s bounds every collective (no progress for that long is an error on every rank).
-std::unique_ptr<Communicator> make_communicator(CollectiveBackend backend, Bootstrap& boot, double timeout_s);
+// iface: dist.iface ("" = unset), the network interface the ring's listeners bind
+// (collectives/listen_address.h); NCCL reads NCCL_SOCKET_IFNAME instead.
+std::unique_ptr<Communicator> make_communicator(CollectiveBackend backend, Bootstrap& boot, double timeout_s,
+                                                const std::string& iface = "");
 
 // A backend named outside the config (collbench --backend): UserError naming the known backends
 // for any other name. The config schema parses dist.backend itself.

@@ -36,8 +36,8 @@ class Inference {
  public:
   explicit Inference(const Config& cfg) : cfg_(cfg) {
     log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
-    boot_ = make_bootstrap(cfg.dist.bootstrap, cfg.dist.timeout_s);
-    comm_ = make_communicator(cfg.dist.backend, *boot_, cfg.dist.timeout_s);
+    boot_ = make_bootstrap(cfg.dist.bootstrap, cfg.dist.timeout_s, cfg.dist.iface);
+    comm_ = make_communicator(cfg.dist.backend, *boot_, cfg.dist.timeout_s, cfg.dist.iface);
     log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);  // the console is rank 0's
     set_cpu_threads(cfg.train.threads);
     device_ = choose_device(cfg.train.device, boot_->local_rank(), boot_->local_size(), cfg.dist.backend);

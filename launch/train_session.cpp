@@ -120,8 +120,8 @@ bool TrainSession::run_epoch(int64_t epoch) {
 
 void TrainSession::join_the_job() {
   // Who this process is: the bootstrap sets the identity every log line and error carries.
-  boot_ = make_bootstrap(cfg_.dist.bootstrap, cfg_.dist.timeout_s);
-  comm_ = make_communicator(cfg_.dist.backend, *boot_, cfg_.dist.timeout_s);
+  boot_ = make_bootstrap(cfg_.dist.bootstrap, cfg_.dist.timeout_s, cfg_.dist.iface);
+  comm_ = make_communicator(cfg_.dist.backend, *boot_, cfg_.dist.timeout_s, cfg_.dist.iface);
   rank_ = boot_->rank(), world_ = boot_->size();
   writer_ = rank_ == 0;
   log::configure(cfg_.run.log_level, "", false, cfg_.run.log_levels);  // the console is rank 0's

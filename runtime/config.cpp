@@ -184,6 +184,9 @@ std::vector<Field> schema(Config& c) {
        "after every step rank 0's buffers (batch norm running statistics) replace the others' (DDP's "
        "broadcast_buffers), so replicas stay identical; unnecessary with model.sync_bn",
        &c.dist.broadcast_buffers},
+      {"dist", "iface", "network interface the job uses (e.g. \"eth0\"; NCCL_SOCKET_IFNAME's role): rank 0's TCP "
+       "store and every ring listener bind its IPv4 address, which is what ranks advertise; \"\" = MASTER_ADDR for "
+       "the store, this host's address for the ring (docs/multi-host.md)", &c.dist.iface},
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},

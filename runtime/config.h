@@ -129,6 +129,7 @@ struct DistConfig {
   GradCompress compress = GradCompress::None;  // gradients travel in 16 bits
   double straggler_ms = 50;        // the straggler report names a rank arriving later than this
   bool broadcast_buffers = true;   // rank 0's buffers replace the others' after every step (DDP's default)
+  std::string iface;               // network interface the store and ring listeners bind ("" = by address)
 };
 
 struct ProfileConfig {

@@ -30,8 +30,8 @@ constexpr TunableSpec kSpecs[] = {
     {Tunable::RingSpinUs, "DPTRAIN_RING_SPIN_US", TunableType::Number, "50", 0, 1e6,
      "ring backend: microseconds a rank waiting on shared memory spins (yielding the core) before it sleeps"},
     {Tunable::RingHost, "DPTRAIN_RING_HOST", TunableType::Text, "", 0, 0,
-     "ring backend: the address this rank listens on (unset: 127.0.0.1 when every rank is on this node, else "
-     "this host's address)"},
+     "ring backend: the address this rank listens on, over dist.iface (unset: dist.iface's address when set, else "
+     "127.0.0.1 when every rank is on this node, else this host's address)"},
     {Tunable::RingHierarchical, "DPTRAIN_RING_HIERARCHICAL", TunableType::Integer, "1", 0, 1,
      "ring backend: 1 = all-reduce hierarchically (within each host over shared memory, across hosts between one "
      "leader per host) when the job spans several hosts and some host runs several ranks; 0 = always the flat "
@@ -50,9 +50,9 @@ constexpr TunableSpec kSpecs[] = {
      "knows it (HMAC-SHA256 over nonces; never sent, never logged). dptrain --nproc sets a fresh one; unset: the "
      "store is open to anyone who can reach its port (a warning says so on a non-loopback address)"},
     {Tunable::StoreBind, "DPTRAIN_STORE_BIND", TunableType::Text, "", 0, 0,
-     "bootstrap env and slurm: the address rank 0's TCP store listens on (unset: MASTER_ADDR's own address, never "
-     "every interface; \"0.0.0.0\" when MASTER_ADDR is not an address of rank 0's host, e.g. behind NAT); read "
-     "through the bootstrap's environment lookup"},
+     "bootstrap env and slurm: the address rank 0's TCP store listens on, over dist.iface (unset: dist.iface's "
+     "address when set, else MASTER_ADDR's own address, never every interface; \"0.0.0.0\" when MASTER_ADDR is not "
+     "an address of rank 0's host, e.g. behind NAT); read through the bootstrap's environment lookup"},
     {Tunable::StoreMaxFrameBytes, "DPTRAIN_STORE_MAX_FRAME_BYTES", TunableType::Integer, "4194304", 4096,
      1073741824,
      "TCP store: the largest request (bytes) rank 0's store accepts from a member of the job; a larger one closes "

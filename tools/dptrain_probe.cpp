@@ -3,9 +3,10 @@
 // (tests/integration/test_slurm_probe.sh) under srun --mpi=pmix / --mpi=pmi2 / plain srun and
 // with the torchrun-style env variables.
 //
-//   dptrain_probe [--bootstrap SPEC] [--timeout S] [--links]
+//   dptrain_probe [--bootstrap SPEC] [--timeout S] [--links] [--iface IF]
 //
-// SPEC as dist.bootstrap ("auto" by default: PMIx -> PMI2 -> env -> Slurm env -> single).
+// SPEC as dist.bootstrap ("auto" by default: PMIx -> PMI2 -> env -> Slurm env -> single); IF as
+// dist.iface (the store and the ring listen on its address).
 // Prints, on stdout, as a single write:
 //   probe kind=<pmix|pmi2|slurm|env|...> rank=R size=N local_rank=L local_size=M node=K allreduce=S
 // where S is the f64 sum over ranks of (rank + 1), i.e. N(N+1)/2; with --links the line goes on
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   std::string spec = "auto";
   double timeout_s = 60;
   bool links = false;
+  std::string iface;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--bootstrap" && i + 1 < argc) {
@@ -39,14 +41,18 @@ int main(int argc, char** argv) {
       timeout_s = std::atof(argv[++i]);
     } else if (a == "--links") {
       links = true;
+    } else if (a == "--iface" && i + 1 < argc) {
+      iface = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: dptrain_probe [--bootstrap SPEC] [--timeout S] [--links]\n");
+      std::fprintf(stderr, "usage: dptrain_probe [--bootstrap SPEC] [--timeout S] [--links] [--iface IF]\n");
       return 2;
     }
   }
   try {
-    auto bs = dp::make_bootstrap(spec, timeout_s);
-    auto comm = dp::make_ring_communicator(*bs, timeout_s);
+    auto bs = dp::make_bootstrap(spec, timeout_s, iface);
+    dp::RingOptions options = dp::ring_options_from_env(timeout_s);
+    options.iface = iface;
+    auto comm = dp::make_ring_communicator(*bs, options);
     dp::Tensor t = dp::Tensor::zeros({1}, dp::DType::F64);
     t.data<double>()[0] = bs->rank() + 1.0;
     comm->allreduce(t, dp::ReduceOp::Sum);
@@ -59,7 +65,7 @@ int main(int argc, char** argv) {
       gethostname(host, sizeof host - 1);
       std::string shm;
       for (int p : comm->shared_memory_peers()) shm += (shm.empty() ? "" : ",") + std::to_string(p);
-      line += fmt::format(" host={} addr={} shm={}", host, dp::ring::ring_listen_host(*bs), shm.empty() ? "-" : shm);
+      line += fmt::format(" host={} addr={} shm={}", host, dp::ring::ring_listen_host(*bs, iface), shm.empty() ? "-" : shm);
     }
     line += "\n";
     std::fputs(line.c_str(), stdout);

@@ -5,6 +5,7 @@
 #include "collectives/bootstrap/env.h"
 #include "collectives/bootstrap/job_token.h"
 #include "collectives/bootstrap/tcp_store.h"
+#include "collectives/listen_address.h"
 #include "base/error.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
@@ -23,18 +24,23 @@ class StoreBootstrap final : public BootstrapBase {
       : BootstrapBase(info, at.token), kind_(std::move(kind)), who_("bootstrap " + kind_), timeout_s_(timeout_s),
         report_s_(report_s) {
     if (info_.size > 1) {
+      // Rank 0's own client goes to the address its store is bound to: with dist.iface that may
+      // differ from what MASTER_ADDR resolves to on rank 0's own host (Debian maps a host's name
+      // to 127.0.1.1) while the other hosts reach it by MASTER_ADDR.
+      std::string connect_to = at.addr;
       if (info_.rank == 0) {
-        // The store listens on the job's own address (MASTER_ADDR, or DPTRAIN_STORE_BIND), never
-        // on every interface unless asked.
-        const std::string bind = at.bind.empty() ? at.addr : at.bind;
+        // The store listens on the job's own address (DPTRAIN_STORE_BIND, dist.iface's address or
+        // MASTER_ADDR), never on every interface unless asked.
+        const std::string bind = listen_address(Listener::Store, {at.bind, at.iface, at.addr, false});
         if (at.token.empty() && !is_loopback_literal(bind))
           log::get("coll")->warn("{}: no job token (DPTRAIN_JOB_TOKEN): the TCP store on {}:{} is open to anyone who "
                                  "can reach that port, who could read and change this job's rendezvous; set "
                                  "DPTRAIN_JOB_TOKEN to the same secret on every rank (e.g. `openssl rand -hex 32`)",
                                  who_, bind, at.port);
         server_ = std::make_unique<TcpStoreServer>(who_, bind, at.port, info_.size, at.token);
+        if (bind != "0.0.0.0") connect_to = bind;
       }
-      client_ = std::make_unique<TcpStoreClient>(who_, at.addr, at.port, info_.rank, info_.size, timeout_s, at.token,
+      client_ = std::make_unique<TcpStoreClient>(who_, connect_to, at.port, info_.rank, info_.size, timeout_s, at.token,
                                                  report_s);
     }
     settle_topology(host);
@@ -111,16 +117,17 @@ std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const L
   return std::make_unique<StoreBootstrap>(kind, info, at, timeout_s, host, report_s);
 }
 
-StoreAddress store_address(const EnvLookup& env, std::string addr, int port) {
+StoreAddress store_address(const EnvLookup& env, std::string addr, int port, std::string iface) {
   StoreAddress at;
   at.addr = std::move(addr);
+  at.iface = std::move(iface);
   at.port = port;
   at.token = job_token_from_env(env("DPTRAIN_JOB_TOKEN"));
   if (const char* b = env("DPTRAIN_STORE_BIND"); b && *b) at.bind = b;
   return at;
 }
 
-std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env) {
+std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env, const std::string& iface) {
   const std::string who = "bootstrap env";
   std::vector<std::string> missing;
   for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
@@ -143,7 +150,7 @@ std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup&
   if (addr.empty()) DP_THROW_USER("{}: MASTER_ADDR is empty (set it to rank 0's host name or address)", who);
   const int port = env_int(env, who, "MASTER_PORT", -1, 1, 65535);
   log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
-  return make_store_bootstrap("env", info, store_address(env, addr, port), timeout_s, host_key(env),
+  return make_store_bootstrap("env", info, store_address(env, addr, port, iface), timeout_s, host_key(env),
                               rendezvous_report_s(env));
 }
 

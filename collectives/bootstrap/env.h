@@ -8,14 +8,15 @@
 
 namespace dp {
 
-// Where the TCP store is and how it is guarded: MASTER_ADDR:MASTER_PORT (addr, port), the address
-// rank 0 binds (bind: DPTRAIN_STORE_BIND when set, e.g. "0.0.0.0" behind NAT; else addr itself,
-// never every interface) and the job token (DPTRAIN_JOB_TOKEN, "" when unset).
+// Where the TCP store is and how it is guarded: MASTER_ADDR:MASTER_PORT (addr, port), what decides
+// the address rank 0 binds (bind: DPTRAIN_STORE_BIND when set, e.g. "0.0.0.0" behind NAT; iface:
+// dist.iface; else addr itself, never every interface: collectives/listen_address.h) and the job
+// token (DPTRAIN_JOB_TOKEN, "" when unset).
 struct StoreAddress {
-  std::string addr, bind, token;
+  std::string addr, bind, iface, token;
   int port = 0;
 };
-StoreAddress store_address(const EnvLookup& env, std::string addr, int port);
+StoreAddress store_address(const EnvLookup& env, std::string addr, int port, std::string iface = "");
 
 // A TCP store bootstrap (env and slurm kinds): rank 0 serves the store on at.port, every rank
 // (rank 0 included) is a client, and with a token every connection proves it
@@ -30,6 +31,7 @@ std::unique_ptr<Bootstrap> make_store_bootstrap(const std::string& kind, const L
 
 // torchrun's convention: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (required); LOCAL_RANK,
 // LOCAL_WORLD_SIZE, GROUP_RANK (node id) optional, derived from host names when absent.
-std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env);
+// iface: dist.iface ("" = unset), the interface whose address rank 0's store binds.
+std::unique_ptr<Bootstrap> make_env_bootstrap(double timeout_s, const EnvLookup& env, const std::string& iface = "");
 
 }  // namespace dp

@@ -41,13 +41,14 @@ std::string detect_bootstrap(const EnvLookup& env) {
   return "single";
 }
 
-std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const EnvLookup& env) {
+std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const EnvLookup& env,
+                                          const std::string& iface) {
   DP_CHECK(timeout_s > 0, "bootstrap timeout {} s", timeout_s);
   std::string kind = spec == "auto" ? detect_bootstrap(env) : spec;
   std::unique_ptr<Bootstrap> b;
   if (kind == "single") b = make_single_bootstrap();
-  else if (kind == "env") b = make_env_bootstrap(timeout_s, env);
-  else if (kind == "slurm") b = make_slurm_bootstrap(timeout_s, env);
+  else if (kind == "env") b = make_env_bootstrap(timeout_s, env, iface);
+  else if (kind == "slurm") b = make_slurm_bootstrap(timeout_s, env, iface);
   else if (kind == "pmix") b = make_pmix_bootstrap(timeout_s);
   else if (kind == "pmi2") b = make_pmi2_bootstrap(timeout_s);
   else if (kind.rfind("file://", 0) == 0) b = make_file_bootstrap(kind.substr(7), timeout_s, env);
@@ -70,8 +71,8 @@ std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeou
   return b;
 }
 
-std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s) {
-  return make_bootstrap(spec, timeout_s, process_env());
+std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const std::string& iface) {
+  return make_bootstrap(spec, timeout_s, process_env(), iface);
 }
 
 }  // namespace dp

@@ -13,7 +13,10 @@ namespace dp {
 // spec: "auto", "pmix", "pmi2", "env", "slurm", "single", or "file:///shared/dir".
 // timeout_s bounds every wait for peers. Sets the process identity (rank r/N in every error and
 // log prefix). UserError for an unknown spec or a launcher's partial rank information.
-std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s);
+// iface: dist.iface ("" = unset), the network interface whose address the TCP store (env and
+// slurm kinds) binds (collectives/listen_address.h); the ring's listeners get it from
+// make_communicator.
+std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const std::string& iface = "");
 
 // Which implementation "auto" picks here (pure): "pmix" when PMIX_RANK is set, "pmi2" when
 // PMI_FD or PMI_RANK is, "env" when RANK and WORLD_SIZE are (MASTER_ADDR and MASTER_PORT then
@@ -23,6 +26,7 @@ std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeou
 std::string detect_bootstrap(const EnvLookup& env);
 
 // make_bootstrap with an explicit environment; sets the process identity (error and log prefixes).
-std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const EnvLookup& env);
+std::unique_ptr<Bootstrap> make_bootstrap(const std::string& spec, double timeout_s, const EnvLookup& env,
+                                          const std::string& iface = "");
 
 }  // namespace dp

@@ -36,7 +36,7 @@ int slurm_store_port(uint64_t job_id, uint64_t step_id) {
   return kSlurmPortBase + static_cast<int>((job_id * 16 + step_id % 16) % kSlurmPortCount);
 }
 
-std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLookup& env) {
+std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLookup& env, const std::string& iface) {
   const std::string who = "bootstrap slurm";
   std::vector<std::string> missing;
   for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS"})
@@ -96,7 +96,7 @@ std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLooku
     port = slurm_store_port(static_cast<uint64_t>(job), slurm_step_number(env));
   }
   log::get("coll")->debug("{}: rank {} of {}, store at {}:{}", who, info.rank, info.size, addr, port);
-  return make_store_bootstrap("slurm", info, store_address(env, addr, port), timeout_s, host_key(env),
+  return make_store_bootstrap("slurm", info, store_address(env, addr, port, iface), timeout_s, host_key(env),
                               rendezvous_report_s(env));
 }
 

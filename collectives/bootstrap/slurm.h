@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "collectives/bootstrap/common.h"
 
@@ -12,7 +13,8 @@ namespace dp {
 // size from SLURM_STEP_TASKS_PER_NODE (else SLURM_TASKS_PER_NODE); the store of
 // make_store_bootstrap on the first host of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST), port
 // slurm_store_port(SLURM_JOB_ID, SLURM_STEP_ID). MASTER_ADDR / MASTER_PORT override both.
-std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLookup& env);
+// iface: dist.iface ("" = unset), the interface whose address rank 0's store binds.
+std::unique_ptr<Bootstrap> make_slurm_bootstrap(double timeout_s, const EnvLookup& env, const std::string& iface = "");
 
 // The Slurm bootstrap's port, in the dynamic range 49152-65535 that no service registers:
 //   49152 + (job_id * 16 + step_id % 16) % 16384

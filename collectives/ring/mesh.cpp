@@ -15,7 +15,7 @@
 
 #include "base/error.h"
 #include "collectives/bootstrap/job_token.h"
-#include "collectives/ring/interfaces.h"
+#include "collectives/listen_address.h"
 #include "runtime/log.h"
 #include "runtime/tunables.h"
 
@@ -248,17 +248,8 @@ void accept_peers(Mesh& m, const Socket& listener, uint64_t nonce, const std::st
 
 }  // namespace
 
-std::string ring_listen_host(const Bootstrap& bs) {
-  if (const Tunables t = tunables(); t.is_set(Tunable::RingHost)) return t.text(Tunable::RingHost);
-  if (bs.local_size() == bs.size()) return "127.0.0.1";
-  std::string why;
-  const std::string addr = host_ipv4_address(&why);
-  if (addr.empty())
-    DP_THROW_USER("ring setup [{}]: no address for other hosts to reach this one: {}; no interface is up but "
-                  "loopback. Set DPTRAIN_RING_HOST to this host's address",
-                  identity_string(), why.empty() ? "the host name does not resolve to a non-loopback address" : why);
-  log::get("coll")->debug("ring: listening on {} ({})", addr, why);
-  return addr;
+std::string ring_listen_host(const Bootstrap& bs, const std::string& iface) {
+  return listen_address(Listener::Ring, {tunables().text(Tunable::RingHost), iface, "", bs.local_size() == bs.size()});
 }
 
 Mesh connect_mesh(Bootstrap& bs, const std::string& listen_host, int socket_buffer_bytes, size_t shm_fifo_bytes,

@@ -54,10 +54,12 @@ struct Mesh {
   ShmLinks shm;
 };
 
-// The address this rank listens on: $DPTRAIN_RING_HOST if set; 127.0.0.1 when every rank is on
-// this node (local_size == size); otherwise this host's address (interfaces.h: the host name's
-// IPv4 address, or the first interface that is up when the name does not resolve or is loopback).
-std::string ring_listen_host(const Bootstrap& bs);
+// The address this rank listens on (collectives/listen_address.h decides): $DPTRAIN_RING_HOST if
+// set; the IPv4 address of interface `iface` (dist.iface) if not empty; 127.0.0.1 when every rank
+// is on this node (local_size == size); otherwise this host's address (interfaces.h: the host
+// name's IPv4 address, or the first interface that is up when the name does not resolve or is
+// loopback).
+std::string ring_listen_host(const Bootstrap& bs, const std::string& iface = "");
 
 // Collective over the bootstrap; throws DpError naming the peer that could not be reached.
 // shm_fifo_bytes: capacity of each shared-memory FIFO; 0 keeps every pair on TCP.

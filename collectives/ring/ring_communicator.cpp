@@ -49,7 +49,7 @@ class RingCommunicator final : public Communicator {
   RingCommunicator(Bootstrap& bs, const RingOptions& opt)
       : rank_(bs.rank()), size_(bs.size()), opt_(opt), topology_(ring::exchange_topology(bs)),
         flight_(opt.flight_records) {
-    std::string host = opt.listen_host.empty() ? ring::ring_listen_host(bs) : opt.listen_host;
+    std::string host = opt.listen_host.empty() ? ring::ring_listen_host(bs, opt.iface) : opt.listen_host;
     ring::Mesh mesh = ring::connect_mesh(bs, host, opt.socket_buffer_bytes, opt.shm_fifo_bytes, opt.timeout_s);
     // The control plane rings our doorbell on every event, so that a collective asleep on shared
     // memory hears about failures too.
@@ -75,7 +75,10 @@ class RingCommunicator final : public Communicator {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
-      in_flight = busy_ || !queue_.empty();
+      // Issued but not finished: not busy_, which the worker clears only after the Work it
+      // finished has woken its waiter, who may be here already (a false alarm that broke the
+      // peers' last collective under load).
+      in_flight = finished_ != seq_;
     }
     if (in_flight)  // give up on them rather than wait
       control_->fail(ring::Failure{-1, rank_, 0,
@@ -292,6 +295,10 @@ class RingCommunicator final : public Communicator {
     }
     if (!error) flight_.ended(task.info.seq, true);
     control_->completed(task.info.seq);
+    {
+      std::lock_guard lock(mu_);
+      finished_ = task.info.seq;  // before the waiter wakes (issue order: the latest finished)
+    }
     task.work->finish(error);
   }
 
@@ -392,6 +399,7 @@ class RingCommunicator final : public Communicator {
   uint64_t history_ = 0;  // the desync hash of every collective issued so far
   bool stop_ = false;
   bool busy_ = false;
+  uint64_t finished_ = 0;  // the seq of the last collective whose Work was finished (mu_)
   std::string broken_;  // the first error (its executor's: whoever holds busy_)
   std::thread worker_;
 };

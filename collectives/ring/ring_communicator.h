@@ -26,7 +26,8 @@
 //                             of after a time slice. Without the yield, spinning was slower than
 //                             sleeping on a busy machine, and was off with more ranks than cores;
 //                             with it, 4 and 8 ranks on 2 cores are 2x faster spinning than not.
-//   DPTRAIN_RING_HOST         the address to listen on (default: see ring_listen_host).
+//   DPTRAIN_RING_HOST         the address to listen on (default: see ring_listen_host; it
+//                             overrides dist.iface).
 //   DPTRAIN_RING_HIERARCHICAL 1 (default): all-reduce hierarchically when the job spans several
 //                             nodes and some node runs several ranks (a chain reduce within each
 //                             node over shared memory, the ring or recursive doubling between one
@@ -51,7 +52,8 @@ struct RingOptions {
   int socket_buffer_bytes = 4 << 20;
   size_t shm_fifo_bytes = 1 << 20;
   double spin_us = 50;
-  std::string listen_host;  // empty: ring_listen_host(bootstrap)
+  std::string listen_host;  // empty: ring_listen_host(bootstrap, iface)
+  std::string iface;        // dist.iface: listen on this interface's IPv4 address ("" = unset)
   // All-reduce hierarchically when the topology calls for it (several nodes, some with several
   // ranks: collectives/ring/algorithms.h); false: always the flat algorithms.
   bool hierarchical = true;

@@ -181,6 +181,29 @@ TEST(FlightDiagnosis, ASlowRankAnsweringBetweenCollectivesIsPlacedByItsOwnRecord
             "in it");
 }
 
+TEST(FlightDiagnosis, ARankAskedAfterItsOwnTimeoutIsPlacedByItsOwnRecord) {
+  // Rank 1 timed out in #4 first and wrote its record there (#4 failed); rank 0 asked it later,
+  // when its control plane counted #4 as finished (4, 4). Seen as "nothing says where rank 1 is"
+  // in RingFaults.FlightRecordsOfATimeoutNameTheRankThatNeverEntered on a loaded machine.
+  auto rec = [](int r, std::vector<PeerAnswer> asked) {
+    RankFlight f = flight(r, 4, 3, std::move(asked));
+    f.size = 4, f.hosts = {"h1", "h1", "h2", "h2"}, f.host = f.hosts[r];
+    f.collectives[4].state = "failed";
+    return f;
+  };
+  const std::vector<RankFlight> recs = {rec(0, {{1, true, 4, 4}, {2, true, 4, 3}, {3, true, 3, 3}}),
+                                        rec(1, {{0, true, 4, 3}, {2, true, 4, 3}, {3, true, 3, 3}}),
+                                        rec(2, {{0, true, 4, 3}, {1, true, 4, 4}, {3, true, 3, 3}})};
+  EXPECT_EQ(diagnose_flight(recs),
+            "rank 3 on host h2 never entered all-reduce #4 (bucket 7, step 812); all others are waiting in it");
+  // Its own record still running (a SIGUSR2 snapshot, not a failure): the later answer stands.
+  std::vector<RankFlight> snap = recs;
+  snap[1].collectives[4].state = "running";
+  EXPECT_EQ(diagnose_flight(snap),
+            "rank 3 on host h2 never entered all-reduce #4 (bucket 7, step 812); rank 0 on host h1, rank 2 on host h2 "
+            "are waiting in it; nothing says where rank 1 on host h1 is");
+}
+
 TEST(FlightDiagnosis, AHostCutOffAsksInVainToo) {
   std::vector<RankFlight> recs = survivors({4, 5}, 77);
   for (int r : {4, 5}) {
