@@ -35,7 +35,7 @@ void check_device_choices(const Config& cfg, const Device& device);
 // train.threads > 0: OpenMP's and OpenBLAS's thread count (0 leaves their defaults).
 void set_cpu_threads(int64_t threads);
 // One line for the log: the CPU threads and how they wait (kernels/cpu/cpu_env.h), e.g.
-// "CPU threads: 2 (OpenMP, shared by oneDNN, OpenBLAS and the own kernels; waits: OMP_WAIT_POLICY=passive)".
+// "CPU threads: 2 (OpenMP, shared by oneDNN, OpenBLAS and the own kernels; waits: GOMP_SPINCOUNT=10000)".
 std::string cpu_threads_summary();
 
 // train.optimizer and its options -> the optimizer over `numel` parameters. Throws UserError for

@@ -9,9 +9,9 @@
 
 namespace dp::kernels::cpu {
 
-const char* default_omp_wait_policy(const char* omp_wait_policy, const char* gomp_spincount) {
+const char* default_gomp_spincount(const char* omp_wait_policy, const char* gomp_spincount) {
   if (omp_wait_policy != nullptr || gomp_spincount != nullptr) return nullptr;
-  return "passive";
+  return "10000";
 }
 
 void ensure_cpu_env(char** argv) {
@@ -20,8 +20,8 @@ void ensure_cpu_env(char** argv) {
     const std::string core = preferred_openblas_core(openblas_core(), cpu_features());
     if (!core.empty() && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) changed = true;
   }
-  const char* wait = default_omp_wait_policy(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
-  if (wait != nullptr && setenv("OMP_WAIT_POLICY", wait, 1) == 0) changed = true;
+  const char* spin = default_gomp_spincount(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+  if (spin != nullptr && setenv("GOMP_SPINCOUNT", spin, 1) == 0) changed = true;
   if (changed) execv("/proc/self/exe", argv);
   // Nothing to change, or exec failed (no /proc?): carry on with what the libraries chose.
 }

@@ -14,16 +14,16 @@
 namespace dp::kernels::cpu {
 namespace {
 
-TEST(CpuEnv, WaitsPassivelyUnlessTheUserChose) {
-  EXPECT_STREQ(default_omp_wait_policy(nullptr, nullptr), "passive");
-  EXPECT_EQ(default_omp_wait_policy("active", nullptr), nullptr);
-  EXPECT_EQ(default_omp_wait_policy("passive", nullptr), nullptr);
-  EXPECT_EQ(default_omp_wait_policy(nullptr, "10000"), nullptr);
-  EXPECT_EQ(default_omp_wait_policy("", nullptr), nullptr);  // set, even if empty: the user's
+TEST(CpuEnv, SpinsBrieflyUnlessTheUserChose) {
+  EXPECT_STREQ(default_gomp_spincount(nullptr, nullptr), "10000");
+  EXPECT_EQ(default_gomp_spincount("active", nullptr), nullptr);
+  EXPECT_EQ(default_gomp_spincount("passive", nullptr), nullptr);
+  EXPECT_EQ(default_gomp_spincount(nullptr, "300000"), nullptr);
+  EXPECT_EQ(default_gomp_spincount("", nullptr), nullptr);  // set, even if empty: the user's
 }
 
 // This test binary's main went through ensure_cpu_env too.
-TEST(CpuEnv, ThisProcessHasAWaitPolicyOrTheUsersSpinCount) {
+TEST(CpuEnv, ThisProcessHasASpinCountOrTheUsersWaitPolicy) {
   EXPECT_TRUE(std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr);
 }
 
@@ -49,7 +49,7 @@ std::string threads_line(const std::string& env_prefix) {
 
 TEST(CpuEnv, DptrainLogsHowItsThreadsWait) {
   const std::string head = "CPU threads: 1 (OpenMP, shared by oneDNN, OpenBLAS and the own kernels; waits: ";
-  EXPECT_EQ(threads_line(""), head + "OMP_WAIT_POLICY=passive)");
+  EXPECT_EQ(threads_line(""), head + "GOMP_SPINCOUNT=10000)");
   EXPECT_EQ(threads_line("OMP_WAIT_POLICY=active"), head + "OMP_WAIT_POLICY=active)");
   EXPECT_EQ(threads_line("GOMP_SPINCOUNT=1000"), head + "GOMP_SPINCOUNT=1000)");
 }

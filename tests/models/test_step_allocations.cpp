@@ -163,7 +163,9 @@ TEST(StepAllocations, ResnetOnWinogradAllocatesNothingLargeAfterTheFirstStep) {
     g->backward(ctx, dy);
     opt->step(g->params().flat(), g->grads().flat(), 1e-3);
     g_counting = false;
-    if (s > 0) EXPECT_EQ(g_large.load(), 0) << "step " << s << ": " << g_large.load() << " large heap allocations";
+    if (s > 0) {
+      EXPECT_EQ(g_large.load(), 0) << "step " << s << ": " << g_large.load() << " large heap allocations";
+    }
   }
 }
 
