@@ -56,7 +56,7 @@ TEST(Base64Url, EveryByteRoundTripsAndGarbageIsRejected) {
 // commands with a 6-character length prefix, "key=value;" pairs). Fence = barrier of all ranks.
 // It runs in a process of its own, not a thread: run_world forks the ranks from this process,
 // and a thread alive at fork time can hold a lock the child then waits on forever (under ASan,
-// clang 14: one of its allocator's locks; a rank's fence thread hung and the whole world timed
+// clang 14, most likely one of its allocator's locks: a rank's fence thread hung and the world timed
 // out in PMI2_KVS_Fence, 3 of 40 repeats beside another test binary).
 
 class FakePmi2Server {
