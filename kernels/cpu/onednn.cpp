@@ -45,6 +45,17 @@ const memory& scratch(memory& m, Slot slot) {
   return m;
 }
 
+dnnl::primitive_attr scratch_attr(bool relu) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
 void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
   onednn_call(fmt::format("oneDNN primitive (kind {})", static_cast<int>(p.get_kind())), [&] {
     p.execute(stream(), args);

@@ -52,6 +52,10 @@ enum class Slot { Pad, A, B, C };
 // per slot serves them all (they grow during the first step only).
 const memory& scratch(memory& m, Slot slot = Slot::Pad);
 
+// The attributes every primitive here is made with: the scratchpad is ours (bound per call by
+// scratch()), and with relu a ReLU post-op (an exact fusion of the relu after the layer).
+dnnl::primitive_attr scratch_attr(bool relu = false);
+
 // Runs `p` on this thread's stream and waits.
 void execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
 

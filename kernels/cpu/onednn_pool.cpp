@@ -27,8 +27,7 @@ OnednnPool::Entry& OnednnPool::entry(const PoolGeometry& g) {
     // Floor mode: the right padding that makes oneDNN's output size ours.
     const memory::dims pad_r{(g.OH - 1) * g.stride + g.KH - g.H - g.pad, (g.OW - 1) * g.stride + g.KW - g.W - g.pad};
     const auto alg = g.max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::primitive_attr attr = scratch_attr();
     e->fpd = dnnl::pooling_forward::primitive_desc(
         dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, src, dst, strides, kernel, pad_l, pad_r),
         attr, engine());

@@ -46,11 +46,6 @@ dnnl::normalization_flags bn_flags(bool training, bool relu) {
   if (relu) f = f | dnnl::normalization_flags::fuse_norm_relu;
   return f;
 }
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
 }  // namespace
 
 BatchNorm2d::OnednnState::Entry& BatchNorm2d::OnednnState::entry(const BatchNorm2d& bn, int64_t batch, bool nhwc,
@@ -66,7 +61,7 @@ BatchNorm2d::OnednnState::Entry& BatchNorm2d::OnednnState::entry(const BatchNorm
     e.fpd = dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data, static_cast<float>(bn.eps_),
                                                 bn_flags(training, relu)),
-        user_scratchpad(), dn::engine());
+        dn::scratch_attr(), dn::engine());
     e.fwd = dnnl::batch_normalization_forward(e.fpd);
     e.src = dn::unbound(data), e.dst = dn::unbound(data), e.diff_src = dn::unbound(data), e.diff_dst = dn::unbound(data);
     e.scale = dn::unbound(vec), e.shift = dn::unbound(vec);
@@ -84,7 +79,7 @@ void BatchNorm2d::OnednnState::make_backward(const BatchNorm2d& bn, Entry& e, bo
     dnnl::batch_normalization_backward::primitive_desc bpd(
         dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, static_cast<float>(bn.eps_),
                                                  bn_flags(training, bn.fused_relu_)),
-        user_scratchpad(), dn::engine(), e.fpd);
+        dn::scratch_attr(), dn::engine(), e.fpd);
     e.bwd = dnnl::batch_normalization_backward(bpd);
     const memory::desc vec = dn::plain_md({bn.C_}, dn::Tag::x);
     e.diff_scale = dn::owned(vec), e.diff_shift = dn::owned(vec);

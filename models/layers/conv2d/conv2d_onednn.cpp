@@ -88,24 +88,13 @@ struct Acts {
 };
 Acts acts_of(const Geometry& g, bool blocked) { return blocked ? Acts{g.src_blk, g.dst_blk} : Acts{g.src, g.dst}; }
 
-dnnl::primitive_attr scratch_attr(bool relu) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
-  return attr;
-}
-
 dnnl::convolution_forward::primitive_desc forward_pd(const Geometry& g, bool bias, bool relu) {
   const auto prop = dnnl::prop_kind::forward_training;
   const Acts a = acts_of(g, g.alg == dnnl::algorithm::convolution_winograd);
   auto desc = bias ? dnnl::convolution_forward::desc(prop, g.alg, a.src, g.w_any, g.bias, a.dst, g.strides, g.pad_l,
                                                      g.pad_r)
                    : dnnl::convolution_forward::desc(prop, g.alg, a.src, g.w_any, a.dst, g.strides, g.pad_l, g.pad_r);
-  return dnnl::convolution_forward::primitive_desc(desc, scratch_attr(relu), dn::engine());
+  return dnnl::convolution_forward::primitive_desc(desc, dn::scratch_attr(relu), dn::engine());
 }
 
 // The geometry for a call, with Winograd chosen when wanted and the forward primitive of it
@@ -182,12 +171,12 @@ Conv2d::OnednnState::Bwd& Conv2d::OnednnState::backward_entry(const Conv2d& c, c
     const Acts a = acts_of(g, g.alg == dnnl::algorithm::convolution_winograd);
     dnnl::convolution_backward_data::primitive_desc dpd(
         dnnl::convolution_backward_data::desc(g.alg, a.src, g.w_any, a.dst, g.strides, g.pad_l, g.pad_r),
-        scratch_attr(false), dn::engine(), fwd_pd);
+        dn::scratch_attr(false), dn::engine(), fwd_pd);
     auto wdesc = bias ? dnnl::convolution_backward_weights::desc(g.alg, a.src, g.w_any, g.bias, a.dst, g.strides,
                                                                     g.pad_l, g.pad_r)
                          : dnnl::convolution_backward_weights::desc(g.alg, a.src, g.w_any, a.dst, g.strides, g.pad_l,
                                                                     g.pad_r);
-    dnnl::convolution_backward_weights::primitive_desc wpd(wdesc, scratch_attr(false), dn::engine(), fwd_pd);
+    dnnl::convolution_backward_weights::primitive_desc wpd(wdesc, dn::scratch_attr(false), dn::engine(), fwd_pd);
     Bwd b;
     b.data = dnnl::convolution_backward_data(dpd);
     b.weights = dnnl::convolution_backward_weights(wpd);

@@ -31,16 +31,6 @@ struct Linear::OnednnState {
 };
 
 namespace {
-dnnl::primitive_attr attr(bool relu) {
-  dnnl::primitive_attr a;
-  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    a.set_post_ops(ops);
-  }
-  return a;
-}
 // The weight in the primitive's layout: a reorder target, or our buffer itself.
 memory weight_memory(const dn::Reorder& r, const memory::desc& prim, const memory::desc& user) {
   return r ? dn::owned(prim) : dn::unbound(user);
@@ -58,13 +48,13 @@ Linear::OnednnState::Entry& Linear::OnednnState::entry(const Linear& l, int64_t 
     const auto prop = dnnl::prop_kind::forward_training;
     auto fdesc = l.bias_ ? dnnl::inner_product_forward::desc(prop, src, w_any, bias, dst)
                          : dnnl::inner_product_forward::desc(prop, src, w_any, dst);
-    dnnl::inner_product_forward::primitive_desc fpd(fdesc, attr(l.fused_relu_), dn::engine());
-    dnnl::inner_product_forward::primitive_desc hint(fdesc, attr(false), dn::engine());
+    dnnl::inner_product_forward::primitive_desc fpd(fdesc, dn::scratch_attr(l.fused_relu_), dn::engine());
+    dnnl::inner_product_forward::primitive_desc hint(fdesc, dn::scratch_attr(false), dn::engine());
     dnnl::inner_product_backward_data::primitive_desc dpd(dnnl::inner_product_backward_data::desc(src, w_any, dst),
-                                                          attr(false), dn::engine(), hint);
+                                                          dn::scratch_attr(false), dn::engine(), hint);
     auto wdesc = l.bias_ ? dnnl::inner_product_backward_weights::desc(src, w_any, bias, dst)
                          : dnnl::inner_product_backward_weights::desc(src, w_any, dst);
-    dnnl::inner_product_backward_weights::primitive_desc wpd(wdesc, attr(false), dn::engine(), hint);
+    dnnl::inner_product_backward_weights::primitive_desc wpd(wdesc, dn::scratch_attr(false), dn::engine(), hint);
     e.fwd = dnnl::inner_product_forward(fpd);
     e.bwd_d = dnnl::inner_product_backward_data(dpd);
     e.bwd_w = dnnl::inner_product_backward_weights(wpd);
