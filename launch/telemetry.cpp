@@ -187,6 +187,17 @@ void Telemetry::end_progress_line() {
   std::fflush(stdout);
 }
 
+void Telemetry::layer_spans(const metrics::LayerProfile& p) {
+  if (window_.empty()) return;
+  std::vector<metrics::TraceEvent> events = metrics::layer_trace_events(p, window_, 0);
+  if (events.empty()) return;
+  const int lane = trace_.lane("device");  // the lane exists only when it has events
+  for (auto& e : events) {
+    e.lane = lane;
+    trace_.add(std::move(e));
+  }
+}
+
 std::string Telemetry::finish(Bootstrap& boot, const RunDir& run) {
   end_progress_line();
   if (!window_.empty()) {

@@ -1,9 +1,10 @@
 // defines: Telemetry, what a training run reports as it goes: the train lines (the log window of
 // the steps since the last one: console progress after every step; every train.log_every steps
 // the log line, rank 0's TensorBoard scalars and metrics.jsonl line), every rank's Chrome trace
-// for the profile.trace_steps window (gathered into <run>/trace.json by rank 0), and the
-// communication overlap summary (how much all-reduce time backward hid). Also StepTally,
-// StepPosition and LogWindow (the window's sums), and hms (the log lines' durations).
+// for the profile.trace_steps window (gathered into <run>/trace.json by rank 0; the per-layer
+// profile's spans are its "device" lane), and the communication overlap summary (how much
+// all-reduce time backward hid). Also StepTally, StepPosition and LogWindow (the window's sums),
+// and hms (the log lines' durations).
 //
 // The training loop marks each step's phases with steady-clock time points; Telemetry turns
 // them into trace events and overlap numbers only when asked, so outside the trace window a
@@ -23,6 +24,7 @@
 #include "launch/run_dir.h"
 #include "runtime/config.h"
 #include "runtime/metrics/comm_overlap.h"
+#include "runtime/metrics/layer_profile.h"
 #include "runtime/metrics/progress.h"
 #include "runtime/metrics/step_range.h"
 #include "runtime/metrics/tensorboard_writer.h"
@@ -100,6 +102,10 @@ class Telemetry {
   void progress(const metrics::ProgressState& state, bool force);
   // Ends a terminal progress line before other console output.
   void end_progress_line();
+
+  // The per-layer profile's spans (profile.layers) of the steps inside profile.trace_steps, as
+  // the trace's "device" lane (nothing when the windows do not overlap).
+  void layer_spans(const metrics::LayerProfile& p);
 
   // End of the run (every rank, collectively): gathers the trace fragments to rank 0, which
   // writes <run>/trace.json; returns the overlap summary line ("" with one rank).

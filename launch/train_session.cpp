@@ -337,6 +337,18 @@ void TrainSession::announce_training() {
              cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
   tel_->watch_stragglers(*comm_, cfg_.dist.straggler_ms);
+  watch_layers();
+}
+
+// profile.layers: the per-layer profile's recorder (a no-op outside its window) as the graph's
+// observer. Its marks: CUDA events on the compute stream on a GPU, the clock on the CPU.
+void TrainSession::watch_layers() {
+  const metrics::StepRange w = metrics::parse_step_range(cfg_.profile.layers, "profile.layers");
+  std::unique_ptr<metrics::MarkSource> marks;
+  if (!w.empty()) marks = gpu_ ? metrics::cuda_event_marks(gpu_->compute_stream()) : metrics::clock_marks();
+  layers_ = std::make_unique<metrics::LayerProfiler>(w, std::move(marks),
+                                                     metrics::step_mark_bound(model_->nodes().size(), plan_.accum));
+  if (!w.empty()) model_->set_observer(layers_.get());
 }
 
 // The GPU's input pipeline (made once for the run), and the first log window.
@@ -361,6 +373,7 @@ std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
 
 // Gradients, the optimizer, and what the step adds to the log window. t_step: when it began.
 void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point t_step) {
+  layers_->begin_step(step_ + 1);
   tel_->begin_step(step_ + 1);
   set_collective_step(step_ + 1);  // the step every collective of this one is recorded with
   if (slow_step_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_step_ms_));
@@ -372,6 +385,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
     buffer_bcast_->run(*comm_, gpu_.get());  // one model on every rank at every step boundary
     tel_->phase("broadcast_buffers", t0, Clock::now());
   }
+  const bool layer_window_done = layers_->end_step();
   tel_->end_step();
   ++step_;
   if (gpu_) gpu_->after_step(step_);
@@ -379,6 +393,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   cur_samples_ += tally.samples * world_;
   tally.step_s = seconds_since(t_step);
   tel_->step_done(tally, position(epoch, lr), *run_);
+  if (layer_window_done) finish_layer_profile();  // after the step's own time: the GPU's one wait
 }
 
 // zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):
@@ -400,7 +415,9 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
     {
       cuda::NvtxRange r("forward", gpu_ != nullptr);
       const Tensor& logits = model_->forward(ctx, b.x);
+      layers_->begin(metrics::Phase::Loss);
       lb = loss_and_grad(logits, b, static_cast<double>(b.n) / static_cast<double>(step_samples), top1, top5);
+      layers_->end();
     }
     n += b.n;
     l += lb * static_cast<double>(b.n);
@@ -424,7 +441,9 @@ Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) 
   bool got = false;
   {
     cuda::NvtxRange r("data", gpu_ != nullptr);
+    layers_->begin(metrics::Phase::DataWait);
     got = data.feed.next(data.batch);
+    layers_->end();
   }
   if (!got)
     throw DpError(fmt::format("the data loader ended after {} of {} samples at step {} [{}]", data.taken + step_taken,
@@ -471,7 +490,9 @@ void TrainSession::backward(const StepContext& ctx, bool last_micro_batch, Clock
     model_->backward(ctx, dlogits(), [&](int node) { reducer_->on_ready(node); });
     const auto t_wait = Clock::now();
     tel_->phase("backward", t_bwd, t_wait);
+    layers_->begin(metrics::Phase::CommWait);
     reducer_->finalize();  // gradients are now the average over all ranks
+    layers_->end();
     tel_->comm(reducer_->last_step());
   } else {
     model_->backward(ctx, dlogits());
@@ -483,9 +504,11 @@ void TrainSession::optimizer_step(double lr) {
   const auto t_opt = Clock::now();
   {
     cuda::NvtxRange r("optimizer", gpu_ != nullptr);
+    layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
     if (!gpu_ || gpu_->unscale_and_update(*model_)) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
     model_->refresh_compute_params();
+    layers_->end();
   }
   tel_->phase("optimizer", t_opt, Clock::now());
 }
@@ -666,8 +689,26 @@ TrainResult TrainSession::finish() {
   return result_;
 }
 
-// Collective (the trace allgather): the trace and the communication overlap summary.
+// The per-layer profile's window is over (or the run ended inside it): its spans go to this
+// rank's trace; rank 0 writes <run>/layers.json and logs the table.
+void TrainSession::finish_layer_profile() {
+  const metrics::LayerProfile p =
+      layers_->finish(metrics::node_infos(*model_), device_.str(), std::string(enum_name(cfg_.train.precision)),
+                      dtype_name(gpu_ ? gpu_->compute() : DType::F32));
+  tel_->layer_spans(p);
+  if (rank_ != 0) return;
+  run_->write_text("layers.json", metrics::layers_json(p));
+  tel_->end_progress_line();
+  lg()->info("{}\nlayer profile written to {}", metrics::layer_table(p), run_->file("layers.json"));
+}
+
+// Collective (the trace allgather): the trace and the communication overlap summary; a per-layer
+// profile cut short by the run's end first.
 void TrainSession::finish_telemetry() {
+  if (layers_->pending()) finish_layer_profile();
+  else if (!layers_->window().empty() && !layers_->finished() && rank_ == 0)
+    lg()->warn("profile.layers = \"{}\": no step of the window ran in this run (steps {}..{}); no layers.json written",
+               cfg_.profile.layers, std::max<int64_t>(result_.resumed_from_step, 0) + 1, step_);
   const std::string overlap = tel_->finish(*boot_, *run_);
   if (!overlap.empty()) lg()->info("{}", overlap);
 }

@@ -39,6 +39,7 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
+#include "runtime/metrics/layer_profile.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/optim/schedule.h"
 
@@ -103,6 +104,7 @@ class TrainSession {
   void share_rank0_state();
   void make_reducer();
   void announce_training();
+  void watch_layers();
   void start_training();
 
   // The steps.
@@ -134,6 +136,7 @@ class TrainSession {
   void stop_for(int sig);
   TrainResult finish();
   void finish_telemetry();
+  void finish_layer_profile();
   void report_gpu_memory();
   void write_final_weights();
 
@@ -159,6 +162,7 @@ class TrainSession {
   double step_data_s_ = 0;            // the step's waits for batches so far
   uint64_t seed_ = 0;
   std::unique_ptr<Graph> model_;
+  std::unique_ptr<metrics::LayerProfiler> layers_;  // profile.layers (observes model_)
   std::optional<models::SoftmaxCrossEntropy> loss_;
   std::unique_ptr<optim::Optimizer> opt_;
   optim::ScheduleOptions sched_;

@@ -32,8 +32,10 @@ void check_device_choices(const Config& cfg, const Device& device) {
                   "set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")",
                   enum_name(cfg.train.precision));
   // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
-  // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry).
+  // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry) and
+  // profile.layers.
   metrics::parse_step_range(cfg.profile.trace_steps, "profile.trace_steps");
+  metrics::parse_step_range(cfg.profile.layers, "profile.layers");  // any device (TrainSession's LayerProfiler)
   if (!metrics::parse_step_range(cfg.profile.steps, "profile.steps").empty() && device.is_cpu())
     log::get("train")->warn(
         "profile.steps = \"{}\" marks an Nsight Systems capture range, which needs training on a GPU; this run is on "

@@ -200,6 +200,9 @@ std::vector<Field> schema(Config& c) {
        &c.profile.steps},
       {"profile", "trace_steps", "\"A-B\": write <run>/trace.json (Chrome trace, opens in Perfetto) for steps A..B",
        &c.profile.trace_steps},
+      {"profile", "layers", "\"A-B\": time every layer's forward and backward, the loss, the optimizer, the comm and "
+       "data waits over steps A..B (CUDA events on a GPU, a clock on the CPU); rank 0 logs the table and writes "
+       "<run>/layers.json", &c.profile.layers},
   };
 }
 

@@ -135,6 +135,7 @@ struct DistConfig {
 struct ProfileConfig {
   std::string steps;               // "A-B": cudaProfilerStart/Stop around steps A..B (nsys capture range)
   std::string trace_steps;         // "A-B": write <run>/trace.json (Chrome trace) for steps A..B ("" = off)
+  std::string layers;              // "A-B": per-layer times of steps A..B into <run>/layers.json and the log ("" = off)
 };
 
 struct Config {

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "kernels/cpu/elementwise.h"
+#include "runtime/graph_observer.h"
 
 namespace dp {
 
@@ -165,6 +166,7 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
       acts_[i] = acts_[relu_folded_into_[i]];
       continue;
     }
+    if (observer_) observer_->node_begin(static_cast<int>(i), false);
     std::vector<Tensor> in;
     for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
     Shape out = batched(n, node.out_shape);
@@ -172,6 +174,7 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
         acts_[i].dtype() != x.dtype())
       acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
     node.layer->forward(ctx, in, acts_[i]);
+    if (observer_) observer_->node_end(static_cast<int>(i), false);
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
   if (cpu && ctx.channels_last && acts_.back().ndim() == 4) {  // callers see NCHW
@@ -218,6 +221,7 @@ void Graph::backward(const StepContext& step_ctx, const Tensor& dy, const std::f
       have[src] = true;
       continue;
     }
+    if (observer_) observer_->node_begin(i, true);
     std::vector<Tensor> in, dx;
     for (int src : node.inputs) {
       in.push_back(src == kInput ? input_ : acts_[src]);
@@ -247,6 +251,7 @@ void Graph::backward(const StepContext& step_ctx, const Tensor& dy, const std::f
     recycle(dacts_[i]);  // consumed: kept for reuse by a later node or the next step
     dacts_[i] = Tensor();
     if (node.low_precision) widen_low_precision_grads(node);
+    if (observer_) observer_->node_end(i, true);
     if (!node.param_slots.empty() && on_ready) on_ready(i);
   }
 }

@@ -18,6 +18,7 @@ namespace dp {
 namespace cuda {
 class ExecContext;
 }
+class GraphObserver;  // runtime/graph_observer.h
 
 class Graph {
  public:
@@ -79,6 +80,13 @@ class Graph {
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
   cuda::ExecContext* gpu() const { return gpu_; }
+  // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
+  void set_observer(GraphObserver* o) { observer_ = o; }
+  // The node whose layer applies `node`'s ReLU under the CPU plan (folded), or -1 (not folded,
+  // not planned yet, or not a CPU graph).
+  int relu_folded_into(int node) const {
+    return device_.is_cpu() && cpu_planned_ ? relu_folded_into_[static_cast<size_t>(node)] : -1;
+  }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Shape& input_shape() const { return input_shape_; }
@@ -119,6 +127,7 @@ class Graph {
   Device device_;
   DType compute_ = DType::F32;
   cuda::ExecContext* gpu_ = nullptr;
+  GraphObserver* observer_ = nullptr;
   Arena lp_params_, lp_grads_;  // mixed precision: 16-bit compute copies (same layout as params_)
   Tensor out32_, dy16_;         // mixed precision: the F32 output and the 16-bit output gradient
   // Input-gradient tensors no longer needed, kept for reuse by shape and dtype: a step after the

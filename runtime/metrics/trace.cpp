@@ -29,10 +29,14 @@ int TraceRecorder::lane(const std::string& name) {
 
 void TraceRecorder::complete(std::string name, std::string cat, int lane, double ts_us, double dur_us) {
   if (!enabled_) return;
+  add({std::move(name), std::move(cat), lane, ts_us, dur_us});
+}
+
+void TraceRecorder::add(TraceEvent e) {
   std::lock_guard lock(mu_);
-  DP_CHECK(lane >= 0 && lane < static_cast<int>(lanes_.size()), "trace lane {} not registered (have {})", lane,
+  DP_CHECK(e.lane >= 0 && e.lane < static_cast<int>(lanes_.size()), "trace lane {} not registered (have {})", e.lane,
            lanes_.size());
-  events_.push_back({std::move(name), std::move(cat), lane, ts_us, dur_us});
+  events_.push_back(std::move(e));
 }
 
 TraceRecorder::Scope::Scope(TraceRecorder* t, std::string name, std::string cat, int lane)

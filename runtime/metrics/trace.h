@@ -56,6 +56,10 @@ class TraceRecorder {
   // Records one complete event (thread-safe; nothing when disabled).
   void complete(std::string name, std::string cat, int lane, double ts_us, double dur_us);
 
+  // Records an event measured earlier and read later (the per-layer profile's device lane),
+  // whether or not the recorder is enabled now (thread-safe).
+  void add(TraceEvent e);
+
   // Records [construction, destruction) as one event.
   class Scope {
    public:

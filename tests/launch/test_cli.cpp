@@ -114,7 +114,7 @@ TEST_F(Cli, LayerInputMustExist) {
 
 // Step windows are checked before the run directory exists.
 TEST_F(Cli, BadProfileWindowsAreErrorsBeforeAnyRunDirectory) {
-  for (const std::string key : {"steps", "trace_steps"}) {
+  for (const std::string key : {"steps", "trace_steps", "layers"}) {
     std::string p = write("[run]\ndir = \"" + dir_.string() + "/runs\"\nlog_level = \"warn\"\n[model]\npreset = "
                           "\"mlp\"\n[profile]\n" + key + " = \"9-3\"\n");
     auto r = run({p});

@@ -10,6 +10,7 @@
 
 #include "models/build.h"
 #include "runtime/graph.h"
+#include "runtime/graph_observer.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp {
@@ -210,6 +211,48 @@ TEST_P(GraphOn, NoTensorAllocationAfterTheFirstStep) {
   // The counter counts: a new tensor is one allocation.
   Tensor t = Tensor::zeros({3});
   EXPECT_EQ(Storage::allocations() - before, 1);
+}
+
+// The observer (profile.layers) hears of every node run, forward in order and backward in
+// reverse, each begin followed by its end before the "gradients ready" hook; a ReLU folded into
+// its producer (oneDNN's plan) is not run and not heard of, and relu_folded_into names the producer.
+struct Recorder final : GraphObserver {
+  std::vector<std::string>* seen;
+  explicit Recorder(std::vector<std::string>* s) : seen(s) {}
+  void node_begin(int node, bool backward) override {
+    seen->push_back(fmt::format("{}{}", backward ? "b" : "f", node));
+  }
+  void node_end(int node, bool backward) override {
+    seen->push_back(fmt::format("/{}{}", backward ? "b" : "f", node));
+  }
+};
+
+TEST_P(GraphOn, TheObserverHearsOfEveryNodeThatRuns) {
+  auto g = residual_cnn(GetParam());
+  std::vector<std::string> seen;
+  Recorder rec(&seen);
+  g->set_observer(&rec);
+  const StepContext ctx{true, 0, 0};
+  g->forward(ctx, random({2, 3, 8, 8}, 6));
+  g->backward(ctx, random({2, 5}, 7), [&](int node) { seen.push_back(fmt::format("ready{}", node)); });
+  const bool fused = GetParam() == CpuBackend::OneDnn;
+  // Nodes: conv1 bn1 relu1 conv2 join relu2 pool flat fc1 relu3 fc2; relu1, relu2, relu3 fold.
+  const std::vector<int> folded_into = fused ? std::vector<int>{-1, -1, 1, -1, -1, 4, -1, -1, -1, 8, -1}
+                                             : std::vector<int>(11, -1);
+  std::vector<std::string> want;
+  for (int i = 0; i < 11; ++i)
+    if (folded_into[i] < 0) want.insert(want.end(), {fmt::format("f{}", i), fmt::format("/f{}", i)});
+  for (int i = 10; i >= 0; --i) {
+    if (folded_into[i] >= 0) continue;
+    want.insert(want.end(), {fmt::format("b{}", i), fmt::format("/b{}", i)});
+    if (!g->nodes()[i].param_slots.empty()) want.push_back(fmt::format("ready{}", i));
+  }
+  EXPECT_EQ(seen, want);
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(g->relu_folded_into(i), folded_into[i]) << g->nodes()[i].layer->name();
+  g->set_observer(nullptr);
+  seen.clear();
+  g->forward(ctx, random({2, 3, 8, 8}, 6));
+  EXPECT_TRUE(seen.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GraphOn, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),

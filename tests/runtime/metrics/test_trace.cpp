@@ -94,11 +94,16 @@ TEST(Trace, ExtraLanesScopesAndDisabling) {
   t.set_enabled(false);
   { auto s = t.scope("not recorded", "ckpt", io); }
   t.complete("not recorded either", "x", kLaneCompute, 0, 1);
+  t.add({"conv1", "forward", io, 10, 2});  // measured earlier (the layer profile's lane): recorded
+  EXPECT_THROW(t.add({"bad", "x", 9, 0, 1}), DpError) << "an unregistered lane";
   t.set_enabled(true);
   const auto ev = t.events();
-  ASSERT_EQ(ev.size(), 1u);
+  ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].name, "save");
   EXPECT_EQ(ev[0].lane, 3);
+  EXPECT_EQ(ev[1].name, "conv1");
+  EXPECT_EQ(ev[1].ts_us, 10);
+  EXPECT_EQ(ev[1].dur_us, 2);
   EXPECT_GE(ev[0].ts_us, before);
   EXPECT_GE(ev[0].dur_us, 0.0);
   EXPECT_GT(before, 1.6e15);  // wall-clock microseconds (after 2020)
