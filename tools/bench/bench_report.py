@@ -1,29 +1,42 @@
 #!/usr/bin/env python3
 """The pure parts of tools/bench/gpu_vs_torch.sh: read a dptrain run, print the comparison table.
 
-    bench_report.py dptrain RUN_DIR --model M --batch B --dtype D [--rc RC]
+    bench_report.py dptrain RUN_DIR --model M --batch B --dtype D [--rc RC] [--variant V --log LOG]
         Reads RUN_DIR/metrics.jsonl and prints one RESULT line (the format torch_train_bench.py
         prints) for the dptrain run: img_s = median samples_per_s of the train windows after the
         first --skip-frac of the steps (warm-up: cuDNN algorithm search, pool growth), step_ms =
         median step_time_s of the same windows, peak_bytes = the "device" line's
         peak_device_memory_bytes. --rc is dptrain's exit status: 124/137/143 (time box) with
-        some windows gives status=partial, other non-zero ones status=error.
-    bench_report.py table RESULTS_FILE
+        some windows gives status=partial, other non-zero ones status=error; 2 (a config error)
+        with "unknown key 'K'" in --log gives status=unknown_key note=K: this dptrain build does
+        not have the variant's key. --variant labels the line (variant=V; default "-").
+    bench_report.py table RESULTS_FILE [--variants SPEC]
         Prints the table of every RESULT line in the file (other lines are ignored), one row per
-        (model, batch, dtype) in order of first appearance, and the ResNet-50 bf16 target line.
+        (model, batch, dtype, variant) in order of first appearance, what each variant sets (from
+        SPEC, the VARIANTS string) and the ResNet-50 bf16 target line of every such row.
+    bench_report.py variants SPEC
+        Checks SPEC, "label:key=v,key=v;label2:key=v" (tools/bench/gpu_vs_torch.sh's VARIANTS),
+        and prints one line per variant: the label, then each key=value, separated by spaces.
+        A label is letters, digits, '_', '.', '-'; a key is section.key; a value has no spaces
+        or ';', and a ',' inside a value is kept when what follows it is not "section.key="
+        (so data.synthetic_shape=[3,224,224] works). Exit 2 with the reason when SPEC is malformed.
 
 Standard library only (runs with any python3). Exit status 0, 1 when the run has no train
-window (dptrain) or the file has no RESULT line (table), 2 on a usage error.
+window (dptrain) or the file has no RESULT line (table), 2 on a usage error or a malformed SPEC.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 
 TARGET_MODEL, TARGET_DTYPE = "resnet50", "bf16"
 TARGET_NEED, TARGET_AIM, TARGET_AIM_IMG_S = 1.0, 1.2, 3000.0
 TIMEOUT_RCS = (124, 137, 143)
+CONFIG_ERROR_RC = 2  # dptrain's exit status for a config or input error
+LABEL = re.compile(r"^[A-Za-z0-9_.-]+$")
+SETTING = re.compile(r"^([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)=(\S+)$")
 
 
 def parse_result(line):
@@ -52,6 +65,58 @@ def num(v):
     return x if x == x else None  # NaN is no number
 
 
+class BadSpec(ValueError):
+    pass
+
+
+def parse_variants(spec):
+    """'label:key=v,key=v;label2:key=v' -> [(label, [(key, value), ...]), ...] in order."""
+    out = []
+    for part in spec.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        label, sep, body = part.partition(":")
+        label = label.strip()
+        if not sep or not LABEL.match(label):
+            raise BadSpec(f"'{part}': want label:key=value,... with a label of letters, digits, '_', '.', '-'")
+        if label == "-" or label in [v[0] for v in out]:
+            raise BadSpec(f"label '{label}' is {'reserved (the base row)' if label == '-' else 'given twice'}")
+        # Split on the commas that start a new section.key=; others belong to a value ([3,224,224]).
+        items = re.split(r",(?=\s*[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*=)", body)
+        sets = []
+        for item in items:
+            m = SETTING.match(item.strip())
+            if not m:
+                raise BadSpec(f"variant '{label}': '{item.strip()}' is not section.key=value (no spaces)")
+            if m.group(1) in [k for k, _ in sets]:
+                raise BadSpec(f"variant '{label}': {m.group(1)} is set twice")
+            sets.append((m.group(1), m.group(2)))
+        out.append((label, sets))
+    return out
+
+
+def variants_cmd(args):
+    try:
+        vs = parse_variants(args.spec)
+    except BadSpec as e:
+        print(f"bench_report: VARIANTS: {e}", file=sys.stderr)
+        return 2
+    for label, sets in vs:
+        print(" ".join([label] + [f"{k}={v}" for k, v in sets]))
+    return 0
+
+
+def unknown_key(log):
+    """The key of dptrain's "unknown key 'K'" error in the log, or None."""
+    try:
+        with open(log, errors="replace") as f:
+            m = re.search(r"unknown key '([^']+)'", f.read())
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
 def dptrain_result(args):
     path = os.path.join(args.run_dir, "metrics.jsonl")
     train, device = [], None
@@ -70,8 +135,9 @@ def dptrain_result(args):
         train, note = [], f"no_metrics:{e.strerror}"
     else:
         note = "-"
-    res = dict(tool="dptrain", model=args.model, batch=args.batch, dtype=args.dtype, mode="-", img_s="-",
-               step_ms="-", peak_bytes="-", reserved_bytes="-", compile_s="-", device="-", status="error", note=note)
+    res = dict(tool="dptrain", model=args.model, batch=args.batch, dtype=args.dtype, mode="-", variant=args.variant,
+               img_s="-", step_ms="-", peak_bytes="-", reserved_bytes="-", compile_s="-", device="-", status="error",
+               note=note)
     if device:
         for src, dst in (("peak_device_memory_bytes", "peak_bytes"), ("reserved_high_bytes", "reserved_bytes")):
             if num(device.get(src)) is not None:
@@ -94,6 +160,8 @@ def dptrain_result(args):
             res["note"] = f"exit_status_{args.rc}"
         if len(used) < 3 and res["status"] == "ok":
             res["note"] = f"only_{len(used)}_window(s)_after_warm-up"
+    elif args.rc == CONFIG_ERROR_RC and args.log and unknown_key(args.log):
+        res["status"], res["note"] = "unknown_key", unknown_key(args.log)
     elif res["note"] == "-":
         res["note"] = f"no_train_lines_exit_status_{args.rc}"
     print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()))
@@ -121,13 +189,21 @@ def cell_mib(r):
 
 
 def table(args):
+    variants = []
+    if args.variants:
+        try:
+            variants = parse_variants(args.variants)
+        except BadSpec as e:
+            print(f"bench_report: VARIANTS: {e}", file=sys.stderr)
+            return 2
     rows, order = {}, []
     with open(args.results) as f:
         for line in f:
             r = parse_result(line.strip())
             if not r or "model" not in r:
                 continue
-            key = (r.get("model"), r.get("batch"), r.get("dtype"))
+            # A variant is a dptrain-only row: the torch numbers are those of its base row.
+            key = (r.get("model"), r.get("batch"), r.get("dtype"), r.get("variant", "-"))
             if key not in rows:
                 rows[key] = {}
                 order.append(key)
@@ -136,24 +212,48 @@ def table(args):
     if not order:
         print(f"bench_report: no RESULT lines in {args.results}", file=sys.stderr)
         return 1
-    head = ["model", "batch", "dtype", "dptrain img/s", "eager img/s", "ratio", "compile img/s", "ratio",
+    head = ["model", "batch", "dtype", "variant", "dptrain img/s", "eager img/s", "ratio", "compile img/s", "ratio",
             "dptrain MiB", "torch MiB"]
     body = []
     for key in order:
-        slots = rows[key]
-        d, e, c = slots.get("dptrain"), slots.get("eager"), slots.get("compile")
-        body.append([key[0], key[1], key[2], cell_img(d), cell_img(e), cell_ratio(d, e), cell_img(c),
+        d, e, c = torch_slots(rows, key)
+        body.append([key[0], key[1], key[2], key[3], cell_img(d), cell_img(e), cell_ratio(d, e), cell_img(c),
                      cell_ratio(d, c), cell_mib(d), cell_mib(e)])
     width = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
     for row in [head] + body:
-        cells = [str(v).ljust(width[i]) if i in (0, 2) else str(v).rjust(width[i]) for i, v in enumerate(row)]
+        cells = [str(v).ljust(width[i]) if i in (0, 2, 3) else str(v).rjust(width[i]) for i, v in enumerate(row)]
         print("  ".join(cells).rstrip())
     print("ratio: dptrain img/s / torch img/s, same model, batch and dtype (torch: AMP + channels_last for "
           "bf16/fp16, data resident on the GPU)")
     print("MiB: peak allocated (dptrain: the pool's used-high; torch: eager max_memory_allocated); "
           "*: partial (a time box ended the run)")
+    for line in variant_lines(variants, rows, order):
+        print(line)
     print(target_line(rows, order))
     return 0
+
+
+def torch_slots(rows, key):
+    """(dptrain, eager, compile) of a row; a variant row takes torch's from its base row."""
+    slots = rows[key]
+    base = rows.get(key[:3] + ("-",), {})
+    return slots.get("dptrain"), slots.get("eager", base.get("eager")), slots.get("compile", base.get("compile"))
+
+
+def variant_lines(variants, rows, order):
+    """What each variant sets, and which ones this dptrain build rejected."""
+    out = []
+    measured = {k[3] for k in order}
+    for label, sets in variants:
+        text = f"variant {label}: " + " ".join(f"{k}={v}" for k, v in sets)
+        rejected = sorted({r["dptrain"].get("note", "?") for k, r in rows.items()
+                           if k[3] == label and r.get("dptrain", {}).get("status") == "unknown_key"})
+        if rejected:
+            text += f" (this dptrain build does not know {', '.join(rejected)}: unknown key)"
+        elif label not in measured:
+            text += " (not run)"
+        out.append(text)
+    return out
 
 
 def target_line(rows, order):
@@ -164,16 +264,17 @@ def target_line(rows, order):
         return f"target ({TARGET_MODEL} {TARGET_DTYPE}): not measured in this run ({want})"
     out = []
     for key in keys:
-        d, e = rows[key].get("dptrain"), rows[key].get("eager")
+        d, e, _ = torch_slots(rows, key)
         x, y = num(d.get("img_s")) if d else None, num(e.get("img_s")) if e else None
+        which = f"batch {key[1]}" + (f", variant {key[3]}" if key[3] != "-" else "")
         if x is None or not y:
-            out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} batch {key[1]}): n/a, "
+            out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} {which}): n/a, "
                        f"dptrain {cell_img(d)}, eager {cell_img(e)} ({want})")
             continue
         ratio = x / y
         need = "MET" if ratio >= TARGET_NEED else "NOT MET"
         aim = "reached" if ratio >= TARGET_AIM and x >= TARGET_AIM_IMG_S else "not reached"
-        out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} batch {key[1]}): dptrain {x:.0f} img/s = {ratio:.2f}x "
+        out.append(f"target ({TARGET_MODEL} {TARGET_DTYPE} {which}): dptrain {x:.0f} img/s = {ratio:.2f}x "
                    f"eager {y:.0f} img/s: {need} ({want}: aim {aim})")
     return "\n".join(out)
 
@@ -188,9 +289,18 @@ def main():
     d.add_argument("--dtype", required=True)
     d.add_argument("--rc", type=int, default=0, help="dptrain's exit status")
     d.add_argument("--skip-frac", type=float, default=0.2, help="leave out windows ending in this first share")
+    d.add_argument("--variant", default="-", help="the variant's label (default -: the base run)")
+    d.add_argument("--log", help="dptrain's console log: names the key of an 'unknown key' error")
     t = sub.add_parser("table", help="the comparison table of a file of RESULT lines")
     t.add_argument("results")
+    t.add_argument("--variants", default="", help="the VARIANTS string: what each variant sets")
+    v = sub.add_parser("variants", help="check a VARIANTS string; one line per variant")
+    v.add_argument("spec")
     args = p.parse_args()
+    if args.cmd == "variants":
+        return variants_cmd(args)
+    if args.cmd == "dptrain" and args.variant != "-" and not LABEL.match(args.variant):
+        p.error(f"--variant '{args.variant}': letters, digits, '_', '.', '-'")
     return dptrain_result(args) if args.cmd == "dptrain" else table(args)
 
 

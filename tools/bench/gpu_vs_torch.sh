@@ -8,13 +8,16 @@
 # that a slow torch.compile cannot cost a dptrain number when the time runs out):
 #   1. PyTorch eager (tools/bench/torch_train_bench.py --modes eager): AMP + channels_last for
 #      bf16/fp16, data resident on the GPU; its images/s sizes the dptrain run.
-#   2. dptrain on synthetic data of the model's shape (data.dataset = "synthetic", no augmentation),
-#      train.steps for about DPTRAIN_SECONDS at torch eager's speed, train.log_every = steps/20;
+#   2. dptrain on synthetic data of the model's shape (data.dataset = "synthetic", no augmentation:
+#      tools/bench/models.sh's synthetic_sets), train.steps for about DPTRAIN_SECONDS at torch
+#      eager's speed, train.log_every = steps/20;
 #      images/s = median samples_per_s of the metrics.jsonl windows after the first 20% of the
 #      steps (tools/bench/bench_report.py); peak = the run's {"split":"device"} line.
 #      dptrain's number is end to end: its own input pipeline feeds the GPU. With TRACE_STEPS > 0
 #      (default 5) steps in the middle of the run are traced (profile.trace_steps): the run's
 #      trace.json shows where a step's time goes (data wait, forward, backward, optimizer).
+#   2b. For each case of a VARIANT_MODELS model, dptrain once more per VARIANTS entry (below), the
+#      same run with the variant's cfg overrides: one more row of the table each.
 #   3. PyTorch torch.compile (--modes compile; the compile time is in the log, not in images/s).
 # Models: resnet50 (models/resnet50.cfg, 3x224x224, 1000 classes), cifar_resnet18
 # (models/cifar_resnet18.cfg, 3x32x32), fmnist_cnn (models/fmnist_cnn.cfg, 1x28x28); the optimizer
@@ -27,6 +30,12 @@
 #   DPTRAIN_SECONDS  target length of a dptrain run (default 15)
 #   TORCH_SECONDS    timed part of a torch mode (default 8)
 #   TRACE_STEPS      dptrain steps traced into <run>/trace.json (default 5; 0: none)
+#   VARIANTS         dptrain variants of the resnet50 cases (default none):
+#                    "label:key=v,key=v;label2:key=v", e.g. "graph:train.cudnn_api=graph;
+#                    graph-own-bn:train.cudnn_api=graph,train.bn_impl=own". Any cfg key; a variant
+#                    whose key this dptrain does not know (exit 2, "unknown key") is reported in
+#                    its row as unknown_key, not as a failure. Syntax: bench_report.py variants.
+#   VARIANT_MODELS   the models whose cases the variants run on (default "resnet50")
 #   DEADLINE         epoch second by which everything must have ended (default: now + 540); each
 #                    step's time box is cut to it, and a step that no longer fits is skipped
 #   LOGDIR           logs, run directories, results.txt and table.txt (default: a new /tmp folder)
@@ -34,9 +43,10 @@
 #   DPTRAIN_LD_LIBRARY_PATH  LD_LIBRARY_PATH for dptrain alone (tools/gpu/run_all.sh sets it;
 #                    python keeps its own environment)
 #   SMOKE=1          plumbing check without a GPU: dptrain and torch on the CPU, tiny runs
-#                    (CASES default "fmnist_cnn:8:fp32", torch --smoke, 12 dptrain steps)
-# Exit status: 0 when every measurement gave status=ok, 1 when one failed, was partial or was
-# skipped for lack of time, 2 on a usage error.
+#                    (CASES default "fmnist_cnn:8:fp32", VARIANT_MODELS "fmnist_cnn", torch
+#                    --smoke, 12 dptrain steps)
+# Exit status: 0 when every measurement gave status=ok (or unknown_key: a variant this build
+# cannot run), 1 when one failed, was partial or was skipped for lack of time, 2 on a usage error.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -45,15 +55,18 @@ SMOKE=${SMOKE:-0}
 if [[ $SMOKE == 1 ]]; then
   CASES=${CASES:-fmnist_cnn:8:fp32}
   MODES=${MODES:-eager}
+  VARIANT_MODELS=${VARIANT_MODELS:-fmnist_cnn}
   DEVICE=cpu
 else
   CASES=${CASES:-resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16}
   MODES=${MODES:-eager compile}
+  VARIANT_MODELS=${VARIANT_MODELS:-resnet50}
   DEVICE=cuda
 fi
 DPTRAIN_SECONDS=${DPTRAIN_SECONDS:-15}
 TORCH_SECONDS=${TORCH_SECONDS:-8}
 TRACE_STEPS=${TRACE_STEPS:-5}
+VARIANTS=${VARIANTS:-}
 DEADLINE=${DEADLINE:-$(($(date +%s) + 540))}
 PY=${PY:-python3}
 DPTRAIN=$BUILD/dptrain
@@ -71,15 +84,8 @@ RESULTS=$LOGDIR/results.txt
 : >"$RESULTS"
 failed=0
 
-# model_info MODEL -> "CFG C H W CLASSES GUESS_IMG_S" (the guess sizes dptrain when torch gave nothing)
-model_info() {
-  case $1 in
-    resnet50) echo "models/resnet50.cfg 3 224 224 1000 3000" ;;
-    cifar_resnet18) echo "models/cifar_resnet18.cfg 3 32 32 10 20000" ;;
-    fmnist_cnn) echo "models/fmnist_cnn.cfg 1 28 28 10 50000" ;;
-    *) return 1 ;;
-  esac
-}
+# shellcheck source=tools/bench/models.sh
+source "$REPO/tools/bench/models.sh"  # model_info, synthetic_sets
 
 # box WANT MIN: seconds for the next step, WANT cut to the deadline; prints 0 when under MIN.
 box() {
@@ -88,18 +94,19 @@ box() {
   if ((b < $2)); then echo 0; else echo "$b"; fi
 }
 
-# collect LOG: appends the log's RESULT lines to results.txt; fails unless there are some and all say ok.
+# collect LOG: appends the log's RESULT lines to results.txt; fails unless there are some and all
+# say ok (or unknown_key: a variant's key this dptrain does not have, reported in its row).
 collect() {
   local lines
   lines=$(grep '^RESULT ' "$1")
   [[ -n $lines ]] && echo "$lines" >>"$RESULTS"
-  [[ -n $lines ]] && ! grep -qv ' status=ok' <<<"$lines"
+  [[ -n $lines ]] && ! grep -Ev ' status=(ok|unknown_key)( |$)' <<<"$lines" | grep -q .
 }
 
-# skipped TOOL MODEL BATCH DTYPE MODE WHY: a RESULT line for something not run.
+# skipped TOOL MODEL BATCH DTYPE MODE WHY [VARIANT]: a RESULT line for something not run.
 skipped() {
-  echo "RESULT tool=$1 model=$2 batch=$3 dtype=$4 mode=$5 img_s=- step_ms=- peak_bytes=- status=skipped note=$6" >>"$RESULTS"
-  say "skipped $1 $2 $4 $5: $6"
+  echo "RESULT tool=$1 model=$2 batch=$3 dtype=$4 mode=$5 variant=${7:--} img_s=- step_ms=- peak_bytes=- status=skipped note=$6" >>"$RESULTS"
+  say "skipped $1 $2 $4 $5${7:+ variant $7}: $6"
   failed=1
 }
 
@@ -123,10 +130,13 @@ torch_mode() {
   collect "$log" || failed=1
 }
 
-# dptrain_run MODEL BATCH DTYPE
+# dptrain_run MODEL BATCH DTYPE [VARIANT KEY=V...]: the dptrain side of a case, or of one of its
+# variants (the same run with the variant's overrides last, so that they win).
 dptrain_run() {
-  local m=$1 b=$2 d=$3 cfg c h w k guess
-  read -r cfg c h w k guess <<<"$(model_info "$m")"
+  local m=$1 b=$2 d=$3 variant=${4:--} cfg guess
+  shift $(($# < 4 ? $# : 4))
+  local sets=("$@")
+  read -r cfg _ _ _ _ guess <<<"$(model_info "$m")"
   local eager steps
   eager=$(grep "^RESULT tool=torch model=$m batch=$b dtype=$d mode=eager " "$RESULTS" | sed -n 's/.* img_s=\([0-9.]*\) .*/\1/p' | tail -n 1)
   [[ -n $eager ]] || eager=$guess
@@ -137,42 +147,52 @@ dptrain_run() {
   fi
   local every=$((steps / 20 > 0 ? steps / 20 : 1)) trace=()
   ((TRACE_STEPS > 0)) && trace=(profile.trace_steps="$((steps / 2 + 1))-$((steps / 2 + TRACE_STEPS))")
-  local t name=dptrain-$m-$b-$d log=$LOGDIR/dptrain-$m-$b-$d.log
+  local t name=dptrain-$m-$b-$d
+  [[ $variant != - ]] && name+=-$variant
+  local log=$LOGDIR/$name.log
   t=$(box $((3 * DPTRAIN_SECONDS + 60)) 20)
-  if ((t == 0)); then skipped dptrain "$m" "$b" "$d" - no_time_left; return; fi
-  say "dptrain: $m batch $b $d, $steps steps, log_every $every (time box ${t}s) -> $log"
+  if ((t == 0)); then skipped dptrain "$m" "$b" "$d" - no_time_left "$variant"; return; fi
+  say "dptrain: $m batch $b $d${sets[*]:+ with ${sets[*]}}, $steps steps, log_every $every (time box ${t}s) -> $log"
   local env_cmd=(env)
   [[ -n ${DPTRAIN_LD_LIBRARY_PATH:-} ]] && env_cmd+=("LD_LIBRARY_PATH=$DPTRAIN_LD_LIBRARY_PATH")
   local rc=0
   # `--set` takes every value up to the next option: it comes last.
+  local base
+  mapfile -t base < <(synthetic_sets "$DEVICE" "$m" "$b" "$d" "$steps")
   timeout -k 15 -s TERM "$t" "${env_cmd[@]}" "$DPTRAIN" "$REPO/$cfg" --run-dir "$LOGDIR/runs" --name "$name" \
-    --log-level warn --reset \
-    --set train.device="$DEVICE" train.precision="$d" train.batch_size="$b" train.steps="$steps" train.epochs=1 \
-    train.log_every="$every" train.eval_every=0 train.warmup_steps=0 run.tensorboard=false \
-    run.progress_every_s=0 checkpoint.final=false checkpoint.every_steps=0 data.dataset=synthetic \
-    "data.synthetic_shape=[$c,$h,$w]" data.synthetic_classes="$k" data.synthetic_train=$((steps * b)) \
-    data.synthetic_eval="$b" data.crop_padding=0 data.hflip=false data.shuffle=false "${trace[@]}" >"$log" 2>&1 || rc=$?
+    --log-level warn --reset --set "${base[@]}" train.log_every="$every" "${trace[@]}" "${sets[@]}" >"$log" 2>&1 || rc=$?
   ((rc != 0)) && { echo "dptrain exit status $rc" >&2; tail -n 5 "$log" >&2; }
-  "$PY" "$REPORT" dptrain "$LOGDIR/runs/$name" --model "$m" --batch "$b" --dtype "$d" --rc "$rc" >>"$log" 2>&1
+  local result  # read from the log (an "unknown key" error), then appended to it
+  result=$("$PY" "$REPORT" dptrain "$LOGDIR/runs/$name" --model "$m" --batch "$b" --dtype "$d" --rc "$rc" \
+    --variant "$variant" --log "$log" 2>&1)
+  echo "$result" >>"$log"
   collect "$log" || failed=1
 }
 
 for case in $CASES; do
   IFS=: read -r m b d <<<"$case"
   if ! model_info "$m" >/dev/null || ! [[ $b =~ ^[1-9][0-9]*$ ]] || ! [[ $d =~ ^(bf16|fp16|fp32)$ ]]; then
-    die "case '$case': MODEL:BATCH:DTYPE with MODEL resnet50, cifar_resnet18 or fmnist_cnn and DTYPE bf16, fp16 or fp32"
+    die "case '$case': MODEL:BATCH:DTYPE with MODEL $MODEL_NAMES and DTYPE bf16, fp16 or fp32"
   fi
 done
 for mode in $MODES; do
   [[ $mode == eager || $mode == compile ]] || die "MODES: eager and/or compile, not '$mode'"
 done
-say "cases: $CASES; torch modes: $MODES; device $DEVICE; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
+# VARIANTS, checked once: one "label key=v key=v" line each.
+variant_lines=$("$PY" "$REPORT" variants -- "$VARIANTS") || die "VARIANTS '$VARIANTS' is malformed (see above)"
+say "cases: $CASES; torch modes: $MODES; device $DEVICE; variants: ${VARIANTS:-none}; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
 # Every case's eager and dptrain numbers first, then the compiles (slow to build: ~1-2 min each
 # for a ResNet), so that a short budget loses the torch.compile columns, not the comparison.
 for case in $CASES; do
   IFS=: read -r m b d <<<"$case"
   [[ " $MODES " == *" eager "* ]] && torch_mode "$m" "$b" "$d" eager $((2 * TORCH_SECONDS + 60))
   dptrain_run "$m" "$b" "$d"
+  if [[ " $VARIANT_MODELS " == *" $m "* && -n $variant_lines ]]; then
+    while read -r label sets; do
+      # shellcheck disable=SC2086  # sets: key=value words without spaces (bench_report.py variants)
+      dptrain_run "$m" "$b" "$d" "$label" $sets
+    done <<<"$variant_lines"
+  fi
 done
 if [[ " $MODES " == *" compile "* ]]; then
   for case in $CASES; do
@@ -182,5 +202,5 @@ if [[ " $MODES " == *" compile "* ]]; then
 fi
 
 echo
-"$PY" "$REPORT" table "$RESULTS" | tee "$LOGDIR/table.txt"
+"$PY" "$REPORT" table "$RESULTS" --variants "$VARIANTS" | tee "$LOGDIR/table.txt"
 exit $failed

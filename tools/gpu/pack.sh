@@ -216,7 +216,11 @@ Device tool call (one command; about 9 minutes; results in \$OUT/summary.txt and
   carry:     ["$CARRY_DIR"]$([[ $CARRY_DIR != .gpu-carry ]] && echo "   (and CARRY=$CARRY_DIR before bash in the command)")
   timeout_s: 600
   command:   bash tools/gpu/run_all.sh$([[ -n $cpu_top1 ]] && echo "      (CPU top-1 $cpu_top1 packed)" || echo " --cpu-top1 <CPU top-1 of models/fmnist_cnn.cfg, e.g. 0.9123>")
+With benchmark variants (docs/gpu-runbook.md, section 6):
+  command:   VARIANTS='graph:train.cudnn_api=graph' bash tools/gpu/run_all.sh
+A second, short look (gtest, fmnist, profile):
+  command:   bash tools/gpu/run_all.sh --only gtest,fmnist,profile --budget 240      (timeout_s 280)
 Split over two calls when one is not enough:
-  command:   bash tools/gpu/run_all.sh --skip bench
-  command:   bash tools/gpu/run_all.sh --only bench --budget 570
+  command:   bash tools/gpu/run_all.sh --skip bench,sanitizer,kernels
+  command:   bash tools/gpu/run_all.sh --only bench,sanitizer,kernels --budget 570
 EOF

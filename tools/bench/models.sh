@@ -1,0 +1,31 @@
+# models.sh: the benchmark models of tools/bench/gpu_vs_torch.sh and tools/gpu/run_all.sh (sourced).
+# defines:
+#   model_info MODEL -> "CFG C H W CLASSES GUESS_IMG_S": the cfg, the per-sample input shape and
+#     classes of its synthetic data, and a guess of torch eager's img/s on one H100/H200 that sizes
+#     a dptrain run when torch gave nothing; fails for an unknown MODEL
+#   synthetic_sets DEVICE MODEL BATCH DTYPE STEPS -> the --set overrides (one per line) of a
+#     benchmark run: the model's cfg on synthetic data of its shape, no augmentation, no
+#     evaluation during training, no checkpoints, no TensorBoard, STEPS steps of BATCH in DTYPE
+#   MODEL_NAMES: the models, for messages
+# shellcheck shell=bash
+model_info() {
+  case $1 in
+    resnet50) echo "models/resnet50.cfg 3 224 224 1000 3000" ;;
+    cifar_resnet18) echo "models/cifar_resnet18.cfg 3 32 32 10 20000" ;;
+    fmnist_cnn) echo "models/fmnist_cnn.cfg 1 28 28 10 50000" ;;
+    *) return 1 ;;
+  esac
+}
+# shellcheck disable=SC2034  # for the scripts that source this file
+MODEL_NAMES="resnet50, cifar_resnet18 or fmnist_cnn"
+
+synthetic_sets() {
+  local device=$1 m=$2 b=$3 d=$4 steps=$5 info c h w k
+  info=$(model_info "$m") || return 1
+  read -r _ c h w k _ <<<"$info"
+  printf '%s\n' train.device="$device" train.precision="$d" train.batch_size="$b" train.steps="$steps" \
+    train.epochs=1 train.eval_every=0 train.warmup_steps=0 run.tensorboard=false run.progress_every_s=0 \
+    checkpoint.final=false checkpoint.every_steps=0 data.dataset=synthetic "data.synthetic_shape=[$c,$h,$w]" \
+    data.synthetic_classes="$k" data.synthetic_train=$((steps * b)) data.synthetic_eval="$b" \
+    data.crop_padding=0 data.hflip=false data.shuffle=false
+}
