@@ -43,6 +43,19 @@ std::vector<CudaLayerCase> cuda_cases() {
   return out;
 }
 
+// The buffers' comparison without a GPU: num_batches_tracked (an i64 scalar) compares as its
+// value (layer_harness.h's get() reads f32/f64 only: "tensor is i64[] on cpu, accessed as f32"
+// on the first GPU run's bn_train and bn_eval cases).
+TEST(CudaLayerHarness, IntegerBuffersCompareByValue) {
+  Tensor tracked = Tensor::zeros({}, DType::I64);
+  tracked.data<int64_t>()[0] = 3;
+  Tensor seen = Tensor::zeros({}, DType::F64);
+  seen.data<double>()[0] = 3;
+  EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 0);
+  seen.data<double>()[0] = 4;
+  EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 1.0 / 3);
+}
+
 class CudaLayers : public ::testing::TestWithParam<CudaLayerCase> {};
 
 TEST_P(CudaLayers, MatchCpuTwin) {
@@ -79,7 +92,7 @@ TEST_P(CudaLayers, MatchCpuTwin) {
     if (is_floating(cpu.buffers[j].dtype()))
       EXPECT_LT(normalised_error(gpu::download(g.buffers[j], false), cpu.buffers[j]), p.tol) << c.name << " buffer " << j;
     else
-      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0) << c.name;
+      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), gpu::to_f64(cpu.buffers[j])), 0) << c.name;
 
   const Tensor dy = gpu::rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
   const Tensor dyd = gpu::upload(dy, p.compute, p.channels_last, dev);

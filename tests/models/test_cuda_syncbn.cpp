@@ -95,7 +95,7 @@ TEST_P(CudaSyncBn, MatchesTheCpuSyncPathOverTwoRanks) {
     if (is_floating(cpu.buffers[j].dtype()))
       EXPECT_LT(normalised_error(gpu::download(g.buffers[j], false), cpu.buffers[j]), p.tol) << "buffer " << j;
     else
-      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0);
+      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), gpu::to_f64(cpu.buffers[j])), 0);
 
   const Tensor dy = gpu::rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
   const Tensor dyd = gpu::upload(dy, p.compute, p.channels_last, dev);
