@@ -30,11 +30,13 @@
 namespace dp {
 namespace {
 
-std::unique_ptr<Graph> mlp(Device device) {
+// The test model on the CPU, or on a GPU with its execution context (a graph on a GPU is built
+// with the context its layers run in).
+std::unique_ptr<Graph> mlp(Device device, cuda::ExecContext* gpu = nullptr) {
   ModelConfig mc;
   mc.preset = PresetKind::Mlp;
   mc.hidden = {16, 8};
-  return models::build_model(mc, {1, 6, 6}, 1, device);
+  return models::build_model(mc, {1, 6, 6}, 1, device, DType::F32, gpu);
 }
 
 // The GPU tests' layout (host-checked): three buckets, one per layer, so that overlap, a
@@ -78,7 +80,7 @@ void step(Reducer& red, const Graph& g, const std::vector<int>& unused, const st
 int compare_one(Communicator& cpu_comm, Communicator& gpu_comm, cuda::ExecContext& ctx, int r, DType wire,
                 bool overlap, bool with_unused, ringtest::SharedState* s) {
   auto gc = mlp(Device::cpu());
-  auto gg = mlp(Device::cuda(ctx.device()));
+  auto gg = mlp(Device::cuda(ctx.device()), &ctx);
   const int64_t n = gc->grads().flat().numel();
   ReducerOptions o;
   // Slots (elements): fc1 576 + 16, fc2 128 + 8, fc3 80 + 10: three buckets, one per layer.
