@@ -14,12 +14,11 @@
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/fp32_agreement.h"
 
 namespace dp::launch {
 namespace {
-
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 
 std::string temp_root(const std::string& tag) {
   auto p = std::filesystem::temp_directory_path() / ("dptrain_cuda_train_" + tag + "_" + std::to_string(::getpid()));
@@ -44,13 +43,11 @@ TEST(CudaTrain, Fp32GpuWeightsMatchTheCpuRun) {
   EXPECT_LT(vs_reference, kFp32WeightsBound) << "GPU fp32 weights after 10 steps against the CPU's (reference)";
 }
 
-bool have_data() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
-
 double short_run_accuracy(const std::string& device, const std::string& precision, nlohmann::json* device_line) {
   const std::string root = temp_root(device + precision);
   Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
-                           {"run.dir=\"" + root + "\"", "train.epochs=1", "data.train_limit=30000",
-                            "train.warmup_steps=20", "train.device=\"" + device + "\"",
+                           {"run.dir=\"" + root + "\"", test::fashion_mnist_override(), "train.epochs=1",
+                            "data.train_limit=30000", "train.warmup_steps=20", "train.device=\"" + device + "\"",
                             "train.precision=\"" + precision + "\"", "run.log_level=\"warn\""});
   TrainResult r = train(cfg);
   if (device_line) {
@@ -66,7 +63,7 @@ double short_run_accuracy(const std::string& device, const std::string& precisio
 
 TEST(CudaTrain, FashionMnistOnTheGpuReachesTheCpuAccuracyInEveryPrecision) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const double cpu = short_run_accuracy("cpu", "fp32", nullptr);
   for (const char* p : {"fp32", "bf16", "fp16"}) {
     nlohmann::json dev;
