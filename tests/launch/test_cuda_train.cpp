@@ -15,6 +15,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "tests/fashion_mnist.h"
+#include "tests/gpu_test.h"
 #include "tests/launch/fp32_agreement.h"
 
 namespace dp::launch {
@@ -29,8 +30,7 @@ std::string temp_root(const std::string& tag) {
 // The GPU's f32 weights after ten steps against both CPU implementations' (oneDNN and the
 // reference kernels), within the rounding drift two correct f32 implementations reach
 // (tests/launch/fp32_agreement.h: the bound, how it was measured, and its CI check).
-TEST(CudaTrain, Fp32GpuWeightsMatchTheCpuRun) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(CudaTrainGpu, Fp32GpuWeightsMatchTheCpuRun) {
   const std::string g = fp32_agreement_root("gpu"), c1 = fp32_agreement_root("onednn"),
                     c2 = fp32_agreement_root("reference");
   const std::string gpu = fp32_agreement_run(g, "cuda", "onednn");
@@ -61,8 +61,7 @@ double short_run_accuracy(const std::string& device, const std::string& precisio
   return r.final_eval.top1;
 }
 
-TEST(CudaTrain, FashionMnistOnTheGpuReachesTheCpuAccuracyInEveryPrecision) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(CudaTrainGpu, FashionMnistOnTheGpuReachesTheCpuAccuracyInEveryPrecision) {
   SKIP_WITHOUT_FASHION_MNIST();
   const double cpu = short_run_accuracy("cpu", "fp32", nullptr);
   for (const char* p : {"fp32", "bf16", "fp16"}) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "models/build.h"
+#include "tests/gpu_test.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {
@@ -45,10 +46,9 @@ struct Mode {
   double tol;
 };
 
-class CudaGraph : public ::testing::TestWithParam<Mode> {};
+class CudaGraphGpu : public gputest::GpuTestWithParam<Mode> {};
 
-TEST_P(CudaGraph, ForwardAndGradientsMatchTheCpuGraph) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_P(CudaGraphGpu, ForwardAndGradientsMatchTheCpuGraph) {
   const Mode m = GetParam();
   cuda::ExecContext exec(0, size_t{64} << 20);
   const Shape in{3, 12, 12};
@@ -88,7 +88,7 @@ TEST_P(CudaGraph, ForwardAndGradientsMatchTheCpuGraph) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CudaGraph,
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaGraphGpu,
                          ::testing::Values(Mode{DType::F32, 1e-4}, Mode{DType::BF16, 4e-2}, Mode{DType::F16, 6e-3}),
                          [](const ::testing::TestParamInfo<Mode>& i) { return std::string(dtype_name(i.param.compute)); });
 

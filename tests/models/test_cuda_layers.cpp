@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "tests/gpu_test.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {
@@ -56,10 +57,9 @@ TEST(CudaLayerHarness, IntegerBuffersCompareByValue) {
   EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 1.0 / 3);
 }
 
-class CudaLayers : public ::testing::TestWithParam<CudaLayerCase> {};
+class CudaLayersGpu : public gputest::GpuTestWithParam<CudaLayerCase> {};
 
-TEST_P(CudaLayers, MatchCpuTwin) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
   const LayerCase& c = GetParam().layer;
   const Precision& p = GetParam().precision;
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
@@ -118,7 +118,7 @@ TEST_P(CudaLayers, MatchCpuTwin) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayers, ::testing::ValuesIn(cuda_cases()),
+INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayersGpu, ::testing::ValuesIn(cuda_cases()),
                          [](const ::testing::TestParamInfo<CudaLayerCase>& i) {
                            return i.param.layer.name + "_" + dtype_name(i.param.precision.compute);
                          });

@@ -105,7 +105,7 @@ class CudaConvBiasGpu : public kernels::cuda::test::GpuTest {
   }
 };
 
-TEST_F(CudaConvBiasGpu, BiasAddInBothLayoutsEqualsTheConvTwinBitForBit) {
+DP_GPU_TEST_F(CudaConvBiasGpu, BiasAddInBothLayoutsEqualsTheConvTwinBitForBit) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     for (bool nhwc : {false, true})
@@ -131,7 +131,7 @@ TEST_F(CudaConvBiasGpu, BiasAddInBothLayoutsEqualsTheConvTwinBitForBit) {
       }
 }
 
-TEST_F(CudaConvBiasGpu, BiasGradInBothLayoutsAccumulatesTheConvTwinsChannelSums) {
+DP_GPU_TEST_F(CudaConvBiasGpu, BiasGradInBothLayoutsAccumulatesTheConvTwinsChannelSums) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     for (bool nhwc : {false, true})
