@@ -1,7 +1,8 @@
 // Device (CUDA) tensors in the collectives backends (the contract in collectives/communicator.h):
-// the staging pool's choice and the host-side rules run everywhere; the GPU tests (ring on 2 and
-// 3 processes sharing GPU 0, the staging pool itself, single and nccl on one GPU) skip without
-// a GPU. Every GPU body runs in forked ranks: the test process never initialises CUDA.
+// the staging pool's choice and the host-side rules run everywhere; the GPU tests (RingDeviceGpu:
+// ring on 2 and 3 processes sharing GPU 0; DeviceStagingGpu: the staging pool itself;
+// SingleAndNcclDeviceGpu: single and nccl on one GPU) skip without a GPU. Every GPU body runs in
+// forked ranks: the test process never initialises CUDA (tests/gpu_test.h, DP_GPU_TEST_IN_CHILD).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,8 +12,8 @@
 #include "collectives/communicator.h"
 #include "collectives/device_staging.h"
 #include "collectives/ring/ring_communicator.h"
-#include "tests/collectives/gpu_child.h"
 #include "tests/collectives/ring_harness.h"
+#include "tests/gpu_test.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
@@ -155,13 +156,11 @@ void ring_device_matches_host(int n) {
   EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
 }
 
-TEST(RingDevice, EveryOpOnDeviceTensorsMatchesTheHostOn2Ranks) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(RingDeviceGpu, EveryOpOnDeviceTensorsMatchesTheHostOn2Ranks) {
   ring_device_matches_host(2);
 }
 
-TEST(RingDevice, EveryOpOnDeviceTensorsMatchesTheHostOn3Ranks) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(RingDeviceGpu, EveryOpOnDeviceTensorsMatchesTheHostOn3Ranks) {
   ring_device_matches_host(3);
 }
 
@@ -170,8 +169,7 @@ void CUDART_CB sleep_5ms(void*) { usleep(5000); }
 
 // The stream-ordered form reads the tensor as left by the work already on the stream, without a
 // host wait: the data is written on `s` behind a 5 ms sleep when the collective is issued.
-TEST(RingDevice, StreamOrderedAllreduceWaitsForTheStreamNotTheCaller) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(RingDeviceGpu, StreamOrderedAllreduceWaitsForTheStreamNotTheCaller) {
   auto rs = ringtest::run_ranks(
       3,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {
@@ -201,8 +199,7 @@ TEST(RingDevice, StreamOrderedAllreduceWaitsForTheStreamNotTheCaller) {
 
 // The pool: a round trip through a lease; buffers reused once given back, a second one only
 // while the first is held.
-TEST(DeviceStaging, RoundTripAndReuse) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(DeviceStagingGpu, RoundTripAndReuse) {
   auto rs = ringtest::run_ranks(
       1,
       [](Bootstrap&, ringtest::SharedState* s, int r) {
@@ -234,8 +231,7 @@ TEST(DeviceStaging, RoundTripAndReuse) {
 
 // Single and nccl on one GPU: allreduce and broadcast of one rank leave the tensor as it is;
 // nccl orders a stream after its collectives without a host wait.
-TEST(SingleAndNcclDevice, OneRankLeavesDeviceTensorsAsTheyAre) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(SingleAndNcclDeviceGpu, OneRankLeavesDeviceTensorsAsTheyAre) {
   auto rs = ringtest::run_ranks(
       1,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {

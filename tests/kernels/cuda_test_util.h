@@ -1,7 +1,8 @@
-// defines: helpers of the CUDA kernel tests (tests/kernels/test_cuda_*.cpp): SKIP_WITHOUT_GPU,
-// Guarded (a device array with guard regions before and after it, filled with a sentinel, to
-// catch out-of-bounds writes), fresh random inputs (seed printed on failure), ulp distance, and
-// GpuTest, the fixture of the GPU tests.
+// defines: helpers of the CUDA kernel tests (tests/kernels/test_cuda_*.cpp and the layers' kernel
+// tests): Guarded (a device array with guard regions before and after it, filled with a sentinel,
+// to catch out-of-bounds writes), fresh random inputs (seed printed on failure), ulp distance, and
+// GpuTest, the base of their GPU fixtures (tests/gpu_test.h: DP_GPU_TEST_F over a fixture named
+// ...Gpu).
 #pragma once
 #ifdef DPTRAIN_HAVE_CUDA
 #include <gtest/gtest.h>
@@ -15,11 +16,9 @@
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check_runtime.h"
 #include "runtime/device_memory.h"
+#include "tests/gpu_test.h"
 
 namespace dp::kernels::cuda::test {
-
-#define SKIP_WITHOUT_GPU() \
-  if (::dp::cuda_device_count() == 0) GTEST_SKIP() << "no GPU"
 
 constexpr unsigned char kSentinel = 0xA5;  // a NaN pattern in f32, an odd value in every type
 constexpr size_t kGuardBytes = 4096;
@@ -63,12 +62,11 @@ class Guarded {
 // A fresh seed per test run (the inputs are new every time); SCOPED_TRACE it to reproduce.
 inline uint64_t fresh_seed() { return (uint64_t{std::random_device{}()} << 32) | std::random_device{}(); }
 
-// The fixture of the GPU kernel tests: skips without a GPU, a stream on device 0, a fresh seed
-// (print seed_ on failure) and its generator.
-class GpuTest : public ::testing::Test {
+// The base of the GPU kernel tests' fixtures: skips without a GPU (tests/gpu_test.h), a stream on
+// device 0, a fresh seed (print seed_ on failure) and its generator.
+class GpuTest : public ::dp::gputest::GpuFixture<> {
  protected:
-  void SetUp() override {
-    SKIP_WITHOUT_GPU();
+  void GpuSetUp() override {
     stream_ = dp::cuda::CudaStream(0);
     seed_ = fresh_seed();
     gen_.seed(seed_);

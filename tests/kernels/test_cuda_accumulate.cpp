@@ -21,7 +21,7 @@ TEST(CudaAccumulate, ArgumentsAreCheckedBeforeAnyLaunch) {
 
 class CudaAccumulateGpu : public test::GpuTest {};
 
-TEST_F(CudaAccumulateGpu, EqualsTheCpuTwinBitForBit) {
+DP_GPU_TEST_F(CudaAccumulateGpu, EqualsTheCpuTwinBitForBit) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const cudaStream_t s = stream_.get();
   std::normal_distribution<float> nd(0.f, 3.f);

@@ -208,7 +208,7 @@ class CudaAugmentGpu : public test::GpuTest {
   }
 };
 
-TEST_F(CudaAugmentGpu, F32NchwEqualsTheTwin) {
+DP_GPU_TEST_F(CudaAugmentGpu, F32NchwEqualsTheTwin) {
   for (const Case& k : kCases)
     for (int64_t b : {1, 37}) {
       check<uint8_t>({b, 3, 32, 32}, k, AugmentOut::F32, false);
@@ -217,7 +217,7 @@ TEST_F(CudaAugmentGpu, F32NchwEqualsTheTwin) {
     }
 }
 
-TEST_F(CudaAugmentGpu, HalfPrecisionNhwcEqualsTheTwin) {
+DP_GPU_TEST_F(CudaAugmentGpu, HalfPrecisionNhwcEqualsTheTwin) {
   for (const Case& k : kCases)
     for (AugmentOut out : {AugmentOut::BF16, AugmentOut::F16}) {
       check<uint8_t>({19, 3, 32, 32}, k, out, true);
@@ -231,7 +231,7 @@ TEST_F(CudaAugmentGpu, HalfPrecisionNhwcEqualsTheTwin) {
 }
 
 // More elements than the grid's threads (2^16 blocks x 256): the grid-stride loop covers the rest.
-TEST_F(CudaAugmentGpu, BatchesBeyondTheGridCapAreCovered) {
+DP_GPU_TEST_F(CudaAugmentGpu, BatchesBeyondTheGridCapAreCovered) {
   check<uint8_t>({120, 3, 224, 224}, kCases[5], AugmentOut::BF16, true);
 }
 

@@ -30,7 +30,7 @@ std::vector<uint16_t> all_16bit() {
   return v;
 }
 
-TEST_F(CudaCastGpu, WideningEvery16BitValueIsExact) {
+DP_GPU_TEST_F(CudaCastGpu, WideningEvery16BitValueIsExact) {
   const cudaStream_t s = stream_.get();
   const auto h = all_16bit();
   test::Guarded<uint16_t> h_(h, s);
@@ -49,7 +49,7 @@ TEST_F(CudaCastGpu, WideningEvery16BitValueIsExact) {
   }
 }
 
-TEST_F(CudaCastGpu, NarrowingRoundsToNearestEvenAsTheCpu) {
+DP_GPU_TEST_F(CudaCastGpu, NarrowingRoundsToNearestEvenAsTheCpu) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const cudaStream_t s = stream_.get();
   std::vector<float> f;
@@ -80,7 +80,7 @@ TEST_F(CudaCastGpu, NarrowingRoundsToNearestEvenAsTheCpu) {
   }
 }
 
-TEST_F(CudaCastGpu, UnscaleMultipliesEveryElementAndFlagsInfOrNaN) {
+DP_GPU_TEST_F(CudaCastGpu, UnscaleMultipliesEveryElementAndFlagsInfOrNaN) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const cudaStream_t s = stream_.get();
   const int64_t n = (int64_t{1} << 20) + 3;

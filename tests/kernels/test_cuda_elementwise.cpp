@@ -89,7 +89,7 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
 }
 
-TEST_F(CudaElementwiseGpu, ReluForwardAndBackwardEqualTheCpu) {
+DP_GPU_TEST_F(CudaElementwiseGpu, ReluForwardAndBackwardEqualTheCpu) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (int64_t n : kSizes) {
     SCOPED_TRACE(testing::Message() << "n " << n);
@@ -110,7 +110,7 @@ TEST_F(CudaElementwiseGpu, ReluForwardAndBackwardEqualTheCpu) {
   }
 }
 
-TEST_F(CudaElementwiseGpu, AddAddInplaceScaleAndDivideEqualTheCpu) {
+DP_GPU_TEST_F(CudaElementwiseGpu, AddAddInplaceScaleAndDivideEqualTheCpu) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (int64_t n : kSizes) {
     SCOPED_TRACE(testing::Message() << "n " << n);
@@ -143,7 +143,7 @@ TEST_F(CudaElementwiseGpu, AddAddInplaceScaleAndDivideEqualTheCpu) {
   }
 }
 
-TEST_F(CudaElementwiseGpu, BiasAddEqualsTheLinearAndConvBiasLoops) {
+DP_GPU_TEST_F(CudaElementwiseGpu, BiasAddEqualsTheLinearAndConvBiasLoops) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   struct Case { int64_t outer, channels, inner; };
   for (Case c : {Case{1, 1, 1}, Case{7, 10, 1}, Case{256, 1000, 1}, Case{3, 64, 49}, Case{32, 17, 1025}}) {
@@ -183,7 +183,7 @@ void expect_same_16(const std::vector<uint16_t>& got, const std::vector<uint16_t
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
 }
 
-TEST_F(CudaElementwiseGpu, TypedF32EntriesRunTheF32Kernels) {
+DP_GPU_TEST_F(CudaElementwiseGpu, TypedF32EntriesRunTheF32Kernels) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const int64_t n = 100003;
   const auto a = with_specials(test::normal_floats(n, gen_)), b = test::normal_floats(n, gen_);
@@ -200,7 +200,7 @@ TEST_F(CudaElementwiseGpu, TypedF32EntriesRunTheF32Kernels) {
   EXPECT_TRUE(y2.guards_intact());
 }
 
-TEST_F(CudaElementwiseGpu, SixteenBitReluAndAddRoundOnce) {
+DP_GPU_TEST_F(CudaElementwiseGpu, SixteenBitReluAndAddRoundOnce) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (DType dt : {DType::BF16, DType::F16}) {
     for (int64_t n : {int64_t{1}, int64_t{257}, int64_t{100003}}) {
@@ -230,7 +230,7 @@ TEST_F(CudaElementwiseGpu, SixteenBitReluAndAddRoundOnce) {
   }
 }
 
-TEST_F(CudaElementwiseGpu, TypedBiasAddRoundsOnce) {
+DP_GPU_TEST_F(CudaElementwiseGpu, TypedBiasAddRoundsOnce) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (DType dt : {DType::BF16, DType::F16}) {
     const int64_t outer = 33, channels = 70, inner = 5, n = outer * channels * inner;
@@ -252,7 +252,7 @@ TEST_F(CudaElementwiseGpu, TypedBiasAddRoundsOnce) {
 
 // db += sums over (outer, inner): against double sums, within the f32 summation's rounding and
 // one final rounding to the dtype.
-TEST_F(CudaElementwiseGpu, BiasGradAccumulatesChannelSums) {
+DP_GPU_TEST_F(CudaElementwiseGpu, BiasGradAccumulatesChannelSums) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   struct Case { int64_t outer, channels, inner; };
   for (DType dt : {DType::F32, DType::BF16, DType::F16})

@@ -74,7 +74,7 @@ void check_dtype(DType dt, std::mt19937_64& gen, cudaStream_t s) {
   }
 }
 
-TEST_F(CudaLayoutGpu, TransposesEqualTheHostPermutation) {
+DP_GPU_TEST_F(CudaLayoutGpu, TransposesEqualTheHostPermutation) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   check_dtype<uint32_t>(DType::F32, gen_, s());
   check_dtype<uint16_t>(DType::BF16, gen_, s());

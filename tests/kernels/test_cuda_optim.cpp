@@ -123,8 +123,7 @@ void expect_within_ulp(const std::vector<float>& got, const std::vector<float>& 
   ::testing::Test::RecordProperty(std::string(what) + "_exact", std::to_string(exact) + "/" + std::to_string(got.size()));
 }
 
-TEST(CudaOptim, FusedSgdOverAnArenaEqualsTheCpuTwin) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaOptimGpu, FusedSgdOverAnArenaEqualsTheCpuTwin) {
   dp::cuda::CudaStream stream(0);
   const cudaStream_t st = stream.get();
   const uint64_t seed = test::fresh_seed();
@@ -150,8 +149,7 @@ TEST(CudaOptim, FusedSgdOverAnArenaEqualsTheCpuTwin) {
   }
 }
 
-TEST(CudaOptim, FusedAdamWOverAnArenaEqualsTheCpuTwin) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaOptimGpu, FusedAdamWOverAnArenaEqualsTheCpuTwin) {
   dp::cuda::CudaStream stream(0);
   const cudaStream_t st = stream.get();
   const uint64_t seed = test::fresh_seed();

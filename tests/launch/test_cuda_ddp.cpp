@@ -1,13 +1,14 @@
 // Data parallelism on the GPU through the real binary: 2 ranks sharing GPU 0 with the ring
 // backend (device gradients staged through pinned memory, reduced on the communication stream
 // while backward runs) end with the weights of 1 GPU rank at twice the batch, and the replicas
-// are identical, in fp32 and with bf16 compute. Skips without a GPU.
+// are identical, in fp32 and with bf16 compute. Skips without a GPU (CudaDdpGpu).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "runtime/device_memory.h"
+#include "tests/gpu_test.h"
 #include "tests/launch/run_files.h"
 
 namespace {
@@ -36,10 +37,9 @@ std::string run(const std::string& root, int nproc, int batch, const std::string
   return root + "/fmnist_cnn/final.safetensors";
 }
 
-class CudaDdp : public testing::TestWithParam<std::string> {};
+class CudaDdpGpu : public dp::gputest::GpuTestWithParam<std::string> {};
 
-TEST_P(CudaDdp, TwoRanksOnOneGpuEqualOneRankAtTwiceTheBatch) {
-  if (dp::cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_P(CudaDdpGpu, TwoRanksOnOneGpuEqualOneRankAtTwiceTheBatch) {
   const std::string p = GetParam();
   const std::string r1 = root_for("one" + p), r2 = root_for("two" + p);
   const double d = max_abs_diff(run(r1, 1, 64, p), run(r2, 2, 32, p));
@@ -56,6 +56,6 @@ TEST_P(CudaDdp, TwoRanksOnOneGpuEqualOneRankAtTwiceTheBatch) {
   std::filesystem::remove(r2 + ".diff");
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CudaDdp, testing::Values(std::string("fp32"), std::string("bf16")));
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaDdpGpu, testing::Values(std::string("fp32"), std::string("bf16")));
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
 namespace {
@@ -19,7 +20,6 @@ namespace {
 using dp::testutil::max_abs_diff;
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
-const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 
 std::string root_for(const std::string& tag) {
   auto p = std::filesystem::temp_directory_path() / ("dptrain_ddp_" + tag + "_" + std::to_string(::getpid()));
@@ -31,7 +31,7 @@ std::string root_for(const std::string& tag) {
 std::string run(const std::string& root, int nproc, int batch, const std::string& optimizer, bool replicas = false,
                 const std::string& extra = "") {
   std::string cmd = kBin + (nproc > 1 ? " --nproc " + std::to_string(nproc) : "") + " " + DPTRAIN_SOURCE_DIR +
-                    "/models/fmnist_mlp.cfg --run-dir " + root +
+                    "/models/fmnist_mlp.cfg --run-dir " + root + dp::test::fashion_mnist_set() +
                     " --set train.steps=20 --set data.train_limit=4096 --set data.eval_limit=512"
                     " --set train.batch_size=" + std::to_string(batch) + " --set train.optimizer=" + optimizer +
                     // Adam divides by sqrt(v): for weights whose gradient is nearly zero (Fashion-MNIST's
@@ -50,7 +50,7 @@ std::string run(const std::string& root, int nproc, int batch, const std::string
 class Ddp : public testing::TestWithParam<std::tuple<int, std::string>> {};
 
 TEST_P(Ddp, NRanksAtBatchBEqualOneRankAtBatchNB) {
-  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const auto [n, optimizer] = GetParam();
   const std::string tag = std::to_string(n) + optimizer;
   const std::string r1 = root_for("one" + tag), rn = root_for("many" + tag);
@@ -88,7 +88,7 @@ void remove_runs(const std::vector<std::string>& roots) {
 
 // train.accum_steps = A: A micro-batches of b make one step of A*b, on one rank or several.
 TEST(Accumulation, MicroBatchesMakeTheBatchOfTheirSum) {
-  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string r1 = root_for("acc_one"), ra = root_for("acc_micro"), r2 = root_for("acc_ranks");
   const std::string one = run(r1, 1, 32, "sgd");
   const std::string micro = run(ra, 1, 16, "sgd", false, "--set train.accum_steps=2");
@@ -104,7 +104,7 @@ TEST(Accumulation, MicroBatchesMakeTheBatchOfTheirSum) {
 // dist.compress: gradients travel in 16 bits. The result stays close to the f32 run, differs
 // from it (the rounding is real), and every replica is still identical.
 TEST(Compression, SixteenBitGradientsStayCloseAndReplicasIdentical) {
-  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string rf = root_for("cmp_f32");
   const std::string full = run(rf, 2, 16, "sgd");
   std::vector<std::string> roots{rf};
@@ -129,14 +129,14 @@ TEST(Compression, SixteenBitGradientsStayCloseAndReplicasIdentical) {
 // while every trainable weight is the same; with SyncBN every tensor is identical. (The default,
 // broadcast_buffers = true, is BroadcastBuffers below.)
 TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt) {
-  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   std::vector<std::string> roots;
   for (const bool sync : {false, true}) {
     const std::string root = root_for(sync ? "bn_sync" : "bn_local");
     roots.push_back(root);
     std::filesystem::create_directories(root);
     const std::string cmd = kBin + " --nproc 2 " + DPTRAIN_SOURCE_DIR + "/models/fmnist_cnn.cfg --run-dir " + root +
-                            " --set train.steps=12 --set train.warmup_steps=2 --set data.train_limit=1024"
+                            dp::test::fashion_mnist_set() + " --set train.steps=12 --set train.warmup_steps=2 --set data.train_limit=1024"
                             " --set data.eval_limit=256 --set train.batch_size=32 --dump-replicas --log-level warn"
                             " --set model.sync_bn=" + (sync ? "true" : "false") +
                             " --set dist.broadcast_buffers=false > " + root + ".log 2>&1";
@@ -168,10 +168,10 @@ TEST(BatchNormReplicas, OnlyRunningStatisticsDifferWithoutSyncBnAndNothingWithIt
 // (diffckpt exits 0), and its evaluation, sharded over the ranks, is one model's: a single
 // process's `dptrain eval` of rank 0's replica gives the same hits and loss.
 TEST(BroadcastBuffers, DefaultTwoRankRunLeavesIdenticalReplicasAndOneModelsEvaluation) {
-  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string root = root_for("bn_broadcast");
   std::filesystem::create_directories(root);
-  const std::string limits = " --set train.steps=12 train.warmup_steps=2 data.train_limit=1024 data.eval_limit=256"
+  const std::string limits = dp::test::fashion_mnist_set() + " --set train.steps=12 train.warmup_steps=2 data.train_limit=1024 data.eval_limit=256"
                              " train.batch_size=32 train.threads=1 --log-level warn";
   const std::string cfg = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg";
   const std::string cmd = kBin + " --nproc 2 " + cfg + " --run-dir " + root + " --dump-replicas" + limits + " > " +

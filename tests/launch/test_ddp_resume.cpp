@@ -26,6 +26,7 @@
 
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
 namespace {
@@ -39,7 +40,6 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
-const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 constexpr int kSteps = 40, kHalf = 20;
 
 std::string root_for(const std::string& tag) {
@@ -62,7 +62,7 @@ Outcome dptrain(const std::string& root, int nproc, int batch, const std::string
   const std::string cmd = env + (env.empty() ? "" : " ") + kBin +
                           (nproc > 1 ? " --nproc " + std::to_string(nproc) : "") + " " + DPTRAIN_SOURCE_DIR +
                           "/models/fmnist_mlp.cfg --run-dir " + root + " --name m --log-level info" +
-                          " --set 'model.hidden=[64]' data.train_limit=2048 data.eval_limit=256" +
+                          dp::test::fashion_mnist_set() + " --set 'model.hidden=[64]' data.train_limit=2048 data.eval_limit=256" +
                           " train.steps=" + std::to_string(kSteps) + " train.batch_size=" + std::to_string(batch) +
                           " train.optimizer=sgd train.lr=0.01 train.momentum=0.9 train.threads=1"
                           " checkpoint.every_steps=10 checkpoint.keep=0 > " +
@@ -83,7 +83,7 @@ dp::CheckpointMeta meta_of(const std::string& path) {
 }
 
 TEST(DdpResume, TwoRanksKillDashNineThenResumeEqualsStraightBitwise) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string a = root_for("straight"), b = root_for("killed");
   Outcome straight = dptrain(a, 2, 32);
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
@@ -118,7 +118,7 @@ TEST(DdpResume, TwoRanksKillDashNineThenResumeEqualsStraightBitwise) {
 }
 
 TEST(DdpResume, TwoRanksThenOneRankAtDoubleBatchContinuesAtTheRightSample) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string a = root_for("two"), b = root_for("two_then_one");
   Outcome straight = dptrain(a, 2, 32);
   ASSERT_EQ(straight.exit_code, 0) << straight.output;

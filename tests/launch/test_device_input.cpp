@@ -22,6 +22,7 @@
 #include "runtime/cuda/exec_context.h"
 #include "runtime/data/u8_dataset.h"
 #include "runtime/device_memory.h"
+#include "tests/gpu_test.h"
 #endif
 
 namespace dp::launch {
@@ -131,10 +132,9 @@ TEST(InputGeometry, ImagesKeepTheirShapeOtherSamplesBecomeRows) {
 const Shape kShape{3, 12, 10};
 constexpr int kBatch = 8;
 
-class DeviceInputGpu : public ::testing::Test {
+class DeviceInputGpu : public gputest::GpuFixture<> {
  protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  void GpuSetUp() override {
     gpu_ = std::make_unique<cuda::ExecContext>(0, size_t{16} << 20);
     std::mt19937 gen(3);
     const int64_t n = 50, numel = shape_numel(kShape);
@@ -195,7 +195,7 @@ class DeviceInputGpu : public ::testing::Test {
   const uint64_t seed_ = 77;
 };
 
-TEST_F(DeviceInputGpu, EpochsOfBatchesEqualTheCpuLoaderInEveryDtypeAndLayout) {
+DP_GPU_TEST_F(DeviceInputGpu, EpochsOfBatchesEqualTheCpuLoaderInEveryDtypeAndLayout) {
   const struct {
     DType dtype;
     bool cl;
@@ -234,7 +234,7 @@ TEST_F(DeviceInputGpu, EpochsOfBatchesEqualTheCpuLoaderInEveryDtypeAndLayout) {
 // Host function on the compute stream: holds it, as a long step would.
 void CUDART_CB hold_stream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
-TEST_F(DeviceInputGpu, ASlotInUseIsNotOverwrittenBeforeItsRelease) {
+DP_GPU_TEST_F(DeviceInputGpu, ASlotInUseIsNotOverwrittenBeforeItsRelease) {
   DeviceInput in(*gpu_, t_, kShape, kBatch, DType::F32, false, seed_, DType::U8, 2);
   data::Loader cpu(*ds_, order(1), kBatch, false, t_, seed_, 1);
   data::Loader raw(*ds_, order(1), kBatch, false, t_, seed_, 1, 2, data::BatchFormat::RawU8);
@@ -270,7 +270,7 @@ TEST_F(DeviceInputGpu, ASlotInUseIsNotOverwrittenBeforeItsRelease) {
   EXPECT_EQ(download(b2.y), host_bytes(want[2].y));
 }
 
-TEST_F(DeviceInputGpu, RefusesWhatDoesNotFit) {
+DP_GPU_TEST_F(DeviceInputGpu, RefusesWhatDoesNotFit) {
   DeviceInput in(*gpu_, t_, kShape, kBatch, DType::BF16, true, seed_, DType::U8, 2);
   data::Loader raw(*ds_, order(0), kBatch, false, t_, seed_, 0, 2, data::BatchFormat::RawU8);
   data::Batch r;

@@ -19,6 +19,7 @@
 #include "runtime/data/file_bytes.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/config.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 #include "tests/runtime/data/data_test_util.h"
 #include "tests/runtime/data/tiny_images.h"
@@ -143,7 +144,6 @@ TEST_F(PredictInputs, WhatCannotBeReadIsOneClearError) {
 // ---- through the binary ----
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 const std::string kCfg = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg";
 
 int sh(const std::string& cmd) {
@@ -159,19 +159,18 @@ class InferenceRuns : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = (fs::temp_directory_path() / ("dptrain_inference_" + std::to_string(::getpid()))).string();
     fs::remove_all(root_);
-    if (!fs::exists(kData + "/t10k-images-idx3-ubyte.gz")) return;
-    train(load_config(kCfg, {"run.dir=\"" + root_ + "\"", "run.name=\"a\"", "run.log_level=\"warn\"",
-                             "data.train_limit=1024", "data.eval_limit=300", "train.steps=6", "train.warmup_steps=2",
-                             "train.batch_size=64", "train.threads=1"}));
+    if (test::fashion_mnist_dir().empty()) return;
+    train(load_config(kCfg, {"run.dir=\"" + root_ + "\"", test::fashion_mnist_override(), "run.name=\"a\"",
+                             "run.log_level=\"warn\"", "data.train_limit=1024", "data.eval_limit=300",
+                             "train.steps=6", "train.warmup_steps=2", "train.batch_size=64", "train.threads=1"}));
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
-  void SetUp() override {
-    if (!fs::exists(kData + "/t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist not installed";
-  }
+  void SetUp() override { SKIP_WITHOUT_FASHION_MNIST(); }
   static std::string eval(int nproc, const std::string& weights, const std::string& out) {
-    return fmt::format("{} {} eval {} --weights {} --out {} --set data.eval_limit=300 train.batch_size=64 "
+    return fmt::format("{} {} eval {} --weights {} --out {}{} --set data.eval_limit=300 train.batch_size=64 "
                        "train.threads=1 --log-level warn > {}.log 2>&1",
-                       kBin, nproc > 1 ? fmt::format("--nproc {}", nproc) : "", kCfg, weights, out, out);
+                       kBin, nproc > 1 ? fmt::format("--nproc {}", nproc) : "", kCfg, weights, out,
+                       test::fashion_mnist_set(), out);
   }
   static inline std::string root_;
 };
@@ -214,13 +213,13 @@ TEST_F(InferenceRuns, EvalOnTwoRanksEqualsOneAndTheTrainingRunsEvaluation) {
 // last bits), and the log says which kernels ran.
 TEST_F(InferenceRuns, EvalRunsOnTheCpuBackendTheConfigNames) {
   const std::string set = "train.cpu_backend=\"reference\"";
-  train(load_config(kCfg, {"run.dir=\"" + root_ + "\"", "run.name=\"ref\"", "run.log_level=\"warn\"",
-                           "data.train_limit=1024", "data.eval_limit=300", "train.steps=6", "train.warmup_steps=2",
-                           "train.batch_size=64", "train.threads=1", set}));
+  train(load_config(kCfg, {"run.dir=\"" + root_ + "\"", test::fashion_mnist_override(), "run.name=\"ref\"",
+                           "run.log_level=\"warn\"", "data.train_limit=1024", "data.eval_limit=300", "train.steps=6",
+                           "train.warmup_steps=2", "train.batch_size=64", "train.threads=1", set}));
   const std::string out = root_ + "/eref.json";
-  ASSERT_EQ(sh(fmt::format("{} eval {} --weights {}/ref/final.safetensors --out {} --set data.eval_limit=300 "
+  ASSERT_EQ(sh(fmt::format("{} eval {} --weights {}/ref/final.safetensors --out {}{} --set data.eval_limit=300 "
                            "train.batch_size=64 train.threads=1 train.cpu_backend=reference > {}.log 2>&1",
-                           kBin, kCfg, root_, out, out)),
+                           kBin, kCfg, root_, out, test::fashion_mnist_set(), out)),
             0)
       << read_file(out + ".log");
   EXPECT_NE(read_file(out + ".log").find("CPU kernels: reference (im2col + BLAS, NCHW, unfused)"), std::string::npos)
@@ -236,7 +235,7 @@ TEST_F(InferenceRuns, EvalRunsOnTheCpuBackendTheConfigNames) {
 
 TEST_F(InferenceRuns, PredictOnTwoRanksWritesWhatOneRankWritesInInputOrder) {
   // The first 1000 test images, as a plain IDX file.
-  const std::vector<uint8_t> t10k = data::read_file_bytes(kData + "/t10k-images-idx3-ubyte.gz");
+  const std::vector<uint8_t> t10k = data::read_file_bytes(test::fashion_mnist_file("t10k-images-idx3-ubyte.gz"));
   const std::string input = root_ + "/first1000-images-idx3-ubyte";
   {
     std::vector<uint8_t> head(t10k.begin(), t10k.begin() + 16 + 1000 * 784);

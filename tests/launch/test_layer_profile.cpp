@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/gpu_test.h"
 #include "models/build.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
@@ -169,8 +170,7 @@ TEST(LayerProfileRun, AWindowTheRunNeverReachesIsSaidAndWritesNothing) {
 }
 
 // The real thing on a GPU: CUDA events around every layer, bf16, read after the window.
-TEST(LayerProfileGpu, Bf16RunTimesEveryLayerWithCudaEvents) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(LayerProfileGpu, Bf16RunTimesEveryLayerWithCudaEvents) {
   const fs::path root = temp_root("gpu");
   const std::string cmd = kBin + " " + kCfg + " --run-dir " + root.string() +
                           " --set train.device=cuda --set train.precision=bf16 --set train.steps=12 --set train.warmup_steps=2"

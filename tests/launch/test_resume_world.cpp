@@ -17,6 +17,7 @@
 
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
 namespace {
@@ -26,7 +27,6 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
-const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 
 struct Outcome {
   int exit_code = -1;
@@ -38,7 +38,7 @@ Outcome dptrain(const std::string& root, int nproc, const std::string& env = "")
   const std::string cmd = env + (env.empty() ? "" : " ") + kBin + " --nproc " + std::to_string(nproc) + " " +
                           DPTRAIN_SOURCE_DIR +
                           "/models/fmnist_mlp.cfg --run-dir " + root + " --name m --log-level info" +
-                          " --set 'model.hidden=[32]' data.train_limit=1000 data.eval_limit=100 train.epochs=2"
+                          dp::test::fashion_mnist_set() + " --set 'model.hidden=[32]' data.train_limit=1000 data.eval_limit=100 train.epochs=2"
                           " train.steps=0 train.batch_size=32 train.schedule=cosine train.warmup_steps=3"
                           " train.lr=0.01 train.threads=1 train.log_every=1 checkpoint.every_steps=5"
                           " checkpoint.keep=0 run.tensorboard=false dist.timeout_s=60 > " +
@@ -84,7 +84,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.from << "->" << c.to; }
 class ResumeWorld : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ResumeWorld, EndsWhereAStraightRunOfTheNewWorldEnds) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const Case c = GetParam();
   const std::string tag = fmt::format("{}to{}", c.from, c.to);
   const std::string straight = root_for(tag + "_straight"), resumed = root_for(tag + "_resumed");

@@ -34,6 +34,7 @@
 
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
 extern char** environ;
@@ -48,7 +49,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
 const std::string kDiff = std::string(DPTRAIN_BINARY_DIR) + "/diffckpt";
-const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 constexpr int kSteps = 400;
 constexpr int kSignalAfter = 20;  // signal once both ranks logged this step
 
@@ -78,6 +78,7 @@ class Launch {
                                      "--log-level",
                                      "info",
                                      "--set",
+                                     dp::test::fashion_mnist_override(),
                                      "model.hidden=[256,256]",
                                      "data.train_limit=4096",
                                      "data.eval_limit=256",
@@ -222,7 +223,7 @@ std::pair<int, std::string> diffckpt(const std::string& a, const std::string& b,
 }
 
 TEST(Signals, UsrOneToOneRankStopsBothAtTheSameStepAndTheResumedRunEqualsAStraightOne) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string a = root_for("straight"), b = root_for("usr1");
 
   Launch straight(a);
@@ -284,7 +285,7 @@ TEST(Signals, UsrOneToOneRankStopsBothAtTheSameStepAndTheResumedRunEqualsAStraig
 }
 
 TEST(Signals, TermToTheLauncherStopsBothAtTheSameStepWithACheckpointAndExits143) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string b = root_for("term");
   Launch run(b);
   ASSERT_GT(run.pid(), 0) << "cannot start " << kBin;

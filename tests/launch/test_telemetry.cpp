@@ -19,6 +19,7 @@
 
 #include "launch/telemetry.h"
 #include "runtime/metrics/tensorboard_writer.h"
+#include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
 namespace {
@@ -27,15 +28,14 @@ using dp::testutil::read_file;
 
 namespace fs = std::filesystem;
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
-const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 
 TEST(Telemetry, TwoRanksWriteEventsTraceAndSummary) {
-  if (!fs::exists(kData)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const fs::path root = fs::temp_directory_path() / ("dptrain_telemetry_" + std::to_string(::getpid()));
   fs::remove_all(root);
   fs::create_directories(root);
   const std::string cmd = kBin + " --nproc 2 " + DPTRAIN_SOURCE_DIR + "/models/fmnist_mlp.cfg --run-dir " +
-                          root.string() +
+                          root.string() + dp::test::fashion_mnist_set() +
                           " --set train.steps=40 --set train.log_every=10 --set data.train_limit=4096"
                           " --set data.eval_limit=256 --set train.batch_size=16 --set model.hidden=[64,32]"
                           " --set dist.bucket_mb=0.001 --set dist.first_bucket_mb=0.001"

@@ -11,11 +11,10 @@
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/fashion_mnist.h"
 
 namespace dp::launch {
 namespace {
-
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 
 std::string temp_root(const std::string& tag) {
   auto p = std::filesystem::temp_directory_path() / ("dptrain_train_" + tag + "_" + std::to_string(::getpid()));
@@ -35,15 +34,13 @@ std::string tensor_bytes_of(const std::string& path) {
   return out;
 }
 
-bool have_data() { return std::filesystem::exists(kData + "/train-images-idx3-ubyte.gz"); }
-
 TEST(Train, FashionMnistCnnShortRunReaches085) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   const std::string root = temp_root("acc");
   // The shipped cfg, shortened: a third of the training set, one epoch.
   Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
-                           {"run.dir=\"" + root + "\"", "train.epochs=1", "data.train_limit=30000",
-                            "train.warmup_steps=20", "run.log_level=\"warn\""});
+                           {"run.dir=\"" + root + "\"", test::fashion_mnist_override(), "train.epochs=1",
+                            "data.train_limit=30000", "train.warmup_steps=20", "run.log_level=\"warn\""});
   TrainResult r = train(cfg);
   std::filesystem::remove_all(root);
   EXPECT_EQ(r.final_eval.samples, 10000);
@@ -52,10 +49,11 @@ TEST(Train, FashionMnistCnnShortRunReaches085) {
 }
 
 TEST(Train, SameSeedGivesBitwiseIdenticalWeights) {
-  if (!have_data()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  SKIP_WITHOUT_FASHION_MNIST();
   auto run_once = [](const std::string& root, int seed) {
     Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg",
-                             {"run.dir=\"" + root + "\"", "train.steps=12", "train.batch_size=64",
+                             {"run.dir=\"" + root + "\"", test::fashion_mnist_override(), "train.steps=12",
+                              "train.batch_size=64",
                               "train.warmup_steps=2", "data.train_limit=2048", "data.eval_limit=256",
                               "model.dropout=0.25",
                               "data.crop_padding=2", "data.hflip=true", "run.seed=" + std::to_string(seed),

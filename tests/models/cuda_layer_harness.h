@@ -37,6 +37,17 @@ inline Tensor rounded(const Tensor& t, DType dtype) {
   return out;
 }
 
+// A CPU f64 copy of a CPU tensor of any dtype the layers keep: f32/f64 (layer_harness.h's get),
+// i64/i32 (num_batches_tracked) value by value. What to compare download()'s f64 with:
+// layer_harness.h's cast() leaves integer tensors as they are, and get() reads f32/f64 only.
+inline Tensor to_f64(const Tensor& t) {
+  if (is_floating(t.dtype())) return cast(t, DType::F64);
+  Tensor out = Tensor::zeros(t.shape(), DType::F64);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.data<double>()[i] = t.dtype() == DType::I64 ? static_cast<double>(t.data<int64_t>()[i]) : t.data<int32_t>()[i];
+  return out;
+}
+
 // Index of logical NCHW element (n, c, h, w) in NHWC memory.
 inline int64_t nhwc_index(const Shape& s, int64_t i) {
   const int64_t C = s[1], H = s[2], W = s[3];

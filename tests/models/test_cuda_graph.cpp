@@ -1,6 +1,6 @@
 // A whole graph on the GPU against the same graph on the CPU: a small residual CNN (conv, batch
-// norm, ReLU, max pooling, a residual join with two consumers, global average pooling, dropout,
-// linear), the same seed, input and output gradient: the f32 output and every fp32 master
+// norm, ReLU, max pooling, a residual join with two consumers, global average pooling, flatten,
+// dropout, linear), the same seed, input and output gradient: the f32 output and every fp32 master
 // gradient agree in fp32, and within 16-bit rounding in bf16/fp16 (channels last, 16-bit weight
 // copies refreshed from the fp32 masters, gradients widened into the fp32 arena). Skips without
 // a GPU.
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "models/build.h"
+#include "tests/gpu_test.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {
@@ -23,9 +24,21 @@ ModelConfig residual_cnn() {
                layer_spec("conv2d", "conv2", {{"out_channels", I(8)}, {"kernel", I(3)}, {"padding", I(1)}, {"bias", ArgValue{false}}}),
                layer_spec("add", "join", {}, {"conv2", "pool"}),
                layer_spec("global_avgpool", "gap", {}),
+               layer_spec("flatten", "flat", {}),
                layer_spec("dropout", "drop", {{"p", ArgValue{0.25}}}),
                layer_spec("linear", "fc", {{"out_features", I(5)}})};
   return mc;
+}
+
+// The model follows the graph's rules (e.g. linear takes [C], so a flatten after the pooling)
+// on the CPU, so CI finds a rule it breaks before a GPU run does.
+TEST(CudaGraphModel, BuildsOnTheCpu) {
+  auto g = models::build_model(residual_cnn(), {3, 12, 12}, 5);
+  EXPECT_EQ(g->nodes().size(), residual_cnn().layers.size());
+  Rng rng(7, 0);
+  const Tensor x = cast(random_normal({4, 3, 12, 12}, DType::F64, rng), DType::F32);
+  StepContext ctx{true, 3, 1};
+  EXPECT_EQ(g->forward(ctx, x).shape(), (Shape{4, 5}));
 }
 
 struct Mode {
@@ -33,10 +46,9 @@ struct Mode {
   double tol;
 };
 
-class CudaGraph : public ::testing::TestWithParam<Mode> {};
+class CudaGraphGpu : public gputest::GpuTestWithParam<Mode> {};
 
-TEST_P(CudaGraph, ForwardAndGradientsMatchTheCpuGraph) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_P(CudaGraphGpu, ForwardAndGradientsMatchTheCpuGraph) {
   const Mode m = GetParam();
   cuda::ExecContext exec(0, size_t{64} << 20);
   const Shape in{3, 12, 12};
@@ -76,7 +88,7 @@ TEST_P(CudaGraph, ForwardAndGradientsMatchTheCpuGraph) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CudaGraph,
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaGraphGpu,
                          ::testing::Values(Mode{DType::F32, 1e-4}, Mode{DType::BF16, 4e-2}, Mode{DType::F16, 6e-3}),
                          [](const ::testing::TestParamInfo<Mode>& i) { return std::string(dtype_name(i.param.compute)); });
 

@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "tests/gpu_test.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {
@@ -43,10 +44,22 @@ std::vector<CudaLayerCase> cuda_cases() {
   return out;
 }
 
-class CudaLayers : public ::testing::TestWithParam<CudaLayerCase> {};
+// The buffers' comparison without a GPU: num_batches_tracked (an i64 scalar) compares as its
+// value (layer_harness.h's get() reads f32/f64 only: "tensor is i64[] on cpu, accessed as f32"
+// on the first GPU run's bn_train and bn_eval cases).
+TEST(CudaLayerHarness, IntegerBuffersCompareByValue) {
+  Tensor tracked = Tensor::zeros({}, DType::I64);
+  tracked.data<int64_t>()[0] = 3;
+  Tensor seen = Tensor::zeros({}, DType::F64);
+  seen.data<double>()[0] = 3;
+  EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 0);
+  seen.data<double>()[0] = 4;
+  EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 1.0 / 3);
+}
 
-TEST_P(CudaLayers, MatchCpuTwin) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+class CudaLayersGpu : public gputest::GpuTestWithParam<CudaLayerCase> {};
+
+DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
   const LayerCase& c = GetParam().layer;
   const Precision& p = GetParam().precision;
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
@@ -79,7 +92,7 @@ TEST_P(CudaLayers, MatchCpuTwin) {
     if (is_floating(cpu.buffers[j].dtype()))
       EXPECT_LT(normalised_error(gpu::download(g.buffers[j], false), cpu.buffers[j]), p.tol) << c.name << " buffer " << j;
     else
-      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0) << c.name;
+      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), gpu::to_f64(cpu.buffers[j])), 0) << c.name;
 
   const Tensor dy = gpu::rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
   const Tensor dyd = gpu::upload(dy, p.compute, p.channels_last, dev);
@@ -105,7 +118,7 @@ TEST_P(CudaLayers, MatchCpuTwin) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayers, ::testing::ValuesIn(cuda_cases()),
+INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayersGpu, ::testing::ValuesIn(cuda_cases()),
                          [](const ::testing::TestParamInfo<CudaLayerCase>& i) {
                            return i.param.layer.name + "_" + dtype_name(i.param.precision.compute);
                          });

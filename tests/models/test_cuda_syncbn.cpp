@@ -14,6 +14,7 @@
 
 #include "collectives/communicator.h"
 #include "models/layers/batchnorm2d/batchnorm2d.h"
+#include "tests/gpu_test.h"
 #include "tests/models/cuda_layer_harness.h"
 
 namespace dp::test {
@@ -55,10 +56,9 @@ struct Precision {
   double tol;  // as tests/models/test_cuda_layers.cpp
 };
 
-class CudaSyncBn : public ::testing::TestWithParam<Precision> {};
+class CudaSyncBnGpu : public gputest::GpuTestWithParam<Precision> {};
 
-TEST_P(CudaSyncBn, MatchesTheCpuSyncPathOverTwoRanks) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_P(CudaSyncBnGpu, MatchesTheCpuSyncPathOverTwoRanks) {
   const Precision p = GetParam();
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
@@ -95,7 +95,7 @@ TEST_P(CudaSyncBn, MatchesTheCpuSyncPathOverTwoRanks) {
     if (is_floating(cpu.buffers[j].dtype()))
       EXPECT_LT(normalised_error(gpu::download(g.buffers[j], false), cpu.buffers[j]), p.tol) << "buffer " << j;
     else
-      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0);
+      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), gpu::to_f64(cpu.buffers[j])), 0);
 
   const Tensor dy = gpu::rounded(random_normal(y.shape(), DType::F64, rng), p.compute);
   const Tensor dyd = gpu::upload(dy, p.compute, p.channels_last, dev);
@@ -118,7 +118,7 @@ TEST_P(CudaSyncBn, MatchesTheCpuSyncPathOverTwoRanks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CudaSyncBn,
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaSyncBnGpu,
                          ::testing::Values(Precision{DType::F32, false, 2e-5}, Precision{DType::BF16, true, 1.6e-2},
                                            Precision{DType::F16, true, 2.5e-3}),
                          [](const ::testing::TestParamInfo<Precision>& i) { return dtype_name(i.param.compute); });

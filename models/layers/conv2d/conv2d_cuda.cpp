@@ -10,10 +10,17 @@
 //
 // Math: f32 data runs in CUDNN_FMA_MATH (no TF32), so it stays within ~1e-5 of the CPU twin;
 // bf16/f16 data runs on tensor cores with f32 accumulation.
+//
+// The bias and its gradient are the project's kernels (kernels/cuda/elementwise.h bias_add and
+// bias_grad, as linear's), in every dtype and layout: cuDNN 9.19 refused
+// cudnnConvolutionBackwardBias for bf16 on an H200, and docs/cuda.md's table of cuDNN calls says
+// what each call documents.
 #include "models/layers/conv2d/conv2d.h"
 
 #include <optional>
 
+#include "kernels/cuda/elementwise.h"
+#include "models/layers/conv2d/bias_layout.h"
 #include "models/layers/conv2d/filter_layout.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/buffers.h"
@@ -28,7 +35,6 @@ struct Conv2d::CudaState {
   const cuda::ExecContext* gpu = nullptr;  // null: nothing below is valid
   cuda::ConvKey key;                       // what the descriptors and choices describe
   cuda::TensorDesc x, y;                   // x and dx [N, C, H, W]; y and dy [N, K, OH, OW]
-  cuda::TensorDesc bias;                   // bias and its gradient [1, K, 1, 1]
   cuda::FilterDesc w;                      // weight and its gradient: KCRS, or KRSC channels last
   // One convolution descriptor per pass: each takes the math type its algorithm was measured
   // with (cuDNN picks the kernel by algorithm and math type together; PyTorch does the same).
@@ -126,7 +132,6 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
   const int64_t K = a_.out_channels, Cg = C_ / a_.groups, R = a_.kernel;
   st.x.set(dt, batch, C_, H_, W_, cl);
   st.y.set(dt, batch, K, OH_, OW_, cl);
-  st.bias.set(dt, 1, K, 1, 1, cl);
   st.w.set(dt, K, Cg, R, R, cl);
   for (cuda::ConvDesc* conv : {&st.conv_fwd, &st.conv_bwd_data, &st.conv_bwd_filter})
     conv->set(a_.padding, a_.stride, a_.groups, DType::F32, key.tensor_ops);
@@ -173,8 +178,12 @@ void Conv2d::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   CHECK_CUDNN(cudnnConvolutionForward(gpu.cudnn(), &one, st.x.get(), x[0].raw(), st.w.get(), w, st.conv_fwd.get(),
                                       static_cast<cudnnConvolutionFwdAlgo_t>(st.fwd->algo), ws, st.fwd->memory,
                                       &zero, st.y.get(), y.raw()));
-  if (a_.bias)
-    CHECK_CUDNN(cudnnAddTensor(gpu.cudnn(), &one, st.bias.get(), params_[1].raw(), &one, st.y.get(), y.raw()));
+  // y += bias: the project's kernel, as the bias gradient below (cudnnAddTensor's reference lists
+  // no bf16, and docs/cuda.md's table says why neither bias call goes to cuDNN).
+  if (a_.bias) {
+    const ConvBiasView v = conv_bias_view(N, a_.out_channels, OH_ * OW_, st.key.channels_last);
+    CHECK_CUDA(kernels::cuda::bias_add(dt, y.raw(), params_[1].raw(), v.outer, v.channels, v.inner, gpu.compute()));
+  }
 }
 
 void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
@@ -227,10 +236,13 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
                                              st.bwd_filter->memory, cl ? &zero : &one, st.w.get(), dw));
   if (cl) grad_add_from_krsc(dt, grads_[0].raw(), dw, K, Cg, R, R, gpu.compute());
 
-  // db += sum of dy over N, H, W.
-  if (a_.bias)
-    CHECK_CUDNN(cudnnConvolutionBackwardBias(gpu.cudnn(), &one, st.y.get(), dy.raw(), &one, st.bias.get(),
-                                             grads_[1].raw()));
+  // db += sum of dy over N, OH, OW (accumulated, as every parameter gradient): the project's
+  // kernel, not cudnnConvolutionBackwardBias, which returned CUDNN_STATUS_NOT_SUPPORTED for bf16
+  // (cuDNN 9.19 on an H200).
+  if (a_.bias) {
+    const ConvBiasView v = conv_bias_view(N, K, OH_ * OW_, cl);
+    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), dy.raw(), v.outer, v.channels, v.inner, gpu.compute()));
+  }
 }
 
 }  // namespace dp::models

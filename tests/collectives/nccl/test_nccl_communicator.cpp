@@ -5,11 +5,9 @@
 // other times out and aborts, naming the op and its sequence number).
 //
 // CUDA is never initialised in the test process before a fork (a forked child cannot use it
-// then): GPUs are counted in a child.
+// then): GPUs are counted in a child (tests/gpu_test.h, DP_GPU_TEST_IN_CHILD). Suites:
+// NcclCommunicatorGpu (one GPU), NcclCommunicator2Gpu (two).
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <regex>
 
@@ -17,6 +15,7 @@
 #include "collectives/nccl/gpu_assignment.h"
 #include "runtime/device_memory.h"
 #include "tests/collectives/ring_harness.h"
+#include "tests/gpu_test.h"
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
 #endif
@@ -90,19 +89,6 @@ class OneRank final : public Bootstrap {
   std::vector<std::string> allgather(const std::string& mine) override { return {mine}; }
 };
 
-// CUDA devices, counted in a child process so that this one never initialises CUDA.
-int gpus_seen_by_a_child() {
-  static const int n = [] {
-    std::fflush(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) _exit(std::min(cuda_device_count(), 100));
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-  }();
-  return n;
-}
-
 TEST(MakeCommunicator, UnknownBackendListsTheKnownOnes) {
   try {
     parse_collective_backend("gloo");
@@ -122,7 +108,7 @@ TEST(MakeCommunicator, AWorldOfOneIsTheSingleProcessCommunicator) {
 }
 
 TEST(MakeCommunicator, NcclWithoutCudaOrGpuIsAClearUserError) {
-  if (gpus_seen_by_a_child() > 0) GTEST_SKIP() << "this machine has a GPU";
+  if (gputest::InChild::gpus() > 0) GTEST_SKIP() << "this machine has a GPU";
   OneRank one;
   try {
     make_communicator(CollectiveBackend::Nccl, one, 5);
@@ -163,8 +149,7 @@ TEST(MakeCommunicator, RingOnTwoRanksAllReduces) {
 #ifdef DPTRAIN_HAVE_CUDA
 
 // Two ranks that would both drive GPU 0: every rank fails before NCCL is called.
-TEST(NcclCommunicator, TwoRanksOnOneGpuFailBeforeNcclIsCalled) {
-  if (gpus_seen_by_a_child() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_IN_CHILD(NcclCommunicatorGpu, TwoRanksOnOneGpuFailBeforeNcclIsCalled) {
   auto rs = ringtest::run_ranks(
       2,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {
@@ -187,8 +172,7 @@ TEST(NcclCommunicator, TwoRanksOnOneGpuFailBeforeNcclIsCalled) {
 
 // Every op and dtype on one rank's GPU: NCCL's results copied back equal the host reference
 // (a world of one: the identity, and allgather / reduce_scatter copy).
-TEST(NcclCommunicator, EveryOpOnOneGpuMatchesTheHost) {
-  if (gpus_seen_by_a_child() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST_IN_CHILD(NcclCommunicatorGpu, EveryOpOnOneGpuMatchesTheHost) {
   auto rs = ringtest::run_ranks(
       1,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {
@@ -256,8 +240,7 @@ TEST(NcclCommunicator, EveryOpOnOneGpuMatchesTheHost) {
 
 // Two GPUs: rank 1 never issues #2; rank 0's allreduce #2 times out, aborts the communicator
 // and says which collective; a later collective fails at once.
-TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutAndAborts) {
-  if (gpus_seen_by_a_child() < 2) GTEST_SKIP() << "needs two GPUs";
+DP_GPUS_TEST_IN_CHILD(NcclCommunicator2Gpu, ARankThatNeverJoinsTimesOutAndAborts, 2) {
   auto rs = ringtest::run_ranks(
       2,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {

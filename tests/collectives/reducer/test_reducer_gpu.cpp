@@ -4,7 +4,7 @@
 // gradients are written on the compute stream behind a host-side sleep right before each
 // on_ready, as backward enqueues them: a reducer that read them before the compute stream got
 // there would see the stale values. Every body runs in forked ranks (the test process never
-// initialises CUDA); everything skips without a GPU.
+// initialises CUDA); the GPU cases (ReducerGpu) skip without a GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include "collectives/reducer/reducer.h"
 #include "collectives/ring/ring_communicator.h"
 #include "models/build.h"
-#include "tests/collectives/gpu_child.h"
 #include "tests/collectives/ring_harness.h"
+#include "tests/gpu_test.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "collectives/nccl/nccl_communicator.h"
@@ -30,16 +30,18 @@
 namespace dp {
 namespace {
 
-std::unique_ptr<Graph> mlp(Device device) {
+// The test model on the CPU, or on a GPU with its execution context (a graph on a GPU is built
+// with the context its layers run in).
+std::unique_ptr<Graph> mlp(Device device, cuda::ExecContext* gpu = nullptr) {
   ModelConfig mc;
   mc.preset = PresetKind::Mlp;
   mc.hidden = {16, 8};
-  return models::build_model(mc, {1, 6, 6}, 1, device);
+  return models::build_model(mc, {1, 6, 6}, 1, device, DType::F32, gpu);
 }
 
 // The GPU tests' layout (host-checked): three buckets, one per layer, so that overlap, a
 // bucket launched by finalize and a bucket of unused parameters all occur.
-TEST(ReducerGpu, TheTestModelHasOneBucketPerLayer) {
+TEST(ReducerGpuModel, HasOneBucketPerLayer) {
   auto g = mlp(Device::cpu());
   SingleProcessCommunicator single;
   ReducerOptions o;
@@ -78,7 +80,7 @@ void step(Reducer& red, const Graph& g, const std::vector<int>& unused, const st
 int compare_one(Communicator& cpu_comm, Communicator& gpu_comm, cuda::ExecContext& ctx, int r, DType wire,
                 bool overlap, bool with_unused, ringtest::SharedState* s) {
   auto gc = mlp(Device::cpu());
-  auto gg = mlp(Device::cuda(ctx.device()));
+  auto gg = mlp(Device::cuda(ctx.device()), &ctx);
   const int64_t n = gc->grads().flat().numel();
   ReducerOptions o;
   // Slots (elements): fc1 576 + 16, fc2 128 + 8, fc3 80 + 10: three buckets, one per layer.
@@ -146,8 +148,7 @@ int compare_all(Communicator& cpu_comm, Communicator& gpu_comm, int r, ringtest:
   return bad == 0 ? 0 : 1;
 }
 
-TEST(ReducerGpu, MatchesTheCpuReducerOverTheSingleProcessCommunicator) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(ReducerGpu, MatchesTheCpuReducerOverTheSingleProcessCommunicator) {
   auto rs = ringtest::run_ranks(
       1,
       [](Bootstrap&, ringtest::SharedState* s, int r) {
@@ -158,8 +159,7 @@ TEST(ReducerGpu, MatchesTheCpuReducerOverTheSingleProcessCommunicator) {
   EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
 }
 
-TEST(ReducerGpu, MatchesTheCpuReducerOverNcclOnOneGpu) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(ReducerGpu, MatchesTheCpuReducerOverNcclOnOneGpu) {
   auto rs = ringtest::run_ranks(
       1,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {
@@ -173,8 +173,7 @@ TEST(ReducerGpu, MatchesTheCpuReducerOverNcclOnOneGpu) {
 
 // Two ranks on GPU 0: one ring communicator carries both reducers' buckets (the CPU one's first),
 // in the same sizes and order, so the sums are the same additions in the same order.
-TEST(ReducerGpu, MatchesTheCpuReducerOverTheRingOn2Ranks) {
-  SKIP_WITHOUT_GPU_IN_CHILD();
+DP_GPU_TEST_IN_CHILD(ReducerGpu, MatchesTheCpuReducerOverTheRingOn2Ranks) {
   auto rs = ringtest::run_ranks(
       2,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {

@@ -1,5 +1,6 @@
 // The CUDA owners (runtime/cuda/): ordering, moves, handle binding, the memory pool's peak.
-// Everything that needs a device skips without one; the error path is tested everywhere.
+// Everything that needs a device (CudaResourcesGpu) skips without one; the error path is tested
+// everywhere.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check.h"
+#include "tests/gpu_test.h"
 #endif
 
 namespace dp::cuda {
@@ -23,9 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 
 #ifdef DPTRAIN_HAVE_CUDA
-#define SKIP_WITHOUT_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU"
-
 TEST(CudaResources, AFailedCreateNamesTheCallTheSourceLineAndTheRank) {
   // Without a GPU, device 0 fails (no driver); with one, an index far beyond any machine's.
   const int bad = cuda_device_count() == 0 ? 0 : 4096;
@@ -39,8 +38,7 @@ TEST(CudaResources, AFailedCreateNamesTheCallTheSourceLineAndTheRank) {
   }
 }
 
-TEST(CudaResources, StreamOrdersAMemsetAndTwoCopiesThroughPinnedMemory) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, StreamOrdersAMemsetAndTwoCopiesThroughPinnedMemory) {
   CudaStream stream(0);
   configure_memory_pool(0);
   constexpr size_t kBytes = 1 << 20;
@@ -64,8 +62,7 @@ TEST(CudaResources, StreamOrdersAMemsetAndTwoCopiesThroughPinnedMemory) {
   EXPECT_EQ(b[kBytes - 1], 0x11);
 }
 
-TEST(CudaResources, AnotherStreamWaitsOnAnEvent) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, AnotherStreamWaitsOnAnEvent) {
   CudaStream producer(0), consumer(0);
   DeviceBuffer a(4096, producer.get()), b(4096, producer.get());
   CHECK_CUDA(cudaMemsetAsync(a.data(), 0x33, 4096, producer.get()));
@@ -83,8 +80,7 @@ TEST(CudaResources, AnotherStreamWaitsOnAnEvent) {
   producer.wait(back);
 }
 
-TEST(CudaResources, MovesLeaveEmptyOwnersAndTransferTheHandle) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, MovesLeaveEmptyOwnersAndTransferTheHandle) {
   CudaStream s1(0);
   cudaStream_t raw = s1.get();
   CudaStream s2(std::move(s1));
@@ -123,8 +119,7 @@ TEST(CudaResources, MovesLeaveEmptyOwnersAndTransferTheHandle) {
   s3.synchronize();
 }
 
-TEST(CudaResources, LibraryHandlesAreBoundToTheirStream) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, LibraryHandlesAreBoundToTheirStream) {
   CudaStream s(0), t(0);
   CublasHandle blas(s.get());
   cudaStream_t got = nullptr;
@@ -143,8 +138,7 @@ TEST(CudaResources, LibraryHandlesAreBoundToTheirStream) {
   EXPECT_TRUE(moved);
 }
 
-TEST(CudaResources, TimingEventsMeasureANonNegativeInterval) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, TimingEventsMeasureANonNegativeInterval) {
   CudaStream s(0);
   CudaEvent start(true), stop(true);
   DeviceBuffer buf(1 << 24, s.get());
@@ -155,8 +149,7 @@ TEST(CudaResources, TimingEventsMeasureANonNegativeInterval) {
   EXPECT_GE(stop.elapsed_ms_since(start), 0.0f);
 }
 
-TEST(CudaResources, PoolPeakCountsALiveAllocationAndSurvivesItsFree) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaResourcesGpu, PoolPeakCountsALiveAllocationAndSurvivesItsFree) {
   CudaStream s(0);
   configure_memory_pool(0);
   s.synchronize();

@@ -11,6 +11,7 @@
 
 #include "runtime/data/idx.h"
 #include "runtime/data/u8_dataset.h"
+#include "tests/fashion_mnist.h"
 
 namespace fs = std::filesystem;
 using dp::data::open_fashion_mnist;
@@ -269,10 +270,34 @@ TEST(DataIdx, FashionMnistAcceptsUncompressedNames) {
             d / "t10k-images-idx3-ubyte" + ": images are [1, 2, 4], expected [1, 28, 28] for Fashion-MNIST");
 }
 
+// tests/fashion_mnist.h: $DPTRAIN_FASHION_MNIST_DIR first when it holds the training images, then
+// Debian's path; what a test checks for is what it passes on as data.path.
+TEST(DataIdx, TestsFindFashionMnistInTheEnvironmentsDirectoryFirst) {
+  const TempDir d;
+  const char* before = std::getenv(dp::test::kFashionMnistEnv);
+  const std::string saved = before ? before : "";
+  const std::string debian = fs::exists(fs::path(dp::data::kFashionMnistDir) / "train-images-idx3-ubyte.gz")
+                                 ? dp::data::kFashionMnistDir
+                                 : "";
+  ::setenv(dp::test::kFashionMnistEnv, d.path.c_str(), 1);
+  EXPECT_EQ(dp::test::fashion_mnist_dir(), debian) << "a directory without the files does not count";
+  std::ofstream(d / "train-images-idx3-ubyte.gz").put('x');
+  EXPECT_EQ(dp::test::fashion_mnist_dir(), d.path.string());
+  EXPECT_EQ(dp::test::fashion_mnist_override(), "data.path=\"" + d.path.string() + "\"");
+  EXPECT_EQ(dp::test::fashion_mnist_set(), " --set 'data.path=\"" + d.path.string() + "\"'");
+  EXPECT_EQ(dp::test::fashion_mnist_file("t10k-images-idx3-ubyte.gz"), d / "t10k-images-idx3-ubyte.gz");
+  ::unsetenv(dp::test::kFashionMnistEnv);
+  EXPECT_EQ(dp::test::fashion_mnist_dir(), debian);
+  EXPECT_EQ(dp::test::fashion_mnist_missing(),
+            "Fashion-MNIST not found in $DPTRAIN_FASHION_MNIST_DIR (unset) nor /usr/share/datasets/fashion-mnist: "
+            "apt-get install dataset-fashion-mnist, or point DPTRAIN_FASHION_MNIST_DIR at a directory holding "
+            "{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz");
+  if (before) ::setenv(dp::test::kFashionMnistEnv, saved.c_str(), 1);
+}
+
 TEST(DataIdx, RealFashionMnist) {
-  const std::string dir = dp::data::kFashionMnistDir;
-  if (!fs::exists(fs::path(dir) / "train-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "Fashion-MNIST not installed in " << dir << " (apt-get install dataset-fashion-mnist)";
+  SKIP_WITHOUT_FASHION_MNIST();
+  const std::string dir = dp::test::fashion_mnist_dir();
   auto train = open_fashion_mnist(dir, true);
   auto test = open_fashion_mnist(dir, false);
   ASSERT_EQ(train->size(), 60000);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/gpu_test.h"
 #include "base/error.h"
 #include "runtime/device_memory.h"
 #include "runtime/metrics/layer_profile.h"
@@ -315,8 +316,7 @@ TEST(LayerProfile, AWindowWithoutAMarkSourceIsAProgrammingError) {
 #ifdef DPTRAIN_HAVE_CUDA
 // The real events: recorded around work on a stream with no host wait, read after; the span
 // around a 256 MiB memset is longer than an empty one. Numbers are not asserted beyond order.
-TEST(LayerMarksGpu, EventsOnTheStreamTimeItsWorkAndAreReadAfterTheWindow) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(LayerMarksGpu, EventsOnTheStreamTimeItsWorkAndAreReadAfterTheWindow) {
   cuda::CudaStream stream(0);
   constexpr size_t kBytes = size_t{256} << 20;
   cuda::DeviceBuffer buf(kBytes, stream.get());

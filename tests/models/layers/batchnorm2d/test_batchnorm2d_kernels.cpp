@@ -172,7 +172,7 @@ void check_against_twin(const Shape3& s, DType dt, bool nhwc, std::mt19937_64& g
   EXPECT_TRUE(scratch_.guards_intact());
 }
 
-TEST_F(CudaBatchnormGpu, BuildingBlocksMatchTheCpuTwin) {
+DP_GPU_TEST_F(CudaBatchnormGpu, BuildingBlocksMatchTheCpuTwin) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   // One chunk and many; C below, at and above the NHWC tile of 32; 1x1 planes.
   for (Shape3 sh : {Shape3{1, 1, 2}, Shape3{2, 3, 20}, Shape3{4, 33, 49}, Shape3{3, 64, 1}, Shape3{8, 5, 3136},
@@ -181,7 +181,7 @@ TEST_F(CudaBatchnormGpu, BuildingBlocksMatchTheCpuTwin) {
       for (bool nhwc : {false, true}) check_against_twin(sh, dt, nhwc, gen_, s());
 }
 
-TEST_F(CudaBatchnormGpu, PerChannelStepsMatchTorchsFormulas) {
+DP_GPU_TEST_F(CudaBatchnormGpu, PerChannelStepsMatchTorchsFormulas) {
   const cudaStream_t st = s();
   const int64_t C = 37;
   const double count = 50, momentum = 0.2, eps = 1e-5;

@@ -62,7 +62,7 @@ class CudaFilterLayoutGpu : public test::GpuTest {
   }
 };
 
-TEST_F(CudaFilterLayoutGpu, KcrsToKrscIsTheHostPermutation) {
+DP_GPU_TEST_F(CudaFilterLayoutGpu, KcrsToKrscIsTheHostPermutation) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (const FilterShape& f : kShapes) {
     SCOPED_TRACE(testing::Message() << "k " << f.k << " c " << f.c << " r " << f.r << " s " << f.s);
@@ -82,7 +82,7 @@ TEST_F(CudaFilterLayoutGpu, KcrsToKrscIsTheHostPermutation) {
   }
 }
 
-TEST_F(CudaFilterLayoutGpu, KrscAddedIntoKcrsIsTheHostSumRoundedOnce) {
+DP_GPU_TEST_F(CudaFilterLayoutGpu, KrscAddedIntoKcrsIsTheHostSumRoundedOnce) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   for (const FilterShape& f : kShapes) {
     SCOPED_TRACE(testing::Message() << "k " << f.k << " c " << f.c << " r " << f.r << " s " << f.s);

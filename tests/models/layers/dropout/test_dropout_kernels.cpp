@@ -72,8 +72,7 @@ TEST(CudaDropout, ArgumentsAreCheckedBeforeAnyLaunch) {
 }
 
 // 16-bit: the f32 mask (same zeros), kept values round(f32(x) * scale) once.
-TEST(CudaDropout, SixteenBitDropoutUsesTheF32MaskAndRoundsOnce) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaDropoutGpu, SixteenBitDropoutUsesTheF32MaskAndRoundsOnce) {
   dp::cuda::CudaStream stream(0);
   const cudaStream_t s = stream.get();
   const uint64_t seed = test::fresh_seed();
@@ -110,8 +109,7 @@ TEST(CudaDropout, SixteenBitDropoutUsesTheF32MaskAndRoundsOnce) {
 }
 
 // Channels last: element (n, c, h, w) gets the mask word of its NCHW index wherever it lies.
-TEST(CudaDropout, ChannelsLastMasksByTheLogicalNchwIndex) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaDropoutGpu, ChannelsLastMasksByTheLogicalNchwIndex) {
   dp::cuda::CudaStream stream(0);
   const cudaStream_t s = stream.get();
   const uint64_t seed = test::fresh_seed();
@@ -143,8 +141,7 @@ TEST(CudaDropout, ChannelsLastMasksByTheLogicalNchwIndex) {
   }
 }
 
-TEST(CudaDropout, ForwardAndBackwardEqualTheCpuTwinBitForBit) {
-  SKIP_WITHOUT_GPU();
+DP_GPU_TEST(CudaDropoutGpu, ForwardAndBackwardEqualTheCpuTwinBitForBit) {
   dp::cuda::CudaStream stream(0);
   const cudaStream_t s = stream.get();
   const uint64_t seed = test::fresh_seed();

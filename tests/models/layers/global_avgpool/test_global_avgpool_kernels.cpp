@@ -33,7 +33,7 @@ TEST(CudaGlobalAvgpool, ArgumentsAreCheckedBeforeAnyLaunch) {
 
 class CudaGlobalAvgpoolGpu : public test::GpuTest {};
 
-TEST_F(CudaGlobalAvgpoolGpu, ForwardAndBackwardMatchTheCpuTwin) {
+DP_GPU_TEST_F(CudaGlobalAvgpoolGpu, ForwardAndBackwardMatchTheCpuTwin) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const cudaStream_t st = s();
   struct Case {

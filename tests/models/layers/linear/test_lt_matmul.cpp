@@ -24,6 +24,7 @@
 #include "runtime/cuda/exec_context.h"
 #include "runtime/cuda/check.h"
 #include "runtime/device_memory.h"
+#include "tests/gpu_test.h"
 #endif
 
 namespace dp::cuda {
@@ -197,8 +198,7 @@ std::vector<double> decode(const std::vector<unsigned char>& b, DType dt) {
 // v rounded through dt.
 std::vector<double> rounded(const std::vector<float>& v, DType dt) { return decode(encode(v, dt), dt); }
 
-TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
   ExecContext ctx(0, size_t{32} << 20);
   const cudaStream_t s = ctx.compute();
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
@@ -254,8 +254,7 @@ TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
           }
 }
 
-TEST(LtMatmulGpu, OneHeuristicQueryPerKey) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+DP_GPU_TEST(LtMatmulGpu, OneHeuristicQueryPerKey) {
   ExecContext ctx(0, size_t{32} << 20);
   const cudaStream_t s = ctx.compute();
   DeviceBuffer a(37 * 41 * 4, s), b(41 * 43 * 4, s), d(37 * 43 * 4, s);

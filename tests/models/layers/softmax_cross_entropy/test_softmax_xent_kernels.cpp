@@ -33,7 +33,7 @@ TEST(CudaSoftmaxXent, ArgumentsAreCheckedBeforeAnyLaunch) {
 
 class CudaSoftmaxXentGpu : public test::GpuTest {};
 
-TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const cudaStream_t s = stream_.get();
   struct Case { int64_t N, K; float spread; };
@@ -86,7 +86,7 @@ TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
   }
 }
 
-TEST_F(CudaSoftmaxXentGpu, AnEmptyBatchHasLossZeroAndABadLabelGivesNaNNotAnOverrun) {
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, AnEmptyBatchHasLossZeroAndABadLabelGivesNaNNotAnOverrun) {
   const cudaStream_t s = stream_.get();
   test::Guarded<float> loss_(std::vector<float>{123.0f}, s), rows_(0, s);
   CHECK_CUDA(softmax_xent(nullptr, nullptr, nullptr, rows_.get(), loss_.get(), 0, 10, 0.0, s));
@@ -114,7 +114,7 @@ TEST(CudaSoftmaxCrossEntropyLoss, DeviceCallRefusesHostTensors) {
   EXPECT_THROW(models::SoftmaxCrossEntropy().forward_backward(z, y, nullptr, nullptr), DpError);
 }
 
-TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallMatchesItsCpuCall) {
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallMatchesItsCpuCall) {
   SCOPED_TRACE(testing::Message() << "seed " << seed_);
   const Device dev = Device::cuda(0);
   const models::SoftmaxCrossEntropy loss(0.1);
@@ -140,7 +140,7 @@ TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallMatchesItsCpuCall) {
   }
 }
 
-TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallNamesABadLabel) {
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallNamesABadLabel) {
   const Device dev = Device::cuda(0);
   Tensor y = Tensor::zeros({3}, DType::I32);
   y.data<int32_t>()[1] = 7;
