@@ -35,7 +35,7 @@ std::string device_oom_hint(const DeviceOomInfo& info);
 // The error's one line. Pure. For example:
 //   device out of memory on cuda:0 [rank 0/1 on h] in layer 'conv1' (conv2d), forward: 1.5 GiB (1610612736 bytes)
 //   asked for its output (a [4096, 32, 56, 56] f32 tensor), 512.0 MiB (536870912 bytes) free of 79.2 GiB
-//   (85045231616 bytes) (cudaMallocAsync at runtime/device_memory_cuda.cpp:30); lower train.batch_size
+//   (85045231616 bytes) (cudaMallocAsync(...) at runtime/device_memory_cuda.cpp:28); lower train.batch_size
 //   (activations grow with it) or train.workspace_mb (the cuDNN/cuBLASLt scratch)
 std::string format_device_oom(const DeviceOomInfo& info);
 
