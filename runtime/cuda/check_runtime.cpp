@@ -19,8 +19,6 @@ std::string cuda_hint(cudaError_t e) {
     case cudaErrorInsufficientDriver:
     case cudaErrorNoDevice:
       return "no usable GPU on this host; run with train.device = \"cpu\" or check nvidia-smi";
-    case cudaErrorMemoryAllocation:
-      return "the GPU is out of memory; lower train.batch_size or use train.precision = \"bf16\"";
     case cudaErrorInvalidDevice:
       return "the device index is beyond the visible GPUs; check CUDA_VISIBLE_DEVICES and the local rank";
     case cudaErrorNoKernelImageForDevice:

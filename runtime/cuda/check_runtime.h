@@ -1,6 +1,6 @@
 // defines: CHECK_CUDA, CHECK_CUDA_ALLOC and CHECK_LAUNCH, the CUDA runtime's members of the check-macro family in
 // base/error.h, and fail_check, the message every member of the family throws:
-//   CUDA error: cudaMalloc(&p, n) at file.cu:12 [rank 0/4 on node1]: out of memory (2); hint: ...
+//   CUDA error: cudaMemcpy(...) at file.cu:12 [rank 0/4 on node1]: invalid argument (1); hint: ...
 // Only the CUDA runtime's header: the kernels' emulation build (kernels/cuda/emu/README.md),
 // which has no cuBLAS, cuDNN or NCCL, uses this one; check.h adds the libraries' macros.
 #pragma once
@@ -24,7 +24,7 @@ namespace dp {
 // current device; the message has the device's free memory. Clears the CUDA runtime's last error
 // first: a failed allocation is not sticky, and the next CHECK_LAUNCH must not report it again.
 [[noreturn]] void fail_device_oom(const std::string& call, const char* file, int line, size_t bytes);
-// The hint for common causes ("" when none): pure, tested on its own.
+// The hint for common causes ("" when none; out of memory has its own error): pure, tested on its own.
 std::string cuda_hint(cudaError_t e);
 // An error a faulting kernel leaves (an illegal address, a trap, ...): reported at a later call
 // than the one that caused it, and sticky (the CUDA context is unusable afterwards). Pure.
