@@ -32,6 +32,22 @@ std::string identity_string() {
   return fmt::format("rank {}/{} on {}", id.rank, id.world_size, id.host);
 }
 
+DpError::DpError(const std::string& message)
+    : std::runtime_error(""), message_(std::make_shared<const std::string>(message)),
+      context_(std::make_shared<const std::string>()) {}
+DpError::DpError(const char* message) : DpError(std::string(message)) {}
+
+void DpError::add_context(const std::string& where) {
+  note_context(where);
+  set_message(where + ": " + *message_);
+}
+
+void DpError::note_context(const std::string& where) {
+  context_ = std::make_shared<const std::string>(context_->empty() ? where : where + ": " + *context_);
+}
+
+void DpError::set_message(std::string message) { message_ = std::make_shared<const std::string>(std::move(message)); }
+
 void fail_check(const char* expr, const char* file, int line, const std::string& detail) {
   throw DpError(fmt::format("check failed: {} at {}:{} [{}]{}{}", expr, file, line, identity_string(),
                             detail.empty() ? "" : ": ", detail));

@@ -6,6 +6,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -22,9 +23,28 @@ void set_process_identity(int rank, int world_size);
 // "rank r/N on host"
 std::string identity_string();
 
+// The project's error. Its message can gain context on the way up (the layer that raised it, the
+// allocation that failed) without losing the error's type: `catch (DpError& e) {
+// e.add_context("layer 'fc' (linear), forward"); throw; }` rethrows the same object. Copies are
+// cheap and never throw (the message is shared, as std::runtime_error's is).
 class DpError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DpError(const std::string& message);
+  explicit DpError(const char* message);
+  const char* what() const noexcept override { return message_->c_str(); }
+  // what() becomes "<where>: <what()>", and context() "<where>[: <context()>]" (outermost first).
+  // Subclasses whose message has a form of its own (DeviceOutOfMemory) place it themselves.
+  virtual void add_context(const std::string& where);
+  // The context added so far ("" when none).
+  const std::string& context() const { return *context_; }
+
+ protected:
+  void set_message(std::string message);
+  // Records `where` in context() only (an override of add_context places it in the message).
+  void note_context(const std::string& where);
+
+ private:
+  std::shared_ptr<const std::string> message_, context_;
 };
 
 // A user-facing error (bad config, missing file): the message is complete as given, with no

@@ -17,6 +17,7 @@
 #include "models/build.h"
 #include "models/registry.h"
 #include "runtime/config.h"
+#include "runtime/device_error.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
 #include "runtime/tunables.h"
@@ -66,9 +67,18 @@ std::vector<std::string> overrides_of(const RunArgs& a) {
   return o;
 }
 
+// An error that ends a run: the rank's log file has it too, with the time it happened.
+int logged_failure(const std::exception& e, int status) {
+  log::get("train")->error("{}", e.what());
+  log::get("train")->flush();
+  std::fprintf(stderr, "dptrain: error: %s\n", e.what());
+  return status;
+}
+
 // Runs a command; an error becomes one "dptrain: error:" line and exit code 2 (the user's
-// input), 3 (a peer or the network failed: collectives/communicator.h's CommunicationError; it
-// also goes to the rank's log file, with the time it happened) or 1 (anything else).
+// input), 3 (a peer or the network failed: collectives/communicator.h's CommunicationError), 4
+// (the GPU ran out of memory: runtime/device_error.h's DeviceOutOfMemory) or 1 (anything else).
+// 3 and 4 also go to the rank's log file.
 template <typename F>
 int reporting_errors(F&& command) {
   try {
@@ -77,10 +87,9 @@ int reporting_errors(F&& command) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 2;
   } catch (const CommunicationError& e) {
-    log::get("train")->error("{}", e.what());
-    log::get("train")->flush();
-    std::fprintf(stderr, "dptrain: error: %s\n", e.what());
-    return kExitCommunicationFailed;
+    return logged_failure(e, kExitCommunicationFailed);
+  } catch (const DeviceOutOfMemory& e) {
+    return logged_failure(e, kExitDeviceOutOfMemory);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 1;

@@ -9,6 +9,7 @@
 #include "runtime/cuda/log_failure.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check.h"
+#include "runtime/device_error.h"
 
 namespace dp::launch {
 
@@ -75,8 +76,13 @@ DeviceInput::DeviceInput(cuda::ExecContext& gpu, const data::Transform& t, const
   // data stream may use these at once.
   for (Slot& s : slots_) {
     s.pinned = cuda::PinnedBuffer(layout_.bytes);
-    s.staging = Tensor::zeros({static_cast<int64_t>(layout_.bytes)}, DType::U8, dev);
-    s.x = Tensor::zeros(xs, compute_, dev);
+    try {
+      s.staging = Tensor::zeros({static_cast<int64_t>(layout_.bytes)}, DType::U8, dev);
+      s.x = Tensor::zeros(xs, compute_, dev);
+    } catch (DeviceOutOfMemory& e) {
+      e.set_allocation(fmt::format("an input slot of the GPU input pipeline ({} samples)", max_batch_));
+      throw;
+    }
     s.y = Tensor::view_of(s.staging.storage(), s.staging.byte_offset() + layout_.y_offset, {max_batch_}, DType::I32);
     s.copied = cuda::CudaEvent(false);
     s.ready = cuda::CudaEvent(false);

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "runtime/device_error.h"
 #include "runtime/suggest.h"
 #include "runtime/tensor.h"
 
@@ -46,6 +47,9 @@ void with_size_context(const std::string& what, const std::string& keys, const s
                          static_cast<double>(host_memory_bytes()) / (1u << 30));
   } catch (const std::length_error&) {
     detail = "a size beyond what one allocation can hold";
+  } catch (DeviceOutOfMemory& e) {  // keeps its type (and dptrain's exit status for it)
+    e.add_context(what);
+    throw;
   }
   DP_THROW_USER("{} needs more memory than this machine has ({}); make it smaller: {}", what, detail, keys);
 }

@@ -22,6 +22,7 @@ std::string data_size_keys(const DataConfig& d);
 
 // Runs f; an allocation failure inside becomes
 //   UserError("<what> needs more memory than this machine has (<detail>); make it smaller: <keys>").
+// The GPU's (DeviceOutOfMemory) stays what it is, with <what> added as its context.
 void with_size_context(const std::string& what, const std::string& keys, const std::function<void()>& f);
 
 }  // namespace dp::launch

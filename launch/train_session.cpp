@@ -22,6 +22,8 @@
 #include "runtime/checkpoint/weights_file.h"
 #include "runtime/cuda/nvtx.h"
 #include "runtime/data/sampler.h"
+#include "runtime/device_error.h"
+#include "runtime/fault_injection.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
 #include "runtime/tunables.h"
@@ -42,11 +44,23 @@ int64_t fault_kill_after_step() {
   return t.is_set(Tunable::FaultKillAfterStep) ? t.integer(Tunable::FaultKillAfterStep) : -1;
 }
 
+// DPTRAIN_FAULT_DEVICE_OOM_AT_STEP=N: step N's first layer dispatch fails as if its device were
+// out of memory (runtime/fault_injection.h), on the CPU too.
+int64_t fault_device_oom_at_step() {
+  const Tunables t = tunables();
+  return t.is_set(Tunable::FaultDeviceOomAtStep) ? t.integer(Tunable::FaultDeviceOomAtStep) : -1;
+}
+
 }  // namespace
 
 TrainResult train(const Config& cfg, const TrainOptions& options) {
   TrainSession session(cfg, options);
-  return session.run();
+  try {
+    return session.run();
+  } catch (DeviceOutOfMemory& e) {  // nothing on its way wrote or deleted a checkpoint: say which one is there
+    e.set_resume(session.what_a_rerun_does());
+    throw;
+  }
 }
 
 TrainSession::TrainSession(const Config& cfg, const TrainOptions& options) : cfg_(cfg), options_(options) {}
@@ -185,6 +199,7 @@ void TrainSession::open_run_directory() {
   lg()->info("run directory {}", run_->path());
   result_.run_dir = run_->path();
   kill_after_ = fault_kill_after_step();
+  oom_at_ = fault_device_oom_at_step();
   slow_step_ms_ = tunables().number(Tunable::FaultSlowStepMs);
 }
 
@@ -377,6 +392,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   tel_->begin_step(step_ + 1);
   set_collective_step(step_ + 1);  // the step every collective of this one is recorded with
   if (slow_step_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_step_ms_));
+  if (step_ + 1 == oom_at_) arm_device_oom_fault(fmt::format("DPTRAIN_FAULT_DEVICE_OOM_AT_STEP={}", oom_at_));
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
   optimizer_step(lr);
@@ -606,6 +622,16 @@ void TrainSession::save_checkpoint() {
   if (writer_)
     lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(t0));
+}
+
+// After a failure: what the same command does when run again (for the error's last words).
+std::string TrainSession::what_a_rerun_does() const {
+  if (!ckpts_) return "";  // failed before the run directory: nothing of this run is on disk
+  if (last_saved_ < 0) return "no checkpoint was written yet: a rerun starts over";
+  const std::string ckpt = fmt::format("the checkpoint of step {} ({}) is intact", last_saved_, ckpts_->file_for(last_saved_));
+  if (options_.reset) return ckpt + ": run again without --reset to resume from it";
+  if (!cfg_.checkpoint.resume) return ckpt + ": run again with checkpoint.resume = true to resume from it";
+  return ckpt + ": run the same command again to resume from it";
 }
 
 // Where the run is (step, and the data stream's position) and what it was made with.

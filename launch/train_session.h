@@ -80,6 +80,9 @@ class TrainSession {
   // The run, once. Throws UserError for a bad cfg (before the run directory is touched when the
   // cfg alone decides it) and DpError for a failure on the way.
   TrainResult run();
+  // After run() failed: what running the same command again does (resume from which checkpoint,
+  // or start over), "" when the run failed before its run directory.
+  std::string what_a_rerun_does() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -177,6 +180,7 @@ class TrainSession {
   TrainResult result_;
   int64_t kill_after_ = -1;  // DPTRAIN_FAULT_KILL_AFTER_STEP
   double slow_step_ms_ = 0;  // DPTRAIN_FAULT_SLOW_STEP_MS
+  int64_t oom_at_ = -1;      // DPTRAIN_FAULT_DEVICE_OOM_AT_STEP
   std::unique_ptr<CheckpointDir> ckpts_;
   // Position: steps done, the last checkpoint's step, where the run resumed (epoch and the
   // samples of its order consumed, all ranks together) and where the data stream is now.

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "base/error.h"
+#include "runtime/cuda/check_runtime.h"
 #include "runtime/log.h"
 
 namespace dp {
@@ -24,7 +25,7 @@ void check_cuda(cudaError_t e, const char* what) {
 void* device_alloc(size_t bytes, Device device) {
   check_cuda(cudaSetDevice(device.index), "cudaSetDevice");
   void* p = nullptr;
-  check_cuda(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cudaStreamPerThread), "cudaMallocAsync");
+  CHECK_CUDA_ALLOC(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cudaStreamPerThread), bytes);
   check_cuda(cudaMemsetAsync(p, 0, bytes, cudaStreamPerThread), "cudaMemsetAsync");
   check_cuda(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
   return p;
@@ -56,6 +57,21 @@ void device_memset_zero(void* p, Device device, size_t bytes) {
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a memset");
   check_cuda(cudaMemset(p, 0, bytes), "cudaMemset");
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a memset");
+}
+
+MemoryInfo device_memory_info(Device device) noexcept {
+  if (device.is_cpu()) return host_memory_info();
+  int current = -1;
+  size_t free = 0, total = 0;
+  cudaError_t e = cudaGetDevice(&current);
+  if (e == cudaSuccess && current != device.index) e = cudaSetDevice(device.index);
+  if (e == cudaSuccess) e = cudaMemGetInfo(&free, &total);
+  if (current >= 0 && current != device.index) (void)cudaSetDevice(current);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {};
+  }
+  return {free, total};
 }
 
 bool built_with_cuda() { return true; }

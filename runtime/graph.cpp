@@ -143,7 +143,7 @@ Shape batched(int64_t n, const Shape& s) {
 }
 }  // namespace
 
-const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
+const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x) {
   DP_CHECK(built_, "forward before build");
   Shape want = batched(x.dim(0), input_shape_);
   if (x.shape() != want)
@@ -184,7 +184,7 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
   return acts_.back();
 }
 
-void Graph::backward(const StepContext& step_ctx, const Tensor& dy, const std::function<void(int)>& on_ready) {
+void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const std::function<void(int)>& on_ready) {
   DP_CHECK(input_.defined(), "backward before forward");
   DP_CHECK(dy.shape() == acts_.back().shape(), "output gradient {} does not match output {}", dy.describe(),
            acts_.back().describe());

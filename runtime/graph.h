@@ -144,6 +144,12 @@ class Graph {
   void widen_low_precision_grads(const Node& node);
   void zero_grad_device();
   bool built_ = false;
+  // forward's and backward's node loops (graph.cpp). forward and backward (graph_errors.cpp) run
+  // them and name the layer whose output or input gradient could not be allocated.
+  const Tensor& forward_nodes(const StepContext& ctx, const Tensor& x);
+  void backward_nodes(const StepContext& ctx, const Tensor& dy, const std::function<void(int node)>& on_ready);
+  std::string failed_forward_allocation(const Tensor& x) const;
+  std::string failed_backward_allocation() const;
 };
 
 }  // namespace dp

@@ -1,5 +1,8 @@
 #include "runtime/layer.h"
 
+#include "runtime/fault_injection.h"
+#include "runtime/last_dispatch.h"
+
 namespace dp {
 
 void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers) {
@@ -9,18 +12,52 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
+namespace {
+// Where a layer's error happened, added to it on the way up: "layer 'conv1' (conv2d), forward".
+// Only on the error path: a try block costs nothing until something throws.
+[[noreturn]] void rethrow_in_layer(const std::string& name, const char* type, const char* pass) {
+  const std::string where = dispatch_site(name, type, pass);
+  try {
+    throw;
+  } catch (DpError& e) {
+    e.add_context(where);  // the same object, type and all: an OOM stays an OOM
+    throw;
+  } catch (const std::exception& e) {  // a library's own (oneDNN's dnnl::error, std::bad_alloc)
+    throw DpError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+}  // namespace
+
 void Layer::forward(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(static_cast<int>(x.size()) == num_inputs(), "layer '{}' ({}) takes {} inputs, got {}", name_, type(),
            num_inputs(), x.size());
-  if (y.device().is_cpu()) forward_cpu(ctx, x, y);
-  else forward_cuda(ctx, x, y);
+  try {
+    if (device_oom_fault_armed()) [[unlikely]] raise_device_oom_fault(y);
+    if (y.device().is_cpu()) {
+      forward_cpu(ctx, x, y);
+    } else {
+      note_dispatch(name_, type(), "forward");
+      forward_cuda(ctx, x, y);
+    }
+  } catch (...) {
+    rethrow_in_layer(name_, type(), "forward");
+  }
 }
 
 void Layer::backward(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                      std::vector<Tensor>& dx) {
   DP_CHECK(dx.size() == x.size(), "layer '{}': {} inputs but {} input gradients", name_, x.size(), dx.size());
-  if (y.device().is_cpu()) backward_cpu(ctx, x, y, dy, dx);
-  else backward_cuda(ctx, x, y, dy, dx);
+  try {
+    if (device_oom_fault_armed()) [[unlikely]] raise_device_oom_fault(y);
+    if (y.device().is_cpu()) {
+      backward_cpu(ctx, x, y, dy, dx);
+    } else {
+      note_dispatch(name_, type(), "backward");
+      backward_cuda(ctx, x, y, dy, dx);
+    }
+  } catch (...) {
+    rethrow_in_layer(name_, type(), "backward");
+  }
 }
 
 void Layer::forward_cuda(const StepContext&, const std::vector<Tensor>&, Tensor&) {

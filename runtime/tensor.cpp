@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unistd.h>
 
+#include "runtime/device_error.h"
 #include "runtime/device_memory.h"
 
 namespace dp {
@@ -52,7 +53,12 @@ Storage::~Storage() {
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   for (auto d : shape) DP_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
   Tensor t;
-  t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  try {
+    t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  } catch (DeviceOutOfMemory& e) {
+    e.set_allocation(fmt::format("a {} {} tensor", shape_str(shape), dtype_name(dtype)));
+    throw;
+  }
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;

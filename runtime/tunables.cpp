@@ -74,6 +74,10 @@ constexpr TunableSpec kSpecs[] = {
     {Tunable::FaultSlowStepMs, "DPTRAIN_FAULT_SLOW_STEP_MS", TunableType::Number, "0", 0, 1e6,
      "tests: the process sleeps this many milliseconds at the start of every step, a straggler for the straggler "
      "report (set it for one rank only)"},
+    {Tunable::FaultDeviceOomAtStep, "DPTRAIN_FAULT_DEVICE_OOM_AT_STEP", TunableType::Integer, "", 1, kMax,
+     "tests: step N fails as if the device ran out of memory (its first layer raises the out-of-memory error a "
+     "failed allocation raises, on the CPU too), so the error, exit status 4 and the resume after it can be tested "
+     "without a GPU (unset: never)"},
 };
 static_assert(std::size(kSpecs) == kTunableCount, "one table row per Tunable");
 
@@ -238,7 +242,7 @@ std::string tunables_reference() {
 std::string tunables_help() {
   std::string out = "Environment tunables (meanings: dptrain --print-config-reference):\n";
   for (const auto& s : kSpecs)
-    out += fmt::format("  {:<31} {}{}\n", s.name, allowed(s),
+    out += fmt::format("  {:<32} {}{}\n", s.name, allowed(s),
                        s.default_value.empty() ? "" : fmt::format(", default {}", s.default_value));
   return out;
 }

@@ -38,8 +38,9 @@ enum class Tunable {
   RendezvousReportS,
   FaultKillAfterStep,
   FaultSlowStepMs,
+  FaultDeviceOomAtStep,
 };
-inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultSlowStepMs) + 1;
+inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultDeviceOomAtStep) + 1;
 
 enum class TunableType { Integer, Number, Text };
 

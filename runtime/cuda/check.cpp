@@ -12,11 +12,18 @@ std::string nccl_hint(ncclResult_t r) {
   }
 }
 
+bool cudnn_status_is_device_oom(cudnnStatus_t s) { return s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED; }
+bool cublas_status_is_device_oom(cublasStatus_t s) { return s == CUBLAS_STATUS_ALLOC_FAILED; }
+
 void fail_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) {
-  fail_check("cuDNN", expr, file, line, fmt::format("{} ({})", cudnnGetErrorString(s), static_cast<int>(s)), "");
+  const std::string what = fmt::format("{} ({})", cudnnGetErrorString(s), static_cast<int>(s));
+  if (cudnn_status_is_device_oom(s)) fail_device_oom(fmt::format("{}: {}", expr, what), file, line, 0);
+  fail_check("cuDNN", expr, file, line, what, "");
 }
 void fail_cublas(cublasStatus_t s, const char* expr, const char* file, int line) {
-  fail_check("cuBLAS", expr, file, line, fmt::format("{} ({})", cublasGetStatusString(s), static_cast<int>(s)), "");
+  const std::string what = fmt::format("{} ({})", cublasGetStatusString(s), static_cast<int>(s));
+  if (cublas_status_is_device_oom(s)) fail_device_oom(fmt::format("{}: {}", expr, what), file, line, 0);
+  fail_check("cuBLAS", expr, file, line, what, "");
 }
 void fail_nccl(ncclResult_t r, const char* expr, const char* file, int line) {
   fail_check("NCCL", expr, file, line, fmt::format("{} ({})", ncclGetErrorString(r), static_cast<int>(r)),

@@ -2,6 +2,8 @@
 // family in base/error.h — beside CHECK_CUDA and CHECK_LAUNCH (check_runtime.h, included). Same
 // message shape:
 //   cuDNN error: cudnnCreate(&h) at file.cpp:12 [rank 0/4 on node1]: CUDNN_STATUS_... (2000)
+// An allocation failure inside cuDNN or cuBLAS(Lt) is a DeviceOutOfMemory instead. Raised inside
+// a layer, the error also names the layer and pass (Layer::forward/backward add it).
 #pragma once
 #include <cublas_v2.h>
 #include <cudnn.h>
@@ -15,6 +17,10 @@ namespace dp {
 [[noreturn]] void fail_nccl(ncclResult_t r, const char* expr, const char* file, int line);
 // The hint for common causes ("" when none): pure, tested on its own.
 std::string nccl_hint(ncclResult_t r);
+// The statuses that mean "a device allocation inside the library failed": fail_cudnn and
+// fail_cublas throw DeviceOutOfMemory for them (runtime/device_error.h). Pure.
+bool cudnn_status_is_device_oom(cudnnStatus_t s);
+bool cublas_status_is_device_oom(cublasStatus_t s);
 }  // namespace dp
 
 #define CHECK_CUDNN(expr)                                                                    \

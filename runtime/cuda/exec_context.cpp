@@ -2,6 +2,7 @@
 
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/cuda/check.h"
+#include "runtime/device_error.h"
 
 namespace dp::cuda {
 
@@ -33,7 +34,14 @@ void* ExecContext::workspace(size_t bytes) {
   if (bytes == 0) return nullptr;
   if (workspace_.bytes() < bytes) {
     workspace_ = DeviceBuffer();  // freed in stream order on compute(), before the new block
-    workspace_ = DeviceBuffer(bytes, compute_.get());
+    try {
+      workspace_ = DeviceBuffer(bytes, compute_.get());
+    } catch (DeviceOutOfMemory& e) {
+      e.set_allocation(fmt::format("the cuDNN/cuBLASLt workspace (at most {} bytes: train.workspace_mb)",
+                                   workspace_limit_),
+                       true);
+      throw;
+    }
   }
   return workspace_.data();
 }

@@ -58,7 +58,8 @@ TEST(Tunables, SetValuesAreParsedByTheirType) {
   const Tunables t = read_tunables(map_env({{"DPTRAIN_RING_SMALL_BYTES", "0"},
                                             {"DPTRAIN_RING_SPIN_US", "12.5"},
                                             {"DPTRAIN_RING_HOST", "10.0.0.7"},
-                                            {"DPTRAIN_FAULT_KILL_AFTER_STEP", "23"}}));
+                                            {"DPTRAIN_FAULT_KILL_AFTER_STEP", "23"},
+                                            {"DPTRAIN_FAULT_DEVICE_OOM_AT_STEP", "7"}}));
   EXPECT_TRUE(t.is_set(Tunable::RingSmallBytes));
   EXPECT_EQ(t.integer(Tunable::RingSmallBytes), 0);
   EXPECT_DOUBLE_EQ(t.number(Tunable::RingSpinUs), 12.5);
@@ -66,6 +67,7 @@ TEST(Tunables, SetValuesAreParsedByTheirType) {
   EXPECT_TRUE(t.is_set(Tunable::FaultKillAfterStep));
   EXPECT_EQ(t.integer(Tunable::FaultKillAfterStep), 23);
   EXPECT_EQ(t.text(Tunable::FaultKillAfterStep), "23");
+  EXPECT_EQ(t.integer(Tunable::FaultDeviceOomAtStep), 7);
 }
 
 TEST(Tunables, ABadValueIsOneErrorNamingTheVariableItsValueAndTheRange) {
@@ -89,6 +91,9 @@ TEST(Tunables, ABadValueIsOneErrorNamingTheVariableItsValueAndTheRange) {
             "[1, max]; or unset it");
   EXPECT_EQ(error_of("DPTRAIN_FAULT_KILL_AFTER_STEP", " 5"),
             "environment variable DPTRAIN_FAULT_KILL_AFTER_STEP = \" 5\" is not allowed: expected an integer in "
+            "[1, max]; or unset it");
+  EXPECT_EQ(error_of("DPTRAIN_FAULT_DEVICE_OOM_AT_STEP", "0"),
+            "environment variable DPTRAIN_FAULT_DEVICE_OOM_AT_STEP = \"0\" is not allowed: expected an integer in "
             "[1, max]; or unset it");
 }
 
@@ -121,7 +126,7 @@ TEST(Tunables, TheReferenceAndTheHelpListEveryVariable) {
     EXPECT_NE(ref.find("| `" + std::string(s.name) + "` |"), std::string::npos) << s.name;
     EXPECT_NE(help.find("  " + std::string(s.name) + " "), std::string::npos) << s.name;
   }
-  EXPECT_NE(help.find("DPTRAIN_RING_SPIN_US            a number in [0, 1000000], default 50\n"), std::string::npos)
+  EXPECT_NE(help.find("DPTRAIN_RING_SPIN_US             a number in [0, 1000000], default 50\n"), std::string::npos)
       << help;
 }
 

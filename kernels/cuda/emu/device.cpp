@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cuda/emu/errors.h"
+#include "kernels/cuda/emu/memory.h"
 #include "kernels/cuda/launch_limits.h"
 
 namespace dp::emu {
@@ -54,7 +55,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "dptrain CUDA emulator (sm_90 limits)");
   std::memcpy(prop->uuid.bytes, "dptrain-emulator", 16);
-  prop->totalGlobalMem = size_t{80} << 30;
+  prop->totalGlobalMem = dp::emu::kDeviceCapacity;
   prop->sharedMemPerBlock = lim.max_static_shared;
   prop->sharedMemPerBlockOptin = lim.max_shared_optin;
   prop->sharedMemPerMultiprocessor = 228 * 1024;

@@ -66,6 +66,12 @@ cudaError_t allocate(void** p, size_t bytes, Kind kind, const char* call) {
   if (p == nullptr) return api_error(cudaErrorInvalidValue, call, "null result pointer");
   *p = nullptr;
   if (bytes == 0) return cudaSuccess;
+  // The device's capacity, checked before the host allocation (which ASan would refuse by
+  // aborting the process for a size this large).
+  if (kind == Kind::Device && bytes > kDeviceCapacity - device_bytes_in_use())
+    return api_error(cudaErrorMemoryAllocation, call,
+                     fmt::format("{} bytes asked, {} of the device's {} free", bytes,
+                                 kDeviceCapacity - device_bytes_in_use(), kDeviceCapacity));
   // Exactly `bytes`, not rounded up: the first byte past the end is ASan's red zone.
   if (posix_memalign(p, kAlignment, bytes) != 0)
     return api_error(cudaErrorMemoryAllocation, call, fmt::format("{} bytes", bytes));
@@ -155,6 +161,13 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) { return dp::emu::fill(
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
   if (const cudaError_t e = check_stream(stream, "cudaMemsetAsync"); e != cudaSuccess) return e;
   return dp::emu::fill(p, value, bytes, "cudaMemsetAsync");
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (free == nullptr || total == nullptr) return api_error(cudaErrorInvalidValue, "cudaMemGetInfo", "null pointer");
+  *total = dp::emu::kDeviceCapacity;
+  *free = dp::emu::kDeviceCapacity - dp::emu::device_bytes_in_use();
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {

@@ -1,6 +1,6 @@
 // defines: the emulation build's memory calls — cudaMalloc/Async, cudaFree/Async,
-// cudaMallocHost, cudaHostAlloc, cudaFreeHost, cudaMemcpy/Async, cudaMemset/Async and the
-// default pool's attributes — backed by host memory.
+// cudaMallocHost, cudaHostAlloc, cudaFreeHost, cudaMemcpy/Async, cudaMemset/Async, cudaMemGetInfo
+// and the default pool's attributes — backed by host memory, up to an 80 GiB device.
 //
 // "Device" memory is an ordinary heap block of exactly the requested size (so AddressSanitizer
 // puts its red zones right after the last byte: an off-by-one kernel write is an ASan report),
@@ -25,6 +25,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
 cudaError_t cudaMemset(void* p, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream = 0);
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value);
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value);
@@ -48,6 +49,9 @@ cudaError_t cudaHostAlloc(T** p, size_t bytes, unsigned int flags) {
 }
 
 namespace dp::emu {
+// The emulated device's memory (cudaDeviceProp::totalGlobalMem, cudaMemGetInfo's total): device
+// allocations beyond it fail with cudaErrorMemoryAllocation, as on a GPU, without touching the host.
+inline constexpr size_t kDeviceCapacity = size_t{80} << 30;
 // Bytes of device memory now allocated (tests check that nothing leaks).
 size_t device_bytes_in_use();
 }  // namespace dp::emu
