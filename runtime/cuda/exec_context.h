@@ -1,6 +1,7 @@
 // defines: cuda::ExecContext, what one process needs to run layers on its GPU: the compute,
 // data (host-to-device input) and communication streams, the cuDNN, cuBLAS and cuBLASLt
-// handles bound to the compute stream, and a bounded scratch workspace for library calls.
+// handles bound to the compute stream, a bounded scratch workspace for library calls, and which
+// cuDNN API the convolutions use (train.cudnn_api).
 //
 // One per process, made by the trainer once the device is chosen; layers reach it through
 // StepContext::gpu. Every layer launches on compute(); nothing uses the legacy default stream.
@@ -8,6 +9,7 @@
 #include <cstddef>
 
 #include "runtime/cuda/buffers.h"
+#include "runtime/cuda/cudnn_api.h"
 #include "runtime/cuda/handles.h"
 #include "runtime/cuda/stream.h"
 
@@ -35,9 +37,15 @@ class ExecContext {
   // valid until the next call (it grows in stream order; the old block is freed on compute()).
   void* workspace(size_t bytes);
 
+  // train.cudnn_api: the API the convolutions run on (Legacy unless set). The graph reads it when
+  // it is built, to fold ReLUs into convolutions under Graph (Graph::build), so set it first.
+  CudnnApi cudnn_api() const { return cudnn_api_; }
+  void set_cudnn_api(CudnnApi api) { cudnn_api_ = api; }
+
  private:
   int device_;
   size_t workspace_limit_;
+  CudnnApi cudnn_api_ = CudnnApi::Legacy;
   CudaStream compute_, data_, comm_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;
