@@ -343,11 +343,6 @@ std::shared_ptr<const GraphPlan> choose_in_tier(ExecContext& gpu, const std::vec
   return std::make_shared<const GraphPlan>(std::move(impl));
 }
 
-GraphPlanCache<GraphPlan>& plan_cache() {
-  static GraphPlanCache<GraphPlan> cache;
-  return cache;
-}
-
 }  // namespace
 
 GraphPlan::GraphPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -386,7 +381,7 @@ std::shared_ptr<const GraphPlan> choose_graph_plan(ExecContext& gpu, const std::
       key.tiers.back().push_back(r.key);
     }
   }
-  return plan_cache().get(key, gpu.workspace_limit(), [&]() -> std::shared_ptr<const GraphPlan> {
+  return gpu.graph_plans().get(key, gpu.workspace_limit(), [&]() -> std::shared_ptr<const GraphPlan> {
     std::vector<CandidateTiming> tried;
     std::vector<std::string> notes;
     for (const auto& tier : tiers)
@@ -394,7 +389,5 @@ std::shared_ptr<const GraphPlan> choose_graph_plan(ExecContext& gpu, const std::
     throw NoGraphPlan(no_plan_message(who, key, gpu.workspace_limit(), tried, notes));
   });
 }
-
-size_t graph_plan_cache_size() { return plan_cache().size(); }
 
 }  // namespace dp::cuda

@@ -58,14 +58,11 @@ class GraphPlan {
 };
 
 // The plan for the computation `tiers` describes (PlanChoiceKey: alternatives of a tier are timed
-// against each other; a later tier only when no engine runs an earlier one): from the process's
-// cache, or made as above on the requests' pointers and cached. gpu's handle, stream, workspace
-// limit and device are used. `who` names the caller (the layer) in errors. DpError for a key that
-// validate_plan_key refuses; NoGraphPlan when nothing runs.
+// against each other; a later tier only when no engine runs an earlier one): from gpu's cache
+// (ExecContext::graph_plans, one per process), or made as above on the requests' pointers and
+// cached. gpu's handle, stream and workspace limit are used. `who` names the caller (the layer)
+// in errors. DpError for a key that validate_plan_key refuses; NoGraphPlan when nothing runs.
 std::shared_ptr<const GraphPlan> choose_graph_plan(ExecContext& gpu, const std::vector<std::vector<PlanRequest>>& tiers,
                                                    const std::string& who);
-
-// Choices cached in this process (tests).
-size_t graph_plan_cache_size();
 
 }  // namespace dp::cuda

@@ -98,8 +98,8 @@ std::string no_plan_message(const std::string& who, const PlanChoiceKey& key, si
 std::string describe_choice(const PlanKey& winner, const CandidateTiming& chosen, double median,
                             const std::vector<CandidateTiming>& timings, size_t listed);
 
-// Chosen plans by PlanChoiceKey, shared by every caller with the same key (cudnn_graph.cpp keeps
-// the process's one, like the legacy algorithm cache). Plan: any type with
+// Chosen plans by PlanChoiceKey, shared by every caller with the same key (the process's one is
+// ExecContext::graph_plans, like the legacy algorithm cache is process-wide). Plan: any type with
 // `int64_t workspace_bytes() const` (cudnn_graph.h's GraphPlan; tests use a stand-in).
 template <class Plan>
 class GraphPlanCache {
