@@ -16,6 +16,9 @@ void Graph::set_cpu_backend(CpuBackend b) {
 
 void Graph::plan_cpu(DType dtype) {
   DP_CHECK(built_, "CPU plan before build");
+  // A GPU graph has its own plan (plan_gpu): folding for the CPU's backends would fold relus into
+  // layers whose CUDA paths do not apply them.
+  DP_CHECK(device_.is_cpu(), "CPU plan of a graph on {}", device_.str());
   const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
   relu_folded_into_.assign(nodes_.size(), -1);
   for (auto& n : nodes_) n.layer->set_fused_relu(false);
@@ -40,6 +43,7 @@ void Graph::fold_relus(bool gpu) {
 }
 
 std::string Graph::cpu_plan_summary() {
+  if (!device_.is_cpu()) return "CPU kernels: none (a graph on " + device_.str() + ")";
   if (!cpu_planned_) plan_cpu(DType::F32);
   if (cpu_backend_ == CpuBackend::Reference) return "CPU kernels: reference (im2col + BLAS, NCHW, unfused)";
   std::string onednn, own, fused;
