@@ -21,8 +21,8 @@ DType compute_dtype_of(Precision precision);
 
 class GpuRun {
  public:
-  // Device `device` (this process's GPU), train.precision, train.workspace_mb, and fp16's loss
-  // scaling options.
+  // Device `device` (this process's GPU), train.precision, train.workspace_mb, train.cudnn_api,
+  // and fp16's loss scaling options.
   GpuRun(const TrainConfig& t, int device);
   ~GpuRun();
   GpuRun(const GpuRun&) = delete;

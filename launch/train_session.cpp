@@ -173,6 +173,8 @@ void TrainSession::open_data_and_build_model() {
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());
     lg()->info("{}", cpu_threads_summary());
+  } else {  // train.cudnn_api
+    lg()->info("{}", model_->gpu_plan_summary());
   }
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),

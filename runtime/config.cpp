@@ -164,6 +164,9 @@ std::vector<Field> schema(Config& c) {
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
        "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
+      {"train", "cudnn_api", "GPU: the cuDNN API of the convolutions: legacy (cudnnConvolution*, algorithms found per "
+       "shape) or graph (cuDNN's graph API: engine configs from heuristics timed per shape, bias and ReLU fused into "
+       "the forward convolution; docs/cuda.md)", &c.train.cudnn_api},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",

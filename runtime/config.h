@@ -14,6 +14,7 @@
 
 #include "runtime/collective_backend.h"
 #include "runtime/cpu_backend.h"
+#include "runtime/cuda/cudnn_api.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data/dataset_kind.h"
 #include "runtime/data/sampler.h"
@@ -106,6 +107,7 @@ struct TrainConfig {
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;  // oneDNN's convolutions (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
+  cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };

@@ -114,6 +114,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   }
   acts_.assign(nodes_.size(), Tensor());
   dacts_.assign(nodes_.size(), Tensor());
+  if (!device.is_cpu()) plan_gpu();
   built_ = true;
   refresh_compute_params();
 }
@@ -162,7 +163,7 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
   const int64_t n = x.dim(0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto& node = nodes_[i];
-    if (cpu && relu_folded_into_[i] >= 0) {  // its producer applied the ReLU: share its output
+    if (relu_folded_into_[i] >= 0) {  // its producer applied the ReLU: share its output
       acts_[i] = acts_[relu_folded_into_[i]];
       continue;
     }
@@ -214,7 +215,7 @@ void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const 
   };
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     auto& node = nodes_[i];
-    if (!gpu && relu_folded_into_[i] >= 0) {  // a folded relu: its gradient is its producer's
+    if (relu_folded_into_[i] >= 0) {  // a folded relu: its gradient is its producer's
       const int src = relu_folded_into_[i];
       DP_CHECK(!have[src], "folded relu '{}': its producer has another consumer", node.layer->name());
       dacts_[src] = std::move(dacts_[i]);

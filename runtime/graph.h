@@ -79,6 +79,10 @@ class Graph {
   void set_cpu_conv_algorithm(CpuConvAlgorithm a) { cpu_conv_algorithm_ = a; }
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
+  // On a GPU graph: the convolutions' cuDNN API (the context's train.cudnn_api) and, under the
+  // graph API, the ReLUs folded into their producers when the graph was built (each relu that is
+  // the only consumer of a layer whose CUDA path can_fuse it: gpu_can_fuse_relu).
+  std::string gpu_plan_summary() const;
   cuda::ExecContext* gpu() const { return gpu_; }
   // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
   void set_observer(GraphObserver* o) { observer_ = o; }
@@ -117,9 +121,11 @@ class Graph {
   CpuConvAlgorithm cpu_conv_algorithm_ = CpuConvAlgorithm::Auto;
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
-  std::vector<int> relu_folded_into_;
+  std::vector<int> relu_folded_into_;  // also a GPU graph's (plan_gpu, at build)
   Tensor input_nhwc_, output_nchw_, dy_nhwc_;
   void plan_cpu(DType dtype);
+  void plan_gpu();
+  void fold_relus(bool gpu);  // relu_folded_into_ and the layers' set_fused_relu for either path
   StepContext cpu_context(const StepContext& ctx);
   const Tensor& model_input(const Tensor& x);
   // dst (same logical shape as src) = src in the other layout; allocated once per shape.

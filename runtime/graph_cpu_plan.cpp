@@ -1,7 +1,7 @@
 // Graph's CPU plan (graph.h, set_cpu_backend): under the oneDNN backend, the layout of the
 // activations (channels last when every layer takes it) and the ReLUs folded into their
-// producers; the step context that carries the plan to the layers; the layout changes at the
-// graph's edges.
+// producers (the folding rule, which the GPU plan in graph_cuda.cpp shares); the step context
+// that carries the plan to the layers; the layout changes at the graph's edges.
 #include <algorithm>
 
 #include "kernels/cpu/layout.h"
@@ -16,25 +16,34 @@ void Graph::set_cpu_backend(CpuBackend b) {
 
 void Graph::plan_cpu(DType dtype) {
   DP_CHECK(built_, "CPU plan before build");
+  // A GPU graph has its own plan (plan_gpu): folding for the CPU's backends would fold relus into
+  // layers whose CUDA paths do not apply them.
+  DP_CHECK(device_.is_cpu(), "CPU plan of a graph on {}", device_.str());
   const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
   relu_folded_into_.assign(nodes_.size(), -1);
   for (auto& n : nodes_) n.layer->set_fused_relu(false);
   cpu_channels_last_ = onednn && std::all_of(nodes_.begin(), nodes_.end(),
                                              [](const Node& n) { return n.layer->cpu_channels_last(); });
-  for (size_t i = 0; onednn && i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
-    if (!n.layer->is_relu() || n.inputs.size() != 1 || n.inputs[0] == kInput) continue;
-    const int src = n.inputs[0];
-    // Exact only when the relu is the producer's sole consumer: nobody else reads the pre-ReLU values.
-    if (consumers_count_[src] != 1 || !nodes_[src].layer->can_fuse_relu()) continue;
-    nodes_[src].layer->set_fused_relu(true);
-    relu_folded_into_[i] = src;
-  }
+  if (onednn) fold_relus(/*gpu=*/false);
   cpu_plan_dtype_ = dtype;
   cpu_planned_ = true;
 }
 
+void Graph::fold_relus(bool gpu) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!n.layer->is_relu() || n.inputs.size() != 1 || n.inputs[0] == kInput) continue;
+    const int src = n.inputs[0];
+    const Layer& producer = *nodes_[src].layer;
+    // Exact only when the relu is the producer's sole consumer: nobody else reads the pre-ReLU values.
+    if (consumers_count_[src] != 1 || !(gpu ? producer.gpu_can_fuse_relu() : producer.can_fuse_relu())) continue;
+    nodes_[src].layer->set_fused_relu(true);
+    relu_folded_into_[i] = src;
+  }
+}
+
 std::string Graph::cpu_plan_summary() {
+  if (!device_.is_cpu()) return "CPU kernels: none (a graph on " + device_.str() + ")";
   if (!cpu_planned_) plan_cpu(DType::F32);
   if (cpu_backend_ == CpuBackend::Reference) return "CPU kernels: reference (im2col + BLAS, NCHW, unfused)";
   std::string onednn, own, fused;

@@ -1,5 +1,6 @@
-// Graph's GPU side (runtime/graph.h): mixed precision's casts between the fp32 master copies and
-// the layers' 16-bit ones, and gradient sums and zeroing on the compute stream.
+// Graph's GPU side (runtime/graph.h): the GPU plan (ReLUs folded into convolutions under cuDNN's
+// graph API), mixed precision's casts between the fp32 master copies and the layers' 16-bit
+// ones, and gradient sums and zeroing on the compute stream.
 #include "runtime/graph.h"
 
 #include <cuda_runtime.h>
@@ -11,6 +12,23 @@
 #include "runtime/cuda/check.h"
 
 namespace dp {
+
+void Graph::plan_gpu() {
+  relu_folded_into_.assign(nodes_.size(), -1);
+  for (auto& n : nodes_) n.layer->set_fused_relu(false);
+  if (gpu_->cudnn_api() == cuda::CudnnApi::Graph) fold_relus(/*gpu=*/true);
+}
+
+std::string Graph::gpu_plan_summary() const {
+  if (!gpu_) return "";
+  if (gpu_->cudnn_api() == cuda::CudnnApi::Legacy) return "convolutions: cuDNN's legacy API";
+  std::string fused;
+  for (size_t i = 0; i < nodes_.size() && i < relu_folded_into_.size(); ++i)
+    if (relu_folded_into_[i] >= 0)
+      fused += fmt::format("{}{}+{}", fused.empty() ? "" : " ", nodes_[relu_folded_into_[i]].layer->name(),
+                           nodes_[i].layer->name());
+  return fmt::format("convolutions: cuDNN's graph API; ReLUs folded into them: [{}]", fused);
+}
 
 void Graph::refresh_compute_params() {
   if (compute_ == DType::F32 || !lp_params_.allocated()) return;

@@ -87,9 +87,12 @@ class Layer {
   // oneDNN (logged once per graph). can_fuse_relu: the layer's oneDNN path can apply a ReLU to
   // its own output and mask its output gradient by it; the graph then folds a relu that is the
   // layer's only consumer into it and calls set_fused_relu(true) (false when it re-plans).
+  // gpu_can_fuse_relu: the same for the layer's CUDA path, which a GPU graph folds into when its
+  // context runs cuDNN's graph API (train.cudnn_api = "graph"; Graph::build).
   virtual bool cpu_channels_last() const { return false; }
   virtual bool has_onednn_path() const { return false; }
   virtual bool can_fuse_relu() const { return false; }
+  virtual bool gpu_can_fuse_relu() const { return false; }
   virtual bool is_relu() const { return false; }  // a plain ReLU, which the plan may fold
   virtual void set_fused_relu(bool on) { DP_CHECK(!on, "layer '{}' cannot fuse a ReLU", name_); }
   bool fused_relu() const { return fused_relu_; }

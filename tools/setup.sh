@@ -2,8 +2,9 @@
 # Sets up a Debian 12 machine for dptrain and builds it into build/.
 #   tools/setup.sh               packages + Python oracle environment + build
 #   tools/setup.sh --no-oracles  packages + build (enough to train; the tests need the oracles)
-# Idempotent: installed packages, an existing working oracle environment and an existing build
-# are reused. Environment: DPTRAIN_VENV (default /opt/dptrain-venv), BUILD_DIR (default build),
+# Idempotent: installed packages, an existing working oracle environment, fetched headers and an
+# existing build are reused. Environment: DPTRAIN_VENV (default /opt/dptrain-venv), DPTRAIN_DEPS
+# (default /opt/dptrain-deps: third-party headers the build needs), BUILD_DIR (default build),
 # CUDA_ARCH (default 90), JOBS (default: all cores).
 set -euo pipefail
 
@@ -23,7 +24,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # 1. Debian packages (CUDA, cuDNN and NCCL come from /usr/local/cuda when present).
-packages=(build-essential cmake ninja-build pkg-config git
+packages=(build-essential cmake ninja-build pkg-config git python3-pip
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libopenblas-openmp-dev libdnnl-dev linux-perf dataset-fashion-mnist python3 python3-venv libpmix2 libpmi2-0
   slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmi2-0-dev munge libmunge2 libmunge-dev libpmix-dev
@@ -42,7 +43,39 @@ else
   say "Debian packages: all present"
 fi
 
-# 2. Python oracle environment, outside the repo: only tests use it (dptrain never needs Python).
+# 2. NVIDIA's cudnn-frontend (CUDA builds only): the header-only C++ API of cuDNN's graph API that
+# runtime/cuda/cudnn_graph.cpp uses, from PyPI's nvidia-cudnn-frontend wheel (its include/ folder),
+# pinned by version and sha256, fetched with pip download (not into any environment) and unpacked
+# outside the source tree, where CMake looks for it (runtime/CMakeLists.txt). The wheel's name is
+# fixed by the platform options, so the same file (and sha256) comes whatever Python runs pip.
+fe_version=1.32.0
+fe_wheel=nvidia_cudnn_frontend-1.32.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
+fe_sha256=c6006556017a4d1c914c52a556c71b1267f2d6a0500f742e7b4edef539878df0
+fe_dir=${DPTRAIN_DEPS:-/opt/dptrain-deps}/cudnn-frontend-$fe_version
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  say "cudnn-frontend: not needed (no CUDA toolkit: a CPU-only build)"
+elif [ -f "$fe_dir/include/cudnn_frontend.h" ] && [ "$(cat "$fe_dir/SHA256" 2>/dev/null)" = "$fe_sha256" ]; then
+  say "cudnn-frontend $fe_version: $fe_dir (reused)"
+else
+  say "fetching cudnn-frontend $fe_version (PyPI nvidia-cudnn-frontend, headers only) into $fe_dir"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
+    --platform manylinux_2_28_x86_64 --dest "$tmp" "nvidia-cudnn-frontend==$fe_version"
+  echo "$fe_sha256  $tmp/$fe_wheel" | sha256sum --check --quiet ||
+    { echo "setup.sh: $fe_wheel does not have the pinned sha256 $fe_sha256; not using it" >&2; exit 1; }
+  python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])' "$tmp/$fe_wheel" "$tmp/x"
+  $SUDO rm -rf "$fe_dir"
+  $SUDO mkdir -p "$fe_dir"
+  $SUDO cp -r "$tmp/x/include" "$fe_dir/"
+  echo "$fe_sha256" | $SUDO tee "$fe_dir/SHA256" >/dev/null
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+
+# 3. Python oracle environment, outside the repo: only tests use it (dptrain never needs Python).
 if [ "$oracles" = 1 ]; then
   venv=${DPTRAIN_VENV:-/opt/dptrain-venv}
   check='import torch, torchvision, numpy, safetensors, tensorboard, PIL'
@@ -62,7 +95,7 @@ if [ "$oracles" = 1 ]; then
   fi
 fi
 
-# 3. Configure and build.
+# 4. Configure and build.
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >/dev/null

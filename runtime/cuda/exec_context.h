@@ -1,6 +1,7 @@
 // defines: cuda::ExecContext, what one process needs to run layers on its GPU: the compute,
 // data (host-to-device input) and communication streams, the cuDNN, cuBLAS and cuBLASLt
-// handles bound to the compute stream, and a bounded scratch workspace for library calls.
+// handles bound to the compute stream, a bounded scratch workspace for library calls, which
+// cuDNN API the convolutions use (train.cudnn_api), and the graph-API plans chosen with its handle.
 //
 // One per process, made by the trainer once the device is chosen; layers reach it through
 // StepContext::gpu. Every layer launches on compute(); nothing uses the legacy default stream.
@@ -8,10 +9,14 @@
 #include <cstddef>
 
 #include "runtime/cuda/buffers.h"
+#include "runtime/cuda/cudnn_api.h"
+#include "runtime/cuda/graph_candidates.h"
 #include "runtime/cuda/handles.h"
 #include "runtime/cuda/stream.h"
 
 namespace dp::cuda {
+
+class GraphPlan;  // runtime/cuda/cudnn_graph.h
 
 class ExecContext {
  public:
@@ -35,14 +40,27 @@ class ExecContext {
   // valid until the next call (it grows in stream order; the old block is freed on compute()).
   void* workspace(size_t bytes);
 
+  // train.cudnn_api: the API the convolutions run on (Legacy unless set). The graph reads it when
+  // it is built, to fold ReLUs into convolutions under Graph (Graph::build), so set it first.
+  CudnnApi cudnn_api() const { return cudnn_api_; }
+  void set_cudnn_api(CudnnApi api) { cudnn_api_ = api; }
+
+  // The cuDNN graph-API plans chosen on this context (runtime/cuda/cudnn_graph.h): the process's
+  // cache, as there is one context per process. It lives here so that the plans, which were built
+  // with this context's cuDNN handle, are destroyed before the handle (the members below are
+  // destroyed in reverse order); a layer's own reference to a plan must not outlive the context.
+  GraphPlanCache<GraphPlan>& graph_plans() { return graph_plans_; }
+
  private:
   int device_;
   size_t workspace_limit_;
+  CudnnApi cudnn_api_ = CudnnApi::Legacy;
   CudaStream compute_, data_, comm_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   CublasLtHandle cublaslt_;
   DeviceBuffer workspace_;
+  GraphPlanCache<GraphPlan> graph_plans_;
 };
 
 }  // namespace dp::cuda

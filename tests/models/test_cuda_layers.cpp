@@ -2,10 +2,12 @@
 // last), the forward output, the input and parameter gradients, and the running statistics,
 // on fresh random inputs, with guard regions around every device tensor. The CPU reference
 // (f64) runs on the very values the GPU sees: inputs, parameters and dy rounded through the
-// compute dtype. Skips without a GPU.
+// compute dtype. The convolution cases also run on cuDNN's graph API (train.cudnn_api =
+// "graph"), with and without a folded ReLU (ConvOnCudnnApisGpu). Skips without a GPU.
 #ifdef DPTRAIN_HAVE_CUDA
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "tests/gpu_test.h"
@@ -57,20 +59,23 @@ TEST(CudaLayerHarness, IntegerBuffersCompareByValue) {
   EXPECT_EQ(normalised_error(seen, gpu::to_f64(tracked)), 1.0 / 3);
 }
 
-class CudaLayersGpu : public gputest::GpuTestWithParam<CudaLayerCase> {};
-
-DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
-  const LayerCase& c = GetParam().layer;
-  const Precision& p = GetParam().precision;
+// One layer case on the GPU, its convolutions on `api`, against the CPU twin. relu: the layer
+// carries a folded ReLU (as the GPU graph folds one into a convolution under the graph API): the
+// twin's output goes through a ReLU, and its output gradient is masked where the GPU's output is
+// not positive (the mask the GPU applies, so that outputs rounding to 0 on one side only do not
+// count as errors).
+void match_cpu_twin(const LayerCase& c, const Precision& p, cuda::CudnnApi api, bool relu) {
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   const Device dev = Device::cuda(0);
   cuda::ExecContext exec(0, size_t{64} << 20);
+  exec.set_cudnn_api(api);
 
   // CPU reference in f64 on values representable in the compute dtype.
   TestLayer cpu = make_test_layer(c, DType::F64, seed);
   for (auto& t : cpu.params) t.copy_from(gpu::rounded(t, cpu.layer->low_precision_params() ? p.compute : DType::F32));
   gpu::GpuLayer g(c, cpu, p.compute, dev);
+  if (relu) g.layer->set_fused_relu(true);
   Rng rng(seed, 1);
   std::vector<Tensor> x = cpu.random_inputs(c.batch, rng);
   for (auto& t : x) t = gpu::rounded(t, p.compute);
@@ -85,8 +90,11 @@ DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
   for (const auto& t : x) xd.push_back(gpu::upload(t, p.compute, p.channels_last, dev));
   Tensor yd = gpu::guarded_zeros(batched(c.batch, g.out), p.compute, dev);
   g.layer->forward(ctx, xd, yd);
-  const Tensor y = cpu.forward(cpu_ctx, x);
-  EXPECT_LT(normalised_error(gpu::download(yd, p.channels_last), y), p.tol) << c.name << " output";
+  Tensor y = cpu.forward(cpu_ctx, x);
+  if (relu)
+    for (int64_t i = 0; i < y.numel(); ++i) set(y, i, std::max(get(y, i), 0.0));
+  const Tensor y_gpu = gpu::download(yd, p.channels_last);
+  EXPECT_LT(normalised_error(y_gpu, y), p.tol) << c.name << " output";
   EXPECT_TRUE(gpu::guards_intact(yd)) << c.name << " output written out of bounds";
   for (size_t j = 0; j < cpu.buffers.size(); ++j)
     if (is_floating(cpu.buffers[j].dtype()))
@@ -99,7 +107,11 @@ DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
   std::vector<Tensor> dxd;
   for (const auto& t : xd) dxd.push_back(gpu::guarded_zeros(t.shape(), p.compute, dev));
   g.layer->backward(ctx, xd, yd, dyd, dxd);
-  const std::vector<Tensor> dx = cpu.backward(cpu_ctx, x, y, dy);
+  Tensor dy_cpu = dy.clone();
+  if (relu)
+    for (int64_t i = 0; i < dy_cpu.numel(); ++i)
+      if (!(get(y_gpu, i) > 0)) set(dy_cpu, i, 0.0);
+  const std::vector<Tensor> dx = cpu.backward(cpu_ctx, x, y, dy_cpu);
   for (size_t k = 0; k < dx.size(); ++k) {
     EXPECT_LT(normalised_error(gpu::download(dxd[k], p.channels_last), dx[k]), p.tol) << c.name << " dx" << k;
     EXPECT_TRUE(gpu::guards_intact(dxd[k])) << c.name << " dx" << k << " written out of bounds";
@@ -118,9 +130,51 @@ DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
   }
 }
 
+class CudaLayersGpu : public gputest::GpuTestWithParam<CudaLayerCase> {};
+
+DP_GPU_TEST_P(CudaLayersGpu, MatchCpuTwin) {
+  match_cpu_twin(GetParam().layer, GetParam().precision, cuda::CudnnApi::Legacy, /*relu=*/false);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayersGpu, ::testing::ValuesIn(cuda_cases()),
                          [](const ::testing::TestParamInfo<CudaLayerCase>& i) {
                            return i.param.layer.name + "_" + dtype_name(i.param.precision.compute);
+                         });
+
+// Every convolution case on cuDNN's graph API, without and with a folded ReLU, and on the legacy
+// API with a folded ReLU (what a layer that falls back from the graph API runs).
+struct ConvApiCase {
+  LayerCase layer;
+  Precision precision;
+  cuda::CudnnApi api;
+  bool relu;
+};
+
+void PrintTo(const ConvApiCase& c, std::ostream* os) {
+  *os << c.layer.name << " " << dtype_name(c.precision.compute) << " " << enum_name(c.api) << (c.relu ? " +relu" : "");
+}
+
+std::vector<ConvApiCase> conv_api_cases() {
+  const std::pair<cuda::CudnnApi, bool> modes[] = {
+      {cuda::CudnnApi::Graph, false}, {cuda::CudnnApi::Graph, true}, {cuda::CudnnApi::Legacy, true}};
+  std::vector<ConvApiCase> out;
+  for (const auto& [api, relu] : modes)
+    for (const auto& p : kPrecisions)
+      for (const auto& c : layer_cases())
+        if (c.type == "conv2d") out.push_back({c, p, api, relu});
+  return out;
+}
+
+class ConvOnCudnnApisGpu : public gputest::GpuTestWithParam<ConvApiCase> {};
+
+DP_GPU_TEST_P(ConvOnCudnnApisGpu, MatchCpuTwin) {
+  match_cpu_twin(GetParam().layer, GetParam().precision, GetParam().api, GetParam().relu);
+}
+
+INSTANTIATE_TEST_SUITE_P(ConvCases, ConvOnCudnnApisGpu, ::testing::ValuesIn(conv_api_cases()),
+                         [](const ::testing::TestParamInfo<ConvApiCase>& i) {
+                           return i.param.layer.name + "_" + dtype_name(i.param.precision.compute) + "_" +
+                                  std::string(enum_name(i.param.api)) + (i.param.relu ? "_relu" : "");
                          });
 
 }  // namespace

@@ -52,12 +52,19 @@ TEST(Config, CpuBackendIsAChoiceDefaultingToOnednn) {
             "m.cfg:4: train.cpu_backend = \"mkl\" is not allowed; use one of: onednn, reference");
 }
 
+TEST(Config, CudnnApiIsAChoiceDefaultingToLegacy) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg").train.cudnn_api, cuda::CudnnApi::Legacy);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cudnn_api=graph"}).train.cudnn_api, cuda::CudnnApi::Graph);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ncudnn_api = \"backend\"\n"),
+            "m.cfg:4: train.cudnn_api = \"backend\" is not allowed; use one of: legacy, graph");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

@@ -1,6 +1,7 @@
 // defines: Conv2d, layer type "conv2d": grouped 2-D convolution (PyTorch's nn.Conv2d, square
 // kernel, NCHW), and its registration. CPU path: conv2d.cpp (models/layers/conv2d/conv2d_ref.h); CUDA path:
-// conv2d_cuda.cpp (cuDNN).
+// conv2d_cuda.cpp (cuDNN's legacy API) and conv2d_graph_cuda.cpp (cuDNN's graph API), chosen by
+// train.cudnn_api (cuda::ExecContext::cudnn_api).
 #pragma once
 #include "base/pimpl_ptr.h"
 #include "models/layers/conv2d/conv2d_ref.h"
@@ -29,12 +30,17 @@ class Conv2d : public Layer {
   bool cpu_channels_last() const override { return true; }
   bool has_onednn_path() const override { return true; }
   bool can_fuse_relu() const override { return true; }
+  // Under the graph API the ReLU is the forward's epilogue; either CUDA path applies a folded
+  // ReLU and masks the output gradient by it.
+  bool gpu_can_fuse_relu() const override { return true; }
   void set_fused_relu(bool on) override { fused_relu_ = on; }
 
  protected:
   DP_LAYER_CPU_PATH();
-  // cuDNN (conv2d_cuda.cpp): forward, backward data (into dx when defined), backward filter and
-  // bias accumulated (+=) into the gradients; NCHW, or NHWC activations under ctx.channels_last.
+  // cuDNN: forward, backward data (into dx when defined), backward filter and bias accumulated
+  // (+=) into the gradients; NCHW, or NHWC activations under ctx.channels_last. The graph API
+  // (conv2d_graph_cuda.cpp) when the context asks for it and cuDNN has plans for the layer's
+  // shapes, else the legacy API (conv2d_cuda.cpp).
   DP_LAYER_CUDA_PATH();
 
  private:
@@ -50,6 +56,16 @@ class Conv2d : public Layer {
   // check_params' GPU twin: weight and bias (and with `grads` their gradients) `dtype` on `dev`.
   void check_params_cuda(DType dtype, Device dev, bool grads) const;
   PimplPtr<CudaState> cuda_;
+
+  // The graph-API side (conv2d_graph_cuda.cpp): the chosen plans per batch size, the KRSC weight
+  // copy and filter-gradient scratch they need, and whether this layer fell back to the legacy
+  // API. forward_graph / backward_graph return false when it did (nothing was computed).
+  struct GraphState;
+  PimplPtr<GraphState> graph_;
+  GraphState& graph_state(const StepContext& ctx, int64_t batch);
+  bool uses_graph_api(const StepContext& ctx) const;
+  bool forward_graph(const StepContext& ctx, const Tensor& x, Tensor& y);
+  bool backward_graph(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 
   // The oneDNN side (conv2d_onednn.cpp), taken for f32 under CpuBackend::OneDnn: primitives,
   // scratchpads and blocked weight copies per (batch, layout, fused ReLU), made on first use.

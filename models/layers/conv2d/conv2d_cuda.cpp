@@ -1,5 +1,7 @@
 // Conv2d's CUDA path: cuDNN's legacy convolution API with algorithms measured once per shape
-// (models/layers/conv2d/conv_algos_cuda.h).
+// (models/layers/conv2d/conv_algos_cuda.h), unless the context runs cuDNN's graph API
+// (train.cudnn_api = "graph", conv2d_graph_cuda.cpp) and it has plans for the layer; and the
+// helpers both paths share (conv2d_cuda_util.h).
 //
 // Layouts: in NCHW mode (f32) x/y and the bound KCRS weight and gradient go to cuDNN as they
 // are. Under ctx.channels_last x/y/dx/dy are NHWC and cuDNN wants the filter in KRSC, while
@@ -15,19 +17,23 @@
 // bias_grad, as linear's), in every dtype and layout: cuDNN 9.19 refused
 // cudnnConvolutionBackwardBias for bf16 on an H200, and docs/cuda.md's table of cuDNN calls says
 // what each call documents.
+//
+// A folded ReLU (the GPU graph folds one under the graph API; a layer that fell back from it
+// keeps it): forward applies it to y after the bias, backward masks dy by y > 0 first.
 #include "models/layers/conv2d/conv2d.h"
 
 #include <optional>
 
 #include "kernels/cuda/elementwise.h"
 #include "models/layers/conv2d/bias_layout.h"
-#include "models/layers/conv2d/filter_layout.h"
 #include "models/layers/common.h"
-#include "runtime/cuda/buffers.h"
+#include "models/layers/conv2d/conv2d_cuda_util.h"
 #include "models/layers/conv2d/conv_algos_cuda.h"
+#include "models/layers/conv2d/filter_layout.h"
+#include "runtime/cuda/buffers.h"
+#include "runtime/cuda/check.h"
 #include "runtime/cuda/cudnn_desc.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda/check.h"
 
 namespace dp::models {
 
@@ -44,9 +50,10 @@ struct Conv2d::CudaState {
   // the backward that follows, and the filter-gradient scratch. On gpu->compute().
   cuda::DeviceBuffer w_krsc, dw_krsc;
   bool w_krsc_filled = false;
+  cuda::DeviceBuffer dy_masked;  // a folded ReLU's masked output gradient
 };
 
-namespace {
+namespace conv_cuda {
 
 // check_tensor's GPU twin: a `dtype` tensor of `shape` on `dev`.
 void check_on_gpu(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, Device dev, const char* what) {
@@ -88,6 +95,25 @@ void grad_add_from_krsc(DType dt, void* y, const void* x, int64_t k, int64_t c, 
     CHECK_CUDA(kc::filter_krsc_add_to_kcrs_f16(static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x), k, c, r,
                                                s, st));
 }
+
+void relu_in_place(const Tensor& y, cudaStream_t st) {
+  CHECK_CUDA(kernels::cuda::relu_forward(y.dtype(), y.raw(), y.raw(), y.numel(), st));
+}
+
+const void* relu_masked_grad(cuda::DeviceBuffer& scratch, const Tensor& dy, const Tensor& y, cudaStream_t st) {
+  if (scratch.bytes() < dy.nbytes()) {
+    scratch = cuda::DeviceBuffer();
+    scratch = cuda::DeviceBuffer(dy.nbytes(), st);
+  }
+  CHECK_CUDA(kernels::cuda::relu_backward(dy.dtype(), scratch.data(), dy.raw(), y.raw(), dy.numel(), st));
+  return scratch.data();
+}
+
+}  // namespace conv_cuda
+
+namespace {
+using conv_cuda::check_on_gpu;
+using conv_cuda::check_step;
 
 // Runs `conv` with the math type `chosen` was measured with.
 void use_math_of(const cuda::ConvDesc& conv, const cuda::AlgoPerf& chosen) {
@@ -158,12 +184,14 @@ void Conv2d::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   check_on_gpu(*this, y, dt, with_batch(N, {a_.out_channels, OH_, OW_}), dev, "output");
   check_params_cuda(dt, dev, /*grads=*/false);
   if (N == 0) return;
+  if (uses_graph_api(ctx) && forward_graph(ctx, x[0], y)) return;
 
   CudaState& st = cuda_state(ctx, dt, N);
   cuda::ExecContext& gpu = *ctx.gpu;
   const void* w = params_[0].raw();
   if (st.key.channels_last) {
-    weight_to_krsc(dt, st.w_krsc.data(), w, a_.out_channels, C_ / a_.groups, a_.kernel, a_.kernel, gpu.compute());
+    conv_cuda::weight_to_krsc(dt, st.w_krsc.data(), w, a_.out_channels, C_ / a_.groups, a_.kernel, a_.kernel,
+                              gpu.compute());
     st.w_krsc_filled = true;
     w = st.w_krsc.data();
   }
@@ -184,9 +212,10 @@ void Conv2d::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
     const ConvBiasView v = conv_bias_view(N, a_.out_channels, OH_ * OW_, st.key.channels_last);
     CHECK_CUDA(kernels::cuda::bias_add(dt, y.raw(), params_[1].raw(), v.outer, v.channels, v.inner, gpu.compute()));
   }
+  if (fused_relu_) conv_cuda::relu_in_place(y, gpu.compute());
 }
 
-void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
+void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                            std::vector<Tensor>& dx) {
   check_step(*this, ctx, x[0], dy);
   const DType dt = ctx.compute;
@@ -197,6 +226,8 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   if (dx[0].defined()) check_on_gpu(*this, dx[0], dt, with_batch(N, {C_, H_, W_}), dev, "input gradient");
   check_params_cuda(dt, dev, /*grads=*/true);
   if (N == 0) return;
+  if (fused_relu_) check_on_gpu(*this, y, dt, dy.shape(), dev, "output");
+  if (uses_graph_api(ctx) && backward_graph(ctx, x[0], y, dy, dx[0])) return;
 
   CudaState& st = cuda_state(ctx, dt, N);
   cuda::ExecContext& gpu = *ctx.gpu;
@@ -204,18 +235,24 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   const int64_t K = a_.out_channels, Cg = C_ / a_.groups, R = a_.kernel;
   const float one = 1.0f, zero = 0.0f;
   const std::string who = layer_str(*this);
+  // The gradient of the convolution's own output: dy, masked by a folded ReLU.
+  const void* g = fused_relu_ ? conv_cuda::relu_masked_grad(st.dy_masked, dy, y, gpu.compute()) : dy.raw();
 
-  // dx = W^T * dy (overwritten), with the weight as the forward gave it to cuDNN.
+  // dx = W^T * dy (overwritten), with the weight as the forward gave it to cuDNN (a layer that
+  // just fell back from the graph API has no copy yet: the weights have not changed since).
   if (dx[0].defined()) {
-    DP_CHECK(!cl || st.w_krsc_filled, "{}: backward on the GPU before any forward", who);
+    if (cl && !st.w_krsc_filled) {
+      conv_cuda::weight_to_krsc(dt, st.w_krsc.data(), params_[0].raw(), K, Cg, R, R, gpu.compute());
+      st.w_krsc_filled = true;
+    }
     const void* w = cl ? st.w_krsc.data() : params_[0].raw();
     if (!st.bwd_data) {
-      st.bwd_data = cuda::find_backward_data_algo(gpu, st.key, who, st.w.get(), w, st.y.get(), dy.raw(),
+      st.bwd_data = cuda::find_backward_data_algo(gpu, st.key, who, st.w.get(), w, st.y.get(), g,
                                                   st.conv_bwd_data.get(), st.x.get(), dx[0].raw());
       use_math_of(st.conv_bwd_data, *st.bwd_data);
     }
     void* ws = gpu.workspace(st.bwd_data->memory);
-    CHECK_CUDNN(cudnnConvolutionBackwardData(gpu.cudnn(), &one, st.w.get(), w, st.y.get(), dy.raw(),
+    CHECK_CUDNN(cudnnConvolutionBackwardData(gpu.cudnn(), &one, st.w.get(), w, st.y.get(), g,
                                              st.conv_bwd_data.get(),
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(st.bwd_data->algo), ws,
                                              st.bwd_data->memory, &zero, st.x.get(), dx[0].raw()));
@@ -224,24 +261,24 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   // dW += dy * x: straight into the KCRS gradient (beta 1), or channels last into the KRSC
   // scratch (beta 0) and then added into it.
   if (!st.bwd_filter) {
-    st.bwd_filter = cuda::find_backward_filter_algo(gpu, st.key, who, st.x.get(), x[0].raw(), st.y.get(), dy.raw(),
+    st.bwd_filter = cuda::find_backward_filter_algo(gpu, st.key, who, st.x.get(), x[0].raw(), st.y.get(), g,
                                                     st.conv_bwd_filter.get(), st.w.get(), grads_[0].nbytes());
     use_math_of(st.conv_bwd_filter, *st.bwd_filter);
   }
   void* dw = cl ? st.dw_krsc.data() : grads_[0].raw();
   void* ws = gpu.workspace(st.bwd_filter->memory);
-  CHECK_CUDNN(cudnnConvolutionBackwardFilter(gpu.cudnn(), &one, st.x.get(), x[0].raw(), st.y.get(), dy.raw(),
+  CHECK_CUDNN(cudnnConvolutionBackwardFilter(gpu.cudnn(), &one, st.x.get(), x[0].raw(), st.y.get(), g,
                                              st.conv_bwd_filter.get(),
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(st.bwd_filter->algo), ws,
                                              st.bwd_filter->memory, cl ? &zero : &one, st.w.get(), dw));
-  if (cl) grad_add_from_krsc(dt, grads_[0].raw(), dw, K, Cg, R, R, gpu.compute());
+  if (cl) conv_cuda::grad_add_from_krsc(dt, grads_[0].raw(), dw, K, Cg, R, R, gpu.compute());
 
   // db += sum of dy over N, OH, OW (accumulated, as every parameter gradient): the project's
   // kernel, not cudnnConvolutionBackwardBias, which returned CUDNN_STATUS_NOT_SUPPORTED for bf16
   // (cuDNN 9.19 on an H200).
   if (a_.bias) {
     const ConvBiasView v = conv_bias_view(N, K, OH_ * OW_, cl);
-    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), dy.raw(), v.outer, v.channels, v.inner, gpu.compute()));
+    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), g, v.outer, v.channels, v.inner, gpu.compute()));
   }
 }
 
