@@ -167,6 +167,9 @@ void TrainSession::open_data_and_build_model() {
   loss_.emplace(cfg_.train.label_smoothing);
   opt_ = make_optimizer(cfg_.train, model_->num_parameters());
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
+  // Mixed precision: the optimizer's pass also writes the layers' 16-bit weights (one read of
+  // each parameter per step instead of the update's and refresh_compute_params' cast).
+  if (gpu_) opt_->write_compute_copy(model_->compute_params());
   sched_ = schedule_of(cfg_.train);
   plan_ = plan_steps(cfg_, static_cast<int64_t>(ds_.train.indices.size()), world_);
 }
@@ -506,8 +509,10 @@ void TrainSession::optimizer_step(double lr) {
     cuda::NvtxRange r("optimizer", gpu_ != nullptr);
     layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
-    if (!gpu_ || gpu_->unscale_and_update(*model_)) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
-    model_->refresh_compute_params();
+    const bool stepped = !gpu_ || gpu_->unscale_and_update(*model_);
+    if (stepped) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
+    // The 16-bit weights follow the masters: written by the optimizer's own pass, else cast here.
+    if (!stepped || !opt_->writes_compute_copy()) model_->refresh_compute_params();
     layers_->end();
   }
   tel_->phase("optimizer", t_opt, Clock::now());
