@@ -19,7 +19,9 @@ namespace dp::launch {
 struct GpuRun::Impl {
   Impl(const TrainConfig& t, int device)
       : exec(device, static_cast<size_t>(t.workspace_mb) << 20), scaler(scale_options(t)),
-        found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)) {}
+        found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)) {
+    exec.set_tf32(t.tf32);
+  }
   static cuda::LossScaleOptions scale_options(const TrainConfig& t) {
     cuda::LossScaleOptions o;
     o.init_scale = static_cast<float>(t.loss_scale_init);

@@ -164,6 +164,8 @@ std::vector<Field> schema(Config& c) {
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
        "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
+      {"train", "tf32", "GPU, fp32: TF32 tensor cores for f32 data: off (full f32: cuDNN FMA math, cuBLASLt "
+       "COMPUTE_32F), conv (convolutions only: PyTorch's default) or all (convolutions and matmuls)", &c.train.tf32},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",

@@ -10,6 +10,7 @@
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/handles.h"
 #include "runtime/cuda/stream.h"
+#include "runtime/precision.h"
 
 namespace dp::cuda {
 
@@ -31,6 +32,12 @@ class ExecContext {
   cublasLtHandle_t cublaslt() const { return cublaslt_.get(); }
 
   size_t workspace_limit() const { return workspace_limit_; }
+  // train.tf32: where f32 data may use TF32 tensor cores (runtime/precision.h). Off unless set:
+  // the convolutions (models/layers/conv2d: cuDNN math type and algorithm cache key; any other
+  // convolution path reads it here too) and cuBLASLt matmuls (compute type and heuristic key)
+  // follow it.
+  Tf32 tf32() const { return tf32_; }
+  void set_tf32(Tf32 t) { tf32_ = t; }
   // Scratch memory of at least `bytes` (<= workspace_limit()) for work on the compute stream,
   // valid until the next call (it grows in stream order; the old block is freed on compute()).
   void* workspace(size_t bytes);
@@ -38,6 +45,7 @@ class ExecContext {
  private:
   int device_;
   size_t workspace_limit_;
+  Tf32 tf32_ = Tf32::Off;
   CudaStream compute_, data_, comm_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;

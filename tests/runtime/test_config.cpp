@@ -52,12 +52,22 @@ TEST(Config, CpuBackendIsAChoiceDefaultingToOnednn) {
             "m.cfg:4: train.cpu_backend = \"mkl\" is not allowed; use one of: onednn, reference");
 }
 
+TEST(Config, Tf32IsAChoiceDefaultingToOff) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg").train.tf32, Tf32::Off);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.tf32=conv"}).train.tf32, Tf32::Conv);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.tf32=all"}).train.tf32, Tf32::All);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ntf32 = \"yes\"\n"),
+            "m.cfg:4: train.tf32 = \"yes\" is not allowed; use one of: off, conv, all");
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ntf32 = true\n"),
+            "m.cfg:4: train.tf32 must be a string, got a boolean (true)");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, tf32, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {
