@@ -91,9 +91,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
   // Samples the loader will hand out (drop_last keeps only whole batches).
   const int64_t bs = plan_.batch_size, n = static_cast<int64_t>(order.size());
   const int64_t samples = cfg_.data.drop_last ? n / bs * bs : n;
-  EpochData data{BatchFeed(*ds_.train.dataset, std::move(order), bs, cfg_.data.drop_last, transform_of(cfg_.data, true),
-                           seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_),
-                 {}, samples, 0};
+  EpochData data{epoch_feed(std::move(order), epoch), {}, samples, 0};
   while (step_ < plan_.total && data.taken < data.samples) {
     const auto t_step = Clock::now();
     if (gpu_) gpu_->before_step(step_ + 1);
@@ -354,10 +352,19 @@ void TrainSession::watch_layers() {
   if (!w.empty()) model_->set_observer(layers_.get());
 }
 
-// The GPU's input pipeline (made once for the run), and the first log window.
+// The GPU's input pipeline, or its synthetic batches (made once for the run), and the first log
+// window.
 void TrainSession::start_training() {
-  if (gpu_)
+  if (gpu_ && cfg_.data.dataset == data::DatasetKind::Synthetic &&
+      cfg_.data.synthetic_device == data::SyntheticDevice::Cuda) {
+    synth_input_ = std::make_unique<SyntheticInput>(*gpu_->exec(), synthetic_spec(cfg_.data),
+                                                    transform_of(cfg_.data, true), plan_.batch_size, gpu_->compute(),
+                                                    gpu_->channels_last());
+    lg()->info("data: training batches made on {} (data.synthetic_device = \"cuda\"): no loader, no copy",
+               device_.str());
+  } else if (gpu_) {
     train_input_ = make_device_input(*gpu_, transform_of(cfg_.data, true), *ds_.train.dataset, plan_.batch_size, seed_);
+  }
   tel_->restart_window();
 }
 
@@ -372,6 +379,14 @@ std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
       cfg_.data.permutation);
   for (auto& i : order) i = ds_.train.indices[i];
   return order;
+}
+
+// The epoch's batches of `order`: the loader's (through the GPU's input pipeline on a GPU), or
+// SyntheticInput's.
+BatchFeed TrainSession::epoch_feed(std::vector<int64_t> order, int64_t epoch) {
+  if (synth_input_) return BatchFeed(std::move(order), plan_.batch_size, cfg_.data.drop_last, synth_input_.get());
+  return BatchFeed(*ds_.train.dataset, std::move(order), plan_.batch_size, cfg_.data.drop_last,
+                   transform_of(cfg_.data, true), seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_);
 }
 
 // Gradients, the optimizer, and what the step adds to the log window. t_step: when it began.

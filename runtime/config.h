@@ -53,6 +53,7 @@ struct DataConfig {
   int64_t synthetic_eval = 1000;
   std::vector<int64_t> synthetic_shape = {3, 32, 32};
   int64_t synthetic_classes = 10;
+  data::SyntheticDevice synthetic_device = data::SyntheticDevice::Cpu;  // where synthetic batches are made
   // Image data sets (image_folder, tar_shards): torchvision's transforms.
   std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
   int64_t image_size = 224;         // the side of the square samples the model sees

@@ -62,6 +62,23 @@ TEST(Config, Tf32IsAChoiceDefaultingToOff) {
             "m.cfg:4: train.tf32 must be a string, got a boolean (true)");
 }
 
+TEST(Config, SyntheticDeviceIsAChoiceForSyntheticDataWithoutAugmentation) {
+  const std::string synth = std::string(kMin) + "[data]\ndataset = \"synthetic\"\n";
+  EXPECT_EQ(parse_config(synth, "m.cfg").data.synthetic_device, data::SyntheticDevice::Cpu);
+  EXPECT_EQ(parse_config(synth, "m.cfg", {"data.synthetic_device=cuda"}).data.synthetic_device,
+            data::SyntheticDevice::Cuda);
+  EXPECT_EQ(error_of(synth, {"data.synthetic_device=gpu"}),
+            "--set data.synthetic_device=gpu: data.synthetic_device = \"gpu\" is not allowed (did you mean \"cpu\"?); use "
+            "one of: cpu, cuda");
+  EXPECT_EQ(error_of(kMin, {"data.synthetic_device=cuda"}),
+            "m.cfg: data.synthetic_device = \"cuda\" makes synthetic batches on the GPU, but data.dataset is "
+            "\"fashion_mnist\": set data.dataset = \"synthetic\" or drop data.synthetic_device");
+  EXPECT_EQ(error_of(synth, {"data.synthetic_device=cuda", "data.hflip=true"}),
+            "m.cfg: data.synthetic_device = \"cuda\" makes batches without augmentation, but data.crop_padding = 0 "
+            "and data.hflip = true: set data.crop_padding = 0 and data.hflip = false, or data.synthetic_device = "
+            "\"cpu\"");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
