@@ -88,7 +88,7 @@ TEST(CudaPassShape, GridIsOneIterationPerThreadUpToAFullWaveOfTheSms) {
 }
 
 #ifdef DPTRAIN_HAVE_CUDA
-TEST(CudaPassShape, SmCountIsTheDevicesOwn) {
+TEST(CudaPassShapeGpu, SmCountIsTheDevicesOwn) {
   if (::dp::cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
   int want = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&want, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
