@@ -1,25 +1,37 @@
 #include "launch/batch_feed.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "launch/synthetic_input.h"
 
 namespace dp::launch {
 
 BatchFeed::BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
                      const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input,
                      int workers)
-    : loader_(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch, /*prefetch=*/3,
-              input ? data::raw_format_of(ds) : data::BatchFormat::Transformed, workers),
-      input_(input),
-      epoch_(epoch) {
+    : input_(input), epoch_(epoch) {
+  loader_.emplace(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch,
+                  /*prefetch=*/3, input ? data::raw_format_of(ds) : data::BatchFormat::Transformed, workers);
   if (input_) pull();  // the first batch starts its way to the device now
+}
+
+BatchFeed::BatchFeed(std::vector<int64_t> order, int64_t batch_size, bool drop_last, SyntheticInput* synth)
+    : synth_(synth), batch_size_(batch_size) {
+  DP_CHECK(synth_ != nullptr && batch_size >= 1, "batch feed: synthetic input {}, batch {}", synth_ != nullptr,
+           batch_size);
+  const auto n = static_cast<int64_t>(order.size());
+  end_ = drop_last ? n / batch_size * batch_size : n;
+  synth_->set_order(order);
 }
 
 BatchFeed::~BatchFeed() = default;
 
 bool BatchFeed::next(Item& out) {
+  if (synth_) return next_synthetic(out);
   if (!input_) {
     data::Batch b;
-    if (!loader_.next(b)) return false;
+    if (!loader_->next(b)) return false;
     out.x = b.x;
     out.y = b.y;
     out.y_host = b.y;
@@ -27,6 +39,18 @@ bool BatchFeed::next(Item& out) {
     return true;
   }
   return next_device(out);
+}
+
+bool BatchFeed::next_synthetic(Item& out) {
+  if (rows_ >= end_) return false;
+  const int64_t rows = std::min(batch_size_, end_ - rows_);
+  SyntheticInput::Batch b = synth_->make(rows_, rows);
+  rows_ += rows;
+  out.x = b.x;
+  out.y = b.y;
+  out.y_host = b.y_host;
+  out.n = rows;
+  return true;
 }
 
 }  // namespace dp::launch

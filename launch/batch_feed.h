@@ -1,10 +1,13 @@
 // defines: BatchFeed, where the trainer and the evaluation take their batches from: on the CPU
 // the loader's batches as they are (transformed on the host); on a GPU the loader hands out raw
 // samples and DeviceInput copies them host->device on the data stream and augments them on the
-// device, one batch ahead, so the next batch's copy overlaps this batch's compute.
+// device, one batch ahead, so the next batch's copy overlaps this batch's compute; or, for
+// synthetic data made on the GPU (data.synthetic_device = "cuda"), SyntheticInput's batches, with
+// no loader at all.
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/data/loader.h"
@@ -14,6 +17,7 @@ namespace dp::launch {
 
 class DeviceInput;
 class GpuRun;
+class SyntheticInput;
 
 // The run's DeviceInput for `transform` on gpu's device: batches of up to max_batch samples of
 // ds, raw from the loader (bytes for a byte data set), in gpu's compute dtype and layout.
@@ -31,6 +35,10 @@ class BatchFeed {
   // workers: the loader's threads (launch/datasets.h loader_workers).
   BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
             const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input, int workers = 1);
+  // The batches of `order` (data set indices) made by `synth` on the GPU, in batches of
+  // batch_size (the last shorter one kept unless drop_last), as the loader would cut them. synth
+  // must outlive this; it is given the order now.
+  BatchFeed(std::vector<int64_t> order, int64_t batch_size, bool drop_last, SyntheticInput* synth);
   ~BatchFeed();
 
   struct Item {
@@ -41,17 +49,21 @@ class BatchFeed {
   };
   // The next batch, or false at the end of the order.
   bool next(Item& out);
-  // Seconds next() waited for the loader so far (the data-loading stall).
-  double wait_seconds() const { return loader_.wait_seconds(); }
+  // Seconds next() waited for the loader so far (the data-loading stall; 0 without a loader).
+  double wait_seconds() const { return loader_ ? loader_->wait_seconds() : 0.0; }
 
  private:
   // The GPU side (batch_feed_cuda.cpp): the next batch from the DeviceInput; pull() loads the
   // next host batch and submits it to the DeviceInput.
   bool next_device(Item& out);
   bool pull();
-  data::Loader loader_;
-  DeviceInput* input_;
-  uint64_t epoch_;
+  // SyntheticInput's next batch (rows_ of the order taken so far).
+  bool next_synthetic(Item& out);
+  std::optional<data::Loader> loader_;  // absent for SyntheticInput's batches
+  DeviceInput* input_ = nullptr;
+  SyntheticInput* synth_ = nullptr;
+  int64_t rows_ = 0, end_ = 0, batch_size_ = 0;
+  uint64_t epoch_ = 0;
   data::Batch host_;
   bool ended_ = false;
   std::deque<Tensor> pending_labels_;  // host labels of the batches submitted to the device

@@ -31,7 +31,7 @@ DeviceInputPtr make_device_input(GpuRun& gpu, const data::Transform& transform, 
 
 bool BatchFeed::pull() {
   if (ended_) return false;
-  if (!loader_.next(host_)) {
+  if (!loader_->next(host_)) {
     ended_ = true;
     return false;
   }

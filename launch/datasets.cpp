@@ -29,12 +29,20 @@ bool is_images(data::DatasetKind k) { return k == data::DatasetKind::ImageFolder
 // One generator for both splits: the evaluation samples are the indices after the training ones,
 // so they come from the same distribution but are never trained on.
 Datasets synthetic(const DataConfig& cfg) {
-  Shape shape(cfg.synthetic_shape.begin(), cfg.synthetic_shape.end());
-  std::shared_ptr<const data::Dataset> ds = data::make_synthetic(
-      cfg.synthetic_train + cfg.synthetic_eval, shape, static_cast<int>(cfg.synthetic_classes), 12345);
+  const SyntheticSpec s = synthetic_spec(cfg);
+  std::shared_ptr<const data::Dataset> ds =
+      data::make_synthetic(cfg.synthetic_train + cfg.synthetic_eval, s.shape, static_cast<int>(s.classes), s.seed);
   return {{ds, range(0, limited(cfg.synthetic_train, cfg.train_limit))},
           {ds, range(cfg.synthetic_train, limited(cfg.synthetic_eval, cfg.eval_limit))}};
 }
+
+}  // namespace
+
+SyntheticSpec synthetic_spec(const DataConfig& cfg) {
+  return {Shape(cfg.synthetic_shape.begin(), cfg.synthetic_shape.end()), cfg.synthetic_classes, 12345};
+}
+
+namespace {
 
 // <path>/train and <path>/val (or data.val_path), with the same classes.
 void image_folders(const DataConfig& cfg, std::shared_ptr<const data::Dataset>& tr,

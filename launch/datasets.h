@@ -27,6 +27,16 @@ struct Datasets {
 // index_dir: where tar shard indices are cached (tar_index_dir(cfg)); unused by other kinds.
 Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir = "");
 
+// The generator of data.dataset = "synthetic" (data::make_synthetic's arguments but the size):
+// what the GPU generator (data.synthetic_device = "cuda", launch/synthetic_input.h) needs to make
+// the same samples as open_datasets' data set.
+struct SyntheticSpec {
+  Shape shape;          // per sample
+  int64_t classes = 0;
+  uint64_t seed = 0;    // the data set's own seed (not run.seed)
+};
+SyntheticSpec synthetic_spec(const DataConfig& cfg);
+
 // data.index_dir, or <run.dir>/<run.name>/tar-index.
 std::string tar_index_dir(const Config& cfg);
 

@@ -21,6 +21,7 @@ struct GpuRun::Impl {
       : exec(device, static_cast<size_t>(t.workspace_mb) << 20), scaler(scale_options(t)),
         found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)) {
     exec.set_cudnn_api(t.cudnn_api);
+    exec.set_tf32(t.tf32);
   }
   static cuda::LossScaleOptions scale_options(const TrainConfig& t) {
     cuda::LossScaleOptions o;

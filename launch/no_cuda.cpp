@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "launch/batch_feed.h"
 #include "launch/gpu_run.h"
+#include "launch/synthetic_input.h"
 
 namespace dp::launch {
 
@@ -16,6 +17,15 @@ DeviceInputPtr make_device_input(GpuRun&, const data::Transform&, const data::Da
 
 bool BatchFeed::next_device(Item&) { return false; }
 bool BatchFeed::pull() { return false; }
+
+// synthetic_input.h: never constructed (the run is on the CPU)
+struct SyntheticInput::Impl {};
+SyntheticInput::SyntheticInput(cuda::ExecContext&, const SyntheticSpec&, const data::Transform&, int64_t, DType, bool) {
+  throw DpError("synthetic batches on the GPU need a CUDA build");
+}
+SyntheticInput::~SyntheticInput() = default;
+void SyntheticInput::set_order(const std::vector<int64_t>&) {}
+SyntheticInput::Batch SyntheticInput::make(int64_t, int64_t) { return {}; }
 
 // gpu_run.h: never constructed (the device choice picks the CPU)
 struct GpuRun::Impl {};

@@ -105,9 +105,7 @@ bool TrainSession::run_epoch(int64_t epoch) {
   // Samples the loader will hand out (drop_last keeps only whole batches).
   const int64_t bs = plan_.batch_size, n = static_cast<int64_t>(order.size());
   const int64_t samples = cfg_.data.drop_last ? n / bs * bs : n;
-  EpochData data{BatchFeed(*ds_.train.dataset, std::move(order), bs, cfg_.data.drop_last, transform_of(cfg_.data, true),
-                           seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_),
-                 {}, samples, 0};
+  EpochData data{epoch_feed(std::move(order), epoch), {}, samples, 0};
   while (step_ < plan_.total && data.taken < data.samples) {
     const auto t_step = Clock::now();
     if (gpu_) gpu_->before_step(step_ + 1);
@@ -183,6 +181,9 @@ void TrainSession::open_data_and_build_model() {
   loss_.emplace(cfg_.train.label_smoothing);
   opt_ = make_optimizer(cfg_.train, model_->num_parameters());
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
+  // Mixed precision: the optimizer's pass also writes the layers' 16-bit weights (one read of
+  // each parameter per step instead of the update's and refresh_compute_params' cast).
+  if (gpu_) opt_->write_compute_copy(model_->compute_params());
   sched_ = schedule_of(cfg_.train);
   plan_ = plan_steps(cfg_, static_cast<int64_t>(ds_.train.indices.size()), world_);
 }
@@ -368,10 +369,19 @@ void TrainSession::watch_layers() {
   if (!w.empty()) model_->set_observer(layers_.get());
 }
 
-// The GPU's input pipeline (made once for the run), and the first log window.
+// The GPU's input pipeline, or its synthetic batches (made once for the run), and the first log
+// window.
 void TrainSession::start_training() {
-  if (gpu_)
+  if (gpu_ && cfg_.data.dataset == data::DatasetKind::Synthetic &&
+      cfg_.data.synthetic_device == data::SyntheticDevice::Cuda) {
+    synth_input_ = std::make_unique<SyntheticInput>(*gpu_->exec(), synthetic_spec(cfg_.data),
+                                                    transform_of(cfg_.data, true), plan_.batch_size, gpu_->compute(),
+                                                    gpu_->channels_last());
+    lg()->info("data: training batches made on {} (data.synthetic_device = \"cuda\"): no loader, no copy",
+               device_.str());
+  } else if (gpu_) {
     train_input_ = make_device_input(*gpu_, transform_of(cfg_.data, true), *ds_.train.dataset, plan_.batch_size, seed_);
+  }
   tel_->restart_window();
 }
 
@@ -386,6 +396,14 @@ std::vector<int64_t> TrainSession::epoch_order(int64_t epoch) const {
       cfg_.data.permutation);
   for (auto& i : order) i = ds_.train.indices[i];
   return order;
+}
+
+// The epoch's batches of `order`: the loader's (through the GPU's input pipeline on a GPU), or
+// SyntheticInput's.
+BatchFeed TrainSession::epoch_feed(std::vector<int64_t> order, int64_t epoch) {
+  if (synth_input_) return BatchFeed(std::move(order), plan_.batch_size, cfg_.data.drop_last, synth_input_.get());
+  return BatchFeed(*ds_.train.dataset, std::move(order), plan_.batch_size, cfg_.data.drop_last,
+                   transform_of(cfg_.data, true), seed_, static_cast<uint64_t>(epoch), train_input_.get(), workers_);
 }
 
 // Gradients, the optimizer, and what the step adds to the log window. t_step: when it began.
@@ -524,8 +542,10 @@ void TrainSession::optimizer_step(double lr) {
     cuda::NvtxRange r("optimizer", gpu_ != nullptr);
     layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
-    if (!gpu_ || gpu_->unscale_and_update(*model_)) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
-    model_->refresh_compute_params();
+    const bool stepped = !gpu_ || gpu_->unscale_and_update(*model_);
+    if (stepped) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
+    // The 16-bit weights follow the masters: written by the optimizer's own pass, else cast here.
+    if (!stepped || !opt_->writes_compute_copy()) model_->refresh_compute_params();
     layers_->end();
   }
   tel_->phase("optimizer", t_opt, Clock::now());

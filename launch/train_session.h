@@ -33,6 +33,7 @@
 #include "launch/gpu_run.h"
 #include "launch/run_dir.h"
 #include "launch/stop_signals.h"
+#include "launch/synthetic_input.h"
 #include "launch/telemetry.h"
 #include "launch/train_setup.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
@@ -113,6 +114,7 @@ class TrainSession {
   // The steps.
   bool run_epoch(int64_t epoch);
   std::vector<int64_t> epoch_order(int64_t epoch) const;
+  BatchFeed epoch_feed(std::vector<int64_t> order, int64_t epoch);
   void train_step(EpochData& data, int64_t epoch, Clock::time_point t_step);
   StepTally compute_gradients(EpochData& data);
   Clock::time_point next_batch(EpochData& data, int64_t step_taken);
@@ -199,6 +201,7 @@ class TrainSession {
   // GPU (for the hits).
   Tensor dlogits_, logits_host_, dlogits_dev_;
   DeviceInputPtr train_input_;  // the GPU's input pipeline (pinned slots, device slots)
+  std::unique_ptr<SyntheticInput> synth_input_;  // or synthetic batches made on the GPU
 };
 
 }  // namespace dp::launch

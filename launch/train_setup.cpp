@@ -41,6 +41,10 @@ void check_device_choices(const Config& cfg, const Device& device) {
         "profile.steps = \"{}\" marks an Nsight Systems capture range, which needs training on a GPU; this run is on "
         "the CPU and ignores it (profile.trace_steps writes trace.json on any device)",
         cfg.profile.steps);
+  if (cfg.data.synthetic_device == data::SyntheticDevice::Cuda && device.is_cpu())
+    log::get("train")->warn(
+        "data.synthetic_device = \"cuda\" makes the synthetic batches on a GPU; this run is on the CPU, where the "
+        "loader makes them");
   if (cfg.dist.backend == CollectiveBackend::Nccl && device.is_cpu())
     DP_THROW_USER("dist.backend = \"nccl\" needs GPUs and this process trains on the CPU; use dist.backend = \"ring\"");
 }

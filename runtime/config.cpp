@@ -119,6 +119,11 @@ std::vector<Field> schema(Config& c) {
       {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
       {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape, 1, 65536},
       {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
+      {"data", "synthetic_device",
+       "synthetic data on a GPU run: cpu (the loader makes the samples, the input pipeline uploads them: end to end) "
+       "or cuda (a kernel makes each training batch on the GPU, the same values, no loader and no copy: the inputs "
+       "resident on the GPU that PyTorch benchmarks use; no crop or flip)",
+       &c.data.synthetic_device},
       {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
       {"model", "num_classes", "output classes of a preset (0: the data set's class count)", &c.model.num_classes, 0,
        1e9},
@@ -167,6 +172,8 @@ std::vector<Field> schema(Config& c) {
       {"train", "cudnn_api", "GPU: the cuDNN API of the convolutions: legacy (cudnnConvolution*, algorithms found per "
        "shape) or graph (cuDNN's graph API: engine configs from heuristics timed per shape, bias and ReLU fused into "
        "the forward convolution; docs/cuda.md)", &c.train.cudnn_api},
+      {"train", "tf32", "GPU, fp32: TF32 tensor cores for f32 data: off (full f32: cuDNN FMA math, cuBLASLt "
+       "COMPUTE_32F), conv (convolutions only: PyTorch's default) or all (convolutions and matmuls)", &c.train.tf32},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",
@@ -517,6 +524,17 @@ void validate(const Config& c) {
                   src);
   if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
+  if (c.data.synthetic_device == data::SyntheticDevice::Cuda) {
+    if (c.data.dataset != data::DatasetKind::Synthetic)
+      DP_THROW_USER("{}: data.synthetic_device = \"cuda\" makes synthetic batches on the GPU, but data.dataset is "
+                    "\"{}\": set data.dataset = \"synthetic\" or drop data.synthetic_device",
+                    src, enum_name(c.data.dataset));
+    if (c.data.crop_padding != 0 || c.data.hflip)
+      DP_THROW_USER("{}: data.synthetic_device = \"cuda\" makes batches without augmentation, but data.crop_padding "
+                    "= {} and data.hflip = {}: set data.crop_padding = 0 and data.hflip = false, or data.synthetic_device "
+                    "= \"cpu\"",
+                    src, c.data.crop_padding, c.data.hflip);
+  }
   validate_images(c, src);
 }
 

@@ -54,6 +54,7 @@ struct DataConfig {
   int64_t synthetic_eval = 1000;
   std::vector<int64_t> synthetic_shape = {3, 32, 32};
   int64_t synthetic_classes = 10;
+  data::SyntheticDevice synthetic_device = data::SyntheticDevice::Cpu;  // where synthetic batches are made
   // Image data sets (image_folder, tar_shards): torchvision's transforms.
   std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
   int64_t image_size = 224;         // the side of the square samples the model sees
@@ -108,6 +109,7 @@ struct TrainConfig {
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)
+  Tf32 tf32 = Tf32::Off;           // GPU, f32 data: TF32 tensor cores in convolutions / matmuls
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };

@@ -66,6 +66,10 @@ class Graph {
   // on the compute stream). Call after anything changes the master parameters: the optimizer
   // step, a checkpoint load, the start-up broadcast. No-op in fp32 and on the CPU.
   void refresh_compute_params();
+  // Mixed precision on a GPU: the 16-bit compute copy of the parameters (flat, compute dtype, the
+  // parameter arena's layout), which the fused optimizer can write in its own pass
+  // (Optimizer::write_compute_copy) instead of refresh_compute_params' cast. Undefined otherwise.
+  Tensor compute_params() const { return lp_params_.allocated() ? lp_params_.flat() : Tensor(); }
   DType compute_dtype() const { return compute_; }
   // The CPU's kernels (train.cpu_backend; default OneDnn). Under OneDnn a CPU graph plans, at its
   // next forward: 4-D activations stored channels last when every layer takes them (the model

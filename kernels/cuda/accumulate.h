@@ -3,7 +3,8 @@
 // summed over its consumers, in f32 then rounded to nearest even).
 //
 // 16-bit values are raw bits (uint16_t); `bf16` picks bfloat16, else IEEE half. Returns the
-// launch status (check with CHECK_CUDA). Device pointers of n elements, not aliasing.
+// launch status (check with CHECK_CUDA). Device pointers of n elements, not aliasing. Each pass
+// moves 16-byte vectors where the pointers' alignments allow (kernels/cuda/pass_shape.h).
 // CPU twins: base/half.h's conversions and a float add (tests/kernels/test_cuda_accumulate).
 #pragma once
 #include <cuda_runtime_api.h>

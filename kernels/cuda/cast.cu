@@ -5,78 +5,99 @@
 #include "kernels/host_device.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/vec_pass.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
-#define DP_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+// Every pass here has an f32 side: 4 elements per vector (16 bytes of f32, 8 of 16-bit).
+constexpr int kW = vec_width(sizeof(float));
 
-__global__ void f32_to_bf16_kernel(uint16_t* y, const float* x, int64_t n) {
-  DP_GRID_STRIDE(i, n) y[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
-}
-__global__ void bf16_to_f32_kernel(float* y, const uint16_t* x, int64_t n) {
-  DP_GRID_STRIDE(i, n) y[i] = __bfloat162float(__ushort_as_bfloat16(x[i]));
-}
-__global__ void f32_to_f16_kernel(uint16_t* y, const float* x, int64_t n) {
-  DP_GRID_STRIDE(i, n) y[i] = __half_as_ushort(__float2half_rn(x[i]));
-}
-__global__ void f16_to_f32_kernel(float* y, const uint16_t* x, int64_t n) {
-  DP_GRID_STRIDE(i, n) y[i] = __half2float(__ushort_as_half(x[i]));
+struct ToBf16 {
+  __device__ uint16_t operator()(float v) const { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+};
+struct FromBf16 {
+  __device__ float operator()(uint16_t v) const { return __bfloat162float(__ushort_as_bfloat16(v)); }
+};
+struct ToF16 {
+  __device__ uint16_t operator()(float v) const { return __half_as_ushort(__float2half_rn(v)); }
+};
+struct FromF16 {
+  __device__ float operator()(uint16_t v) const { return __half2float(__ushort_as_half(v)); }
+};
+
+// y[i] = Op(x[i]).
+template <typename Out, typename In, typename Op>
+__global__ void convert_kernel(Out* y, const In* x, int64_t n, VecSplit split) {
+  vec_for_each<kW>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    const Pack<In, V> a = load_pack<V>(x + i);
+    Pack<Out, V> r;
+    for (int k = 0; k < V; ++k) r.v[k] = Op{}(a.v[k]);
+    store_pack<V>(y + i, r);
+  });
 }
 
-// One flag write per thread that saw a non-finite value: benign races, all write 1.
-__global__ void unscale_f16_kernel(float* y, const uint16_t* x, int64_t n, float inv_scale, float* found_inf) {
+// y = Widen(x) * inv_scale with the found-inf flag: one flag write per thread that saw a
+// non-finite value (benign races, all write 1). Widen: FromF16 (f16 gradients) or an identity.
+struct Same {
+  __device__ float operator()(float v) const { return v; }
+};
+template <typename In, typename Widen>
+__global__ void unscale_kernel(float* y, const In* x, int64_t n, float inv_scale, float* found_inf, VecSplit split) {
   bool bad = false;
-  DP_GRID_STRIDE(i, n) {
-    const float v = __half2float(__ushort_as_half(x[i]));
-    bad |= !isfinite(v);
-    y[i] = fp::mul(v, inv_scale);
-  }
+  vec_for_each<kW>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    const Pack<In, V> a = load_pack<V>(x + i);
+    Pack<float, V> r;
+    for (int k = 0; k < V; ++k) {
+      const float v = Widen{}(a.v[k]);
+      bad |= !isfinite(v);
+      r.v[k] = fp::mul(v, inv_scale);
+    }
+    store_pack<V>(y + i, r);
+  });
   if (bad) *found_inf = 1.0f;
 }
-__global__ void unscale_f32_kernel(float* g, int64_t n, float inv_scale, float* found_inf) {
-  bool bad = false;
-  DP_GRID_STRIDE(i, n) {
-    const float v = g[i];
-    bad |= !isfinite(v);
-    g[i] = fp::mul(v, inv_scale);
-  }
-  if (bad) *found_inf = 1.0f;
+
+template <typename Out, typename In, typename Op>
+cudaError_t convert(Out* y, const In* x, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  const VecSplit sp = vec_split(n, kW, {{y, sizeof(Out)}, {x, sizeof(In)}});
+  DP_LAUNCH(convert_kernel<Out, In, Op>, pass_grid(sp, n), kThreads, 0, stream)(y, x, n, sp);
+  DP_RETURN_LAUNCH();
 }
 
-#undef DP_GRID_STRIDE
+template <typename In, typename Widen>
+cudaError_t unscale(float* y, const In* x, int64_t n, float inv_scale, float* found_inf, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  const VecSplit sp = vec_split(n, kW, {{y, sizeof(float)}, {x, sizeof(In)}});
+  DP_LAUNCH(unscale_kernel<In, Widen>, pass_grid(sp, n), kThreads, 0, stream)(y, x, n, inv_scale, found_inf, sp);
+  DP_RETURN_LAUNCH();
+}
 
 }  // namespace
 
-#define DP_LAUNCH_1D(kernel, n, ...)                                 \
-  do {                                                               \
-    if ((n) < 0) return cudaErrorInvalidValue;                       \
-    if ((n) == 0) return cudaSuccess;                                \
-    DP_LAUNCH(kernel, grid_1d(n), kThreads, 0, stream)(__VA_ARGS__); \
-    DP_RETURN_LAUNCH();                                              \
-  } while (0)
-
 cudaError_t f32_to_bf16(uint16_t* y, const float* x, int64_t n, cudaStream_t stream) {
-  DP_LAUNCH_1D(f32_to_bf16_kernel, n, y, x, n);
+  return convert<uint16_t, float, ToBf16>(y, x, n, stream);
 }
 cudaError_t bf16_to_f32(float* y, const uint16_t* x, int64_t n, cudaStream_t stream) {
-  DP_LAUNCH_1D(bf16_to_f32_kernel, n, y, x, n);
+  return convert<float, uint16_t, FromBf16>(y, x, n, stream);
 }
 cudaError_t f32_to_f16(uint16_t* y, const float* x, int64_t n, cudaStream_t stream) {
-  DP_LAUNCH_1D(f32_to_f16_kernel, n, y, x, n);
+  return convert<uint16_t, float, ToF16>(y, x, n, stream);
 }
 cudaError_t f16_to_f32(float* y, const uint16_t* x, int64_t n, cudaStream_t stream) {
-  DP_LAUNCH_1D(f16_to_f32_kernel, n, y, x, n);
+  return convert<float, uint16_t, FromF16>(y, x, n, stream);
 }
 cudaError_t unscale_f16_to_f32(float* y, const uint16_t* x, int64_t n, float inv_scale, float* found_inf,
                                cudaStream_t stream) {
-  DP_LAUNCH_1D(unscale_f16_kernel, n, y, x, n, inv_scale, found_inf);
+  return unscale<uint16_t, FromF16>(y, x, n, inv_scale, found_inf, stream);
 }
 cudaError_t unscale_f32(float* g, int64_t n, float inv_scale, float* found_inf, cudaStream_t stream) {
-  DP_LAUNCH_1D(unscale_f32_kernel, n, g, n, inv_scale, found_inf);
+  return unscale<float, Same>(g, g, n, inv_scale, found_inf, stream);
 }
-
-#undef DP_LAUNCH_1D
 
 }  // namespace dp::kernels::cuda

@@ -5,7 +5,8 @@
 // is to nearest even, with subnormals, as the CPU conversions: equal bit for bit except that a
 // NaN becomes the hardware's canonical NaN (still a NaN, sign and payload not kept).
 // Returns the launch status (check with CHECK_CUDA). Device pointers of n elements; y may not
-// alias x (different element sizes).
+// alias x (different element sizes). Each pass moves 16-byte vectors where the pointers'
+// alignments allow (kernels/cuda/pass_shape.h).
 #pragma once
 #include <cuda_runtime_api.h>
 

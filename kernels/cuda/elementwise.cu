@@ -8,29 +8,47 @@
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
+#include "kernels/cuda/vec_pass.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
+// Elements per 16-byte vector of a pass over T (f32: 4, 16-bit: 8): pass_shape.h, vec_pass.cuh.
+template <typename T>
+constexpr int kW = vec_width(sizeof(T));
+
 // Element I/O: a stored element widened to f32, and an f32 rounded (to nearest even) to it.
 template <typename T>
-__global__ void relu_forward_kernel(T* y, const T* x, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const T v = x[i];
-    y[i] = to_f32(v) < 0.0f ? from_f32<T>(0.0f) : v;
-  }
+__global__ void relu_forward_kernel(T* y, const T* x, int64_t n, VecSplit split) {
+  vec_for_each<kW<T>>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    const Pack<T, V> a = load_pack<V>(x + i);
+    Pack<T, V> r;
+    for (int k = 0; k < V; ++k) r.v[k] = to_f32(a.v[k]) < 0.0f ? from_f32<T>(0.0f) : a.v[k];
+    store_pack<V>(y + i, r);
+  });
 }
 
 template <typename T>
-__global__ void relu_backward_kernel(T* dx, const T* dy, const T* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    dx[i] = to_f32(y[i]) > 0.0f ? dy[i] : from_f32<T>(0.0f);
+__global__ void relu_backward_kernel(T* dx, const T* dy, const T* y, int64_t n, VecSplit split) {
+  vec_for_each<kW<T>>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    const Pack<T, V> g = load_pack<V>(dy + i), out = load_pack<V>(y + i);
+    Pack<T, V> r;
+    for (int k = 0; k < V; ++k) r.v[k] = to_f32(out.v[k]) > 0.0f ? g.v[k] : from_f32<T>(0.0f);
+    store_pack<V>(dx + i, r);
+  });
 }
 
 template <typename T>
-__global__ void add_kernel(T* y, const T* a, const T* b, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_f32<T>(fp::add(to_f32(a[i]), to_f32(b[i])));
+__global__ void add_kernel(T* y, const T* a, const T* b, int64_t n, VecSplit split) {
+  vec_for_each<kW<T>>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    const Pack<T, V> pa = load_pack<V>(a + i), pb = load_pack<V>(b + i);
+    Pack<T, V> r;
+    for (int k = 0; k < V; ++k) r.v[k] = from_f32<T>(fp::add(to_f32(pa.v[k]), to_f32(pb.v[k])));
+    store_pack<V>(y + i, r);
+  });
 }
 
 // One block per channel (grid-stride over channels): each thread sums its strided share of the
@@ -56,22 +74,63 @@ __global__ void bias_grad_kernel(T* db, const T* dy, int64_t outer, int64_t chan
   }
 }
 
-__global__ void scale_kernel(float* y, const float* x, float alpha, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = fp::mul(alpha, x[i]);
+__global__ void scale_kernel(float* y, const float* x, float alpha, int64_t n, VecSplit split) {
+  vec_for_each<kW<float>>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    Pack<float, V> r = load_pack<V>(x + i);
+    for (int k = 0; k < V; ++k) r.v[k] = fp::mul(alpha, r.v[k]);
+    store_pack<V>(y + i, r);
+  });
 }
 
-__global__ void divide_kernel(float* x, int64_t n, float divisor) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    x[i] = fp::div(x[i], divisor);
+__global__ void divide_kernel(float* x, int64_t n, float divisor, VecSplit split) {
+  vec_for_each<kW<float>>(n, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    Pack<float, V> r = load_pack<V>(x + i);
+    for (int k = 0; k < V; ++k) r.v[k] = fp::div(r.v[k], divisor);
+    store_pack<V>(x + i, r);
+  });
 }
 
-// One element per thread over the whole (outer, channels, inner) block; the channel is
-// (i / inner) % channels.
+// Over the whole (outer, channels, inner) block; element i's channel is (i / inner) % channels.
 template <typename T>
-__global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channels, int64_t inner) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_f32<T>(fp::add(to_f32(y[i]), to_f32(b[(i / inner) % channels])));
+__global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channels, int64_t inner, VecSplit split) {
+  vec_for_each<kW<T>>(total, split, [&](int64_t i, auto w) {
+    constexpr int V = decltype(w)::value;
+    Pack<T, V> r = load_pack<V>(y + i);
+    for (int k = 0; k < V; ++k) r.v[k] = from_f32<T>(fp::add(to_f32(r.v[k]), to_f32(b[((i + k) / inner) % channels])));
+    store_pack<V>(y + i, r);
+  });
+}
+
+// The launches of the passes, for any element type; n > 0, arguments checked by the caller.
+template <typename T>
+VecSplit split_of(int64_t n, std::initializer_list<const void*> ptrs) {
+  return vec_split(n, kW<T>, sizeof(T), ptrs);
+}
+template <typename T>
+cudaError_t launch_relu_forward(T* y, const T* x, int64_t n, cudaStream_t stream) {
+  const VecSplit sp = split_of<T>(n, {y, x});
+  DP_LAUNCH(relu_forward_kernel<T>, pass_grid(sp, n), kThreads, 0, stream)(y, x, n, sp);
+  DP_RETURN_LAUNCH();
+}
+template <typename T>
+cudaError_t launch_relu_backward(T* dx, const T* dy, const T* y, int64_t n, cudaStream_t stream) {
+  const VecSplit sp = split_of<T>(n, {dx, dy, y});
+  DP_LAUNCH(relu_backward_kernel<T>, pass_grid(sp, n), kThreads, 0, stream)(dx, dy, y, n, sp);
+  DP_RETURN_LAUNCH();
+}
+template <typename T>
+cudaError_t launch_add(T* y, const T* a, const T* b, int64_t n, cudaStream_t stream) {
+  const VecSplit sp = split_of<T>(n, {y, a, b});
+  DP_LAUNCH(add_kernel<T>, pass_grid(sp, n), kThreads, 0, stream)(y, a, b, n, sp);
+  DP_RETURN_LAUNCH();
+}
+template <typename T>
+cudaError_t launch_bias_add(T* y, const T* b, int64_t total, int64_t channels, int64_t inner, cudaStream_t stream) {
+  const VecSplit sp = split_of<T>(total, {y});
+  DP_LAUNCH(bias_add_kernel<T>, pass_grid(sp, total), kThreads, 0, stream)(y, b, total, channels, inner, sp);
+  DP_RETURN_LAUNCH();
 }
 
 }  // namespace
@@ -79,22 +138,19 @@ __global__ void bias_add_kernel(T* y, const T* b, int64_t total, int64_t channel
 cudaError_t relu_forward(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  DP_LAUNCH(relu_forward_kernel<float>, grid_1d(n), kThreads, 0, stream)(y, x, n);
-  DP_RETURN_LAUNCH();
+  return launch_relu_forward(y, x, n, stream);
 }
 
 cudaError_t relu_backward(float* dx, const float* dy, const float* y, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  DP_LAUNCH(relu_backward_kernel<float>, grid_1d(n), kThreads, 0, stream)(dx, dy, y, n);
-  DP_RETURN_LAUNCH();
+  return launch_relu_backward(dx, dy, y, n, stream);
 }
 
 cudaError_t add(float* y, const float* a, const float* b, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  DP_LAUNCH(add_kernel<float>, grid_1d(n), kThreads, 0, stream)(y, a, b, n);
-  DP_RETURN_LAUNCH();
+  return launch_add(y, a, b, n, stream);
 }
 
 cudaError_t add_inplace(float* dst, const float* src, int64_t n, cudaStream_t stream) {
@@ -104,14 +160,16 @@ cudaError_t add_inplace(float* dst, const float* src, int64_t n, cudaStream_t st
 cudaError_t scale(float* y, const float* x, float alpha, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  DP_LAUNCH(scale_kernel, grid_1d(n), kThreads, 0, stream)(y, x, alpha, n);
+  const VecSplit sp = split_of<float>(n, {y, x});
+  DP_LAUNCH(scale_kernel, pass_grid(sp, n), kThreads, 0, stream)(y, x, alpha, n, sp);
   DP_RETURN_LAUNCH();
 }
 
 cudaError_t divide(float* x, int64_t n, int divisor, cudaStream_t stream) {
   if (n < 0 || divisor == 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  DP_LAUNCH(divide_kernel, grid_1d(n), kThreads, 0, stream)(x, n, static_cast<float>(divisor));
+  const VecSplit sp = split_of<float>(n, {x});
+  DP_LAUNCH(divide_kernel, pass_grid(sp, n), kThreads, 0, stream)(x, n, static_cast<float>(divisor), sp);
   DP_RETURN_LAUNCH();
 }
 
@@ -119,8 +177,7 @@ cudaError_t bias_add(float* y, const float* b, int64_t outer, int64_t channels, 
   if (outer < 0 || channels < 0 || inner < 0) return cudaErrorInvalidValue;
   const int64_t total = outer * channels * inner;
   if (total == 0) return cudaSuccess;
-  DP_LAUNCH(bias_add_kernel<float>, grid_1d(total), kThreads, 0, stream)(y, b, total, channels, inner);
-  DP_RETURN_LAUNCH();
+  return launch_bias_add(y, b, total, channels, inner, stream);
 }
 
 bool elementwise_dtype_supported(DType dtype) {
@@ -132,8 +189,7 @@ cudaError_t relu_forward(DType dtype, void* y, const void* x, int64_t n, cudaStr
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    DP_LAUNCH(relu_forward_kernel<T>, grid_1d(n), kThreads, 0, stream)(static_cast<T*>(y), static_cast<const T*>(x), n);
-    DP_RETURN_LAUNCH();
+    return launch_relu_forward(static_cast<T*>(y), static_cast<const T*>(x), n, stream);
   });
 }
 
@@ -142,9 +198,7 @@ cudaError_t relu_backward(DType dtype, void* dx, const void* dy, const void* y, 
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    DP_LAUNCH(relu_backward_kernel<T>, grid_1d(n), kThreads, 0, stream)(
-        static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), n);
-    DP_RETURN_LAUNCH();
+    return launch_relu_backward(static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(y), n, stream);
   });
 }
 
@@ -153,9 +207,7 @@ cudaError_t add(DType dtype, void* y, const void* a, const void* b, int64_t n, c
   if (n == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    DP_LAUNCH(add_kernel<T>, grid_1d(n), kThreads, 0, stream)(
-        static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b), n);
-    DP_RETURN_LAUNCH();
+    return launch_add(static_cast<T*>(y), static_cast<const T*>(a), static_cast<const T*>(b), n, stream);
   });
 }
 
@@ -170,9 +222,7 @@ cudaError_t bias_add(DType dtype, void* y, const void* b, int64_t outer, int64_t
   if (total == 0) return cudaSuccess;
   return dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    DP_LAUNCH(bias_add_kernel<T>, grid_1d(total), kThreads, 0, stream)(
-        static_cast<T*>(y), static_cast<const T*>(b), total, channels, inner);
-    DP_RETURN_LAUNCH();
+    return launch_bias_add(static_cast<T*>(y), static_cast<const T*>(b), total, channels, inner, stream);
   });
 }
 

@@ -3,6 +3,9 @@
 // and add_inplace for the layers under mixed precision, and bias_grad (a bias's gradient).
 //
 // Every wrapper returns the launch status (kernels/cuda/launch.cuh); check it with CHECK_CUDA.
+// The element-wise passes (all but bias_grad) move 16-byte vectors where their pointers'
+// alignments allow, with a scalar head and tail, in grid-stride loops sized to the device's SM
+// count (kernels/cuda/pass_shape.h); bias_grad is a reduction, one block per channel.
 // Pointers are device pointers; n == 0 launches nothing. Results equal the CPU twins bit for
 // bit (each element is one IEEE operation or a select).
 #pragma once

@@ -13,6 +13,7 @@
 #include "runtime/cuda/graph_candidates.h"
 #include "runtime/cuda/handles.h"
 #include "runtime/cuda/stream.h"
+#include "runtime/precision.h"
 
 namespace dp::cuda {
 
@@ -36,6 +37,12 @@ class ExecContext {
   cublasLtHandle_t cublaslt() const { return cublaslt_.get(); }
 
   size_t workspace_limit() const { return workspace_limit_; }
+  // train.tf32: where f32 data may use TF32 tensor cores (runtime/precision.h). Off unless set:
+  // the convolutions (models/layers/conv2d: cuDNN math type and algorithm cache key; any other
+  // convolution path reads it here too) and cuBLASLt matmuls (compute type and heuristic key)
+  // follow it.
+  Tf32 tf32() const { return tf32_; }
+  void set_tf32(Tf32 t) { tf32_ = t; }
   // Scratch memory of at least `bytes` (<= workspace_limit()) for work on the compute stream,
   // valid until the next call (it grows in stream order; the old block is freed on compute()).
   void* workspace(size_t bytes);
@@ -55,6 +62,7 @@ class ExecContext {
   int device_;
   size_t workspace_limit_;
   CudnnApi cudnn_api_ = CudnnApi::Legacy;
+  Tf32 tf32_ = Tf32::Off;
   CudaStream compute_, data_, comm_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;

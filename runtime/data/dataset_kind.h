@@ -1,5 +1,5 @@
 // defines: DatasetKind (data.dataset), the data sets dptrain reads, and its name table: the one
-// list of data set names. The config schema takes its allowed values from it and
+// list of data set names; SyntheticDevice (data.synthetic_device), where synthetic batches are made. The config schema takes its allowed values from it and
 // launch/datasets.cpp opens each kind (a switch the compiler checks for a missing case).
 #pragma once
 #include <span>
@@ -24,5 +24,15 @@ inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {{DatasetKind::Fash
                                                               {DatasetKind::TarShards, "tar_shards"},
                                                               {DatasetKind::Npy, "npy"}};
 constexpr std::span<const EnumName<DatasetKind>> enum_names(DatasetKind) { return kDatasetKindNames; }
+
+// Cpu: the loader's threads compute synthetic samples and the input pipeline uploads them (the
+// end-to-end path every data set takes). Cuda: a kernel computes each batch on the GPU, the same
+// values, in the compute dtype and layout (launch/synthetic_input.h): no loader, no copy, as
+// PyTorch benchmarks with inputs resident on the GPU.
+enum class SyntheticDevice { Cpu, Cuda };
+
+inline constexpr EnumName<SyntheticDevice> kSyntheticDeviceNames[] = {{SyntheticDevice::Cpu, "cpu"},
+                                                                      {SyntheticDevice::Cuda, "cuda"}};
+constexpr std::span<const EnumName<SyntheticDevice>> enum_names(SyntheticDevice) { return kSyntheticDeviceNames; }
 
 }  // namespace dp::data

@@ -6,17 +6,19 @@
 //   pixel  x[j] = 0.6 * P[y][j] + 0.4 * u[j],   u[j] ~ U[0, 1)
 // where P[c] (one per class, uniform in [0, 1), from stream id 2^55 + c) is a fixed pattern.
 // Values lie in [0, 1) like scaled pixels; the class decides the mean (0.6 P[y] + 0.2), so a
-// linear model (or nearest class mean) learns it.
+// linear model (or nearest class mean) learns it. The arithmetic is kernels/synthetic_math.h's,
+// which the GPU generator (kernels/cuda/synthetic.h, data.synthetic_device = "cuda") runs too;
+// this file draws the stream in order with Rng, the GPU by position, and both give the same bits.
 #include <vector>
 
+#include "kernels/synthetic_math.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/keyed_rng.h"
 
 namespace dp::data {
 namespace {
 
-constexpr uint64_t kPatternId = uint64_t{1} << 55;  // stream ids of the class patterns
-constexpr float kSignal = 0.6f, kNoise = 0.4f;
+constexpr uint64_t kPatternId = kernels::kSyntheticPatternId;  // stream ids of the class patterns
 
 class SyntheticDataset : public Dataset {
  public:
@@ -25,7 +27,7 @@ class SyntheticDataset : public Dataset {
     patterns_.resize(static_cast<size_t>(num_classes_) * numel_);  // (num_classes, numel)
     for (int c = 0; c < num_classes_; ++c) {
       Rng rng = keyed_rng(seed_, kStreamData, kPatternId + c);
-      for (int64_t j = 0; j < numel_; ++j) patterns_[c * numel_ + j] = rng.uniform();
+      for (int64_t j = 0; j < numel_; ++j) patterns_[c * numel_ + j] = kernels::synthetic_uniform(rng.next_u32());
     }
   }
 
@@ -38,7 +40,7 @@ class SyntheticDataset : public Dataset {
     Rng rng = keyed_rng(seed_, kStreamData, static_cast<uint64_t>(index));
     const int32_t label = static_cast<int32_t>(rng.below(static_cast<uint64_t>(num_classes_)));
     const float* p = patterns_.data() + label * numel_;
-    for (int64_t j = 0; j < numel_; ++j) out[j] = kSignal * p[j] + kNoise * rng.uniform();
+    for (int64_t j = 0; j < numel_; ++j) out[j] = kernels::synthetic_pixel(p[j], kernels::synthetic_uniform(rng.next_u32()));
     return label;
   }
 

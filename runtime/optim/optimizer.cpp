@@ -14,8 +14,24 @@ Optimizer::Optimizer(int64_t numel) : numel_(numel) {
 void Optimizer::place(Device device, void* cuda_stream) {
   DP_CHECK(device.is_cpu() || cuda_stream != nullptr, "{} optimizer on {} needs a stream", name(), device.str());
   move_state(device);
+  copy_ = Tensor();  // a copy on the old device is no longer this optimizer's to write
   device_ = device;
   stream_ = cuda_stream;
+}
+
+void Optimizer::write_compute_copy(const Tensor& copy) {
+  if (!copy.defined()) {
+    copy_ = Tensor();
+    return;
+  }
+  DP_CHECK(device_.is_cuda(), "{} optimizer on {}: a 16-bit compute copy is written only on a GPU", name(),
+           device_.str());
+  DP_CHECK((copy.dtype() == DType::BF16 || copy.dtype() == DType::F16) && copy.ndim() == 1 &&
+               copy.numel() == numel_ && copy.device() == device_,
+           "{} optimizer over {} parameters on {} was given the compute copy {}: want a flat bf16 or f16 tensor of "
+           "that length on that device",
+           name(), numel_, device_.str(), copy.describe());
+  copy_ = copy;
 }
 
 void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, double lr) const {

@@ -42,6 +42,13 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   // Number of parameters this optimizer updates.
   int64_t numel() const { return numel_; }
+  // Mixed precision on a GPU: from now on every step() also writes the updated parameters,
+  // rounded to nearest even, into `copy` (flat BF16 or F16 of numel() on this optimizer's GPU:
+  // Graph::compute_params()), in the same pass as the update, with the bits Graph's
+  // refresh_compute_params would write after it. An undefined tensor stops it. DpError for a
+  // tensor that does not fit, or an optimizer not placed on a GPU.
+  void write_compute_copy(const Tensor& copy);
+  bool writes_compute_copy() const { return copy_.defined(); }
   // State as named flat F32 tensors ("momentum_buffer"; "exp_avg", "exp_avg_sq"); with steps()
   // that is everything needed to resume bitwise. The tensors are views of the live state: write
   // or clone them before the next step().
@@ -61,11 +68,16 @@ class Optimizer {
 
   // Reallocates the state tensors on `device`, keeping their values.
   virtual void move_state(Device device) = 0;
+  // write_compute_copy's copy as the fused kernels take it (*_cuda.cpp): its raw 16-bit data, or
+  // null without one; and whether it is bf16 (else f16).
+  void* copy_data() const { return copy_.defined() ? copy_.raw() : nullptr; }
+  bool copy_is_bf16() const { return copy_.defined() && copy_.dtype() == DType::BF16; }
 
   int64_t numel_ = 0;
   int64_t steps_ = 0;
   Device device_;
   void* stream_ = nullptr;  // cudaStream_t of step() on a GPU
+  Tensor copy_;             // write_compute_copy's 16-bit copy, or undefined
 };
 
 // Both throw UserError for out-of-range options (the same ranges torch accepts).

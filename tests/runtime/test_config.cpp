@@ -59,12 +59,39 @@ TEST(Config, CudnnApiIsAChoiceDefaultingToLegacy) {
             "m.cfg:4: train.cudnn_api = \"backend\" is not allowed; use one of: legacy, graph");
 }
 
+TEST(Config, Tf32IsAChoiceDefaultingToOff) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg").train.tf32, Tf32::Off);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.tf32=conv"}).train.tf32, Tf32::Conv);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.tf32=all"}).train.tf32, Tf32::All);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ntf32 = \"yes\"\n"),
+            "m.cfg:4: train.tf32 = \"yes\" is not allowed; use one of: off, conv, all");
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ntf32 = true\n"),
+            "m.cfg:4: train.tf32 must be a string, got a boolean (true)");
+}
+
+TEST(Config, SyntheticDeviceIsAChoiceForSyntheticDataWithoutAugmentation) {
+  const std::string synth = std::string(kMin) + "[data]\ndataset = \"synthetic\"\n";
+  EXPECT_EQ(parse_config(synth, "m.cfg").data.synthetic_device, data::SyntheticDevice::Cpu);
+  EXPECT_EQ(parse_config(synth, "m.cfg", {"data.synthetic_device=cuda"}).data.synthetic_device,
+            data::SyntheticDevice::Cuda);
+  EXPECT_EQ(error_of(synth, {"data.synthetic_device=gpu"}),
+            "--set data.synthetic_device=gpu: data.synthetic_device = \"gpu\" is not allowed (did you mean \"cpu\"?); use "
+            "one of: cpu, cuda");
+  EXPECT_EQ(error_of(kMin, {"data.synthetic_device=cuda"}),
+            "m.cfg: data.synthetic_device = \"cuda\" makes synthetic batches on the GPU, but data.dataset is "
+            "\"fashion_mnist\": set data.dataset = \"synthetic\" or drop data.synthetic_device");
+  EXPECT_EQ(error_of(synth, {"data.synthetic_device=cuda", "data.hflip=true"}),
+            "m.cfg: data.synthetic_device = \"cuda\" makes batches without augmentation, but data.crop_padding = 0 "
+            "and data.hflip = true: set data.crop_padding = 0 and data.hflip = false, or data.synthetic_device = "
+            "\"cpu\"");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

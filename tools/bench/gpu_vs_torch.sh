@@ -4,20 +4,25 @@
 #
 #   tools/bench/gpu_vs_torch.sh [BUILD_DIR]      (default: build; needs BUILD_DIR/dptrain, CUDA build)
 #
-# Per case MODEL:BATCH:DTYPE (steps 1 and 2 for every case first, then step 3 for every case, so
-# that a slow torch.compile cannot cost a dptrain number when the time runs out):
+# Per case MODEL:BATCH:DTYPE (steps 1, 2 and 2b for every case first, then 2c, then 3, so that a
+# slow torch.compile cannot cost a dptrain number when the time runs out):
 #   1. PyTorch eager (tools/bench/torch_train_bench.py --modes eager): AMP + channels_last for
-#      bf16/fp16, data resident on the GPU; its images/s sizes the dptrain run.
+#      bf16/fp16, data resident on the GPU, PyTorch's default TF32 policy for fp32 (convolutions
+#      yes, matmuls no); its images/s sizes the dptrain run.
 #   2. dptrain on synthetic data of the model's shape (data.dataset = "synthetic", no augmentation:
-#      tools/bench/models.sh's synthetic_sets), train.steps for about DPTRAIN_SECONDS at torch
+#      tools/bench/models.sh's synthetic_sets) with its batches made on the GPU
+#      (data.synthetic_device = "cuda"), as torch's inputs are resident: the judged figure; fp32
+#      with train.tf32 = "conv", torch's policy. train.steps for about DPTRAIN_SECONDS at torch
 #      eager's speed, train.log_every = steps/20;
 #      images/s = median samples_per_s of the metrics.jsonl windows after the first 20% of the
 #      steps (tools/bench/bench_report.py); peak = the run's {"split":"device"} line.
-#      dptrain's number is end to end: its own input pipeline feeds the GPU. With TRACE_STEPS > 0
-#      (default 5) steps in the middle of the run are traced (profile.trace_steps): the run's
-#      trace.json shows where a step's time goes (data wait, forward, backward, optimizer).
+#      With TRACE_STEPS > 0 (default 5) steps in the middle of the run are traced
+#      (profile.trace_steps): the run's trace.json shows where a step's time goes (data wait,
+#      forward, backward, optimizer).
 #   2b. For each case of a VARIANT_MODELS model, dptrain once more per VARIANTS entry (below), the
 #      same run with the variant's cfg overrides: one more row of the table each.
+#   2c. With E2E=1 (default), every case's dptrain run once more fed by its CPU loader and input
+#      pipeline (data.synthetic_device = "cpu"): the end-to-end figure, beside the judged one.
 #   3. PyTorch torch.compile (--modes compile; the compile time is in the log, not in images/s).
 # Models: resnet50 (models/resnet50.cfg, 3x224x224, 1000 classes), cifar_resnet18
 # (models/cifar_resnet18.cfg, 3x32x32), fmnist_cnn (models/fmnist_cnn.cfg, 1x28x28); the optimizer
@@ -36,6 +41,7 @@
 #                    whose key this dptrain does not know (exit 2, "unknown key") is reported in
 #                    its row as unknown_key, not as a failure. Syntax: bench_report.py variants.
 #   VARIANT_MODELS   the models whose cases the variants run on (default "resnet50")
+#   E2E              1 (default): also the end-to-end dptrain run of every case (step 2c); 0: not
 #   DEADLINE         epoch second by which everything must have ended (default: now + 540); each
 #                    step's time box is cut to it, and a step that no longer fits is skipped
 #   LOGDIR           logs, run directories, results.txt and table.txt (default: a new /tmp folder)
@@ -64,6 +70,7 @@ else
   DEVICE=cuda
 fi
 DPTRAIN_SECONDS=${DPTRAIN_SECONDS:-15}
+E2E=${E2E:-1}
 TORCH_SECONDS=${TORCH_SECONDS:-8}
 TRACE_STEPS=${TRACE_STEPS:-5}
 VARIANTS=${VARIANTS:-}
@@ -130,11 +137,12 @@ torch_mode() {
   collect "$log" || failed=1
 }
 
-# dptrain_run MODEL BATCH DTYPE [VARIANT KEY=V...]: the dptrain side of a case, or of one of its
-# variants (the same run with the variant's overrides last, so that they win).
+# dptrain_run MODEL BATCH DTYPE INPUT [VARIANT KEY=V...]: the dptrain side of a case with INPUT
+# resident (batches made on the GPU) or loader (end to end), or of one of its variants (the same
+# run with the variant's overrides last, so that they win).
 dptrain_run() {
-  local m=$1 b=$2 d=$3 variant=${4:--} cfg guess
-  shift $(($# < 4 ? $# : 4))
+  local m=$1 b=$2 d=$3 input=$4 variant=${5:--} cfg guess
+  shift $(($# < 5 ? $# : 5))
   local sets=("$@")
   read -r cfg _ _ _ _ guess <<<"$(model_info "$m")"
   local eager steps
@@ -148,23 +156,24 @@ dptrain_run() {
   local every=$((steps / 20 > 0 ? steps / 20 : 1)) trace=()
   ((TRACE_STEPS > 0)) && trace=(profile.trace_steps="$((steps / 2 + 1))-$((steps / 2 + TRACE_STEPS))")
   local t name=dptrain-$m-$b-$d
+  [[ $input == loader ]] && name+=-e2e
   [[ $variant != - ]] && name+=-$variant
   local log=$LOGDIR/$name.log
   t=$(box $((3 * DPTRAIN_SECONDS + 60)) 20)
-  if ((t == 0)); then skipped dptrain "$m" "$b" "$d" - no_time_left "$variant"; return; fi
-  say "dptrain: $m batch $b $d${sets[*]:+ with ${sets[*]}}, $steps steps, log_every $every (time box ${t}s) -> $log"
+  if ((t == 0)); then skipped dptrain "$m" "$b" "$d" "$input" no_time_left "$variant"; return; fi
+  say "dptrain ($input inputs): $m batch $b $d${sets[*]:+ with ${sets[*]}}, $steps steps, log_every $every (time box ${t}s) -> $log"
   local env_cmd=(env)
   [[ -n ${DPTRAIN_LD_LIBRARY_PATH:-} ]] && env_cmd+=("LD_LIBRARY_PATH=$DPTRAIN_LD_LIBRARY_PATH")
   local rc=0
   # `--set` takes every value up to the next option: it comes last.
   local base
-  mapfile -t base < <(synthetic_sets "$DEVICE" "$m" "$b" "$d" "$steps")
+  mapfile -t base < <(synthetic_sets "$DEVICE" "$m" "$b" "$d" "$steps" "$input")
   timeout -k 15 -s TERM "$t" "${env_cmd[@]}" "$DPTRAIN" "$REPO/$cfg" --run-dir "$LOGDIR/runs" --name "$name" \
     --log-level warn --reset --set "${base[@]}" train.log_every="$every" "${trace[@]}" "${sets[@]}" >"$log" 2>&1 || rc=$?
   ((rc != 0)) && { echo "dptrain exit status $rc" >&2; tail -n 5 "$log" >&2; }
   local result  # read from the log (an "unknown key" error), then appended to it
-  result=$("$PY" "$REPORT" dptrain "$LOGDIR/runs/$name" --model "$m" --batch "$b" --dtype "$d" --rc "$rc" \
-    --variant "$variant" --log "$log" 2>&1)
+  result=$("$PY" "$REPORT" dptrain "$LOGDIR/runs/$name" --model "$m" --batch "$b" --dtype "$d" --input "$input" \
+    --rc "$rc" --variant "$variant" --log "$log" 2>&1)
   echo "$result" >>"$log"
   collect "$log" || failed=1
 }
@@ -178,22 +187,30 @@ done
 for mode in $MODES; do
   [[ $mode == eager || $mode == compile ]] || die "MODES: eager and/or compile, not '$mode'"
 done
+[[ $E2E == 0 || $E2E == 1 ]] || die "E2E: 1 (the end-to-end runs too) or 0, not '$E2E'"
 # VARIANTS, checked once: one "label key=v key=v" line each.
 variant_lines=$("$PY" "$REPORT" variants -- "$VARIANTS") || die "VARIANTS '$VARIANTS' is malformed (see above)"
 say "cases: $CASES; torch modes: $MODES; device $DEVICE; variants: ${VARIANTS:-none}; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
-# Every case's eager and dptrain numbers first, then the compiles (slow to build: ~1-2 min each
-# for a ResNet), so that a short budget loses the torch.compile columns, not the comparison.
+# Every case's eager and judged dptrain numbers first, then the end-to-end ones, then the compiles
+# (slow to build: ~1-2 min each for a ResNet), so that a short budget loses the torch.compile
+# columns, not the comparison.
 for case in $CASES; do
   IFS=: read -r m b d <<<"$case"
   [[ " $MODES " == *" eager "* ]] && torch_mode "$m" "$b" "$d" eager $((2 * TORCH_SECONDS + 60))
-  dptrain_run "$m" "$b" "$d"
+  dptrain_run "$m" "$b" "$d" resident
   if [[ " $VARIANT_MODELS " == *" $m "* && -n $variant_lines ]]; then
     while read -r label sets; do
       # shellcheck disable=SC2086  # sets: key=value words without spaces (bench_report.py variants)
-      dptrain_run "$m" "$b" "$d" "$label" $sets
+      dptrain_run "$m" "$b" "$d" resident "$label" $sets
     done <<<"$variant_lines"
   fi
 done
+if [[ $E2E == 1 ]]; then
+  for case in $CASES; do
+    IFS=: read -r m b d <<<"$case"
+    dptrain_run "$m" "$b" "$d" loader
+  done
+fi
 if [[ " $MODES " == *" compile "* ]]; then
   for case in $CASES; do
     IFS=: read -r m b d <<<"$case"

@@ -3,9 +3,12 @@
 #   model_info MODEL -> "CFG C H W CLASSES GUESS_IMG_S": the cfg, the per-sample input shape and
 #     classes of its synthetic data, and a guess of torch eager's img/s on one H100/H200 that sizes
 #     a dptrain run when torch gave nothing; fails for an unknown MODEL
-#   synthetic_sets DEVICE MODEL BATCH DTYPE STEPS -> the --set overrides (one per line) of a
-#     benchmark run: the model's cfg on synthetic data of its shape, no augmentation, no
-#     evaluation during training, no checkpoints, no TensorBoard, STEPS steps of BATCH in DTYPE
+#   synthetic_sets DEVICE MODEL BATCH DTYPE STEPS [INPUT] -> the --set overrides (one per line) of
+#     a benchmark run: the model's cfg on synthetic data of its shape, no augmentation, no
+#     evaluation during training, no checkpoints, no TensorBoard, STEPS steps of BATCH in DTYPE;
+#     INPUT "resident" (default: the batches made on the GPU, data.synthetic_device = "cuda", as
+#     PyTorch's benchmark keeps its inputs on the GPU) or "loader" (dptrain's CPU loader and input
+#     pipeline: end to end); fp32 with train.tf32 = "conv", PyTorch's default TF32 policy
 #   MODEL_NAMES: the models, for messages
 # shellcheck shell=bash
 model_info() {
@@ -20,12 +23,19 @@ model_info() {
 MODEL_NAMES="resnet50, cifar_resnet18 or fmnist_cnn"
 
 synthetic_sets() {
-  local device=$1 m=$2 b=$3 d=$4 steps=$5 info c h w k
+  local device=$1 m=$2 b=$3 d=$4 steps=$5 input=${6:-resident} info c h w k
   info=$(model_info "$m") || return 1
   read -r _ c h w k _ <<<"$info"
+  case $input in
+    resident) input=cuda ;;
+    loader) input=cpu ;;
+    *) return 1 ;;
+  esac
   printf '%s\n' train.device="$device" train.precision="$d" train.batch_size="$b" train.steps="$steps" \
     train.epochs=1 train.eval_every=0 train.warmup_steps=0 run.tensorboard=false run.progress_every_s=0 \
     checkpoint.final=false checkpoint.every_steps=0 data.dataset=synthetic "data.synthetic_shape=[$c,$h,$w]" \
     data.synthetic_classes="$k" data.synthetic_train=$((steps * b)) data.synthetic_eval="$b" \
-    data.crop_padding=0 data.hflip=false data.shuffle=false
+    data.crop_padding=0 data.hflip=false data.shuffle=false data.synthetic_device="$input"
+  [[ $d == fp32 ]] && echo train.tf32=conv
+  return 0
 }

@@ -22,8 +22,10 @@
 #   profile    PROFILE_CASE (resnet50:256:bf16) on synthetic data with profile.layers over
 #              PROFILE_WINDOW (5) steps after PROFILE_WARMUP (5): the PROFILE_TOP (15) layers
 #              with the most time, from the run's layers.json (tools/gpu/layers_table.py)
-#   bench      tools/bench/gpu_vs_torch.sh: dptrain vs PyTorch eager and torch.compile, and each
-#              of VARIANTS (dptrain with other cfg settings, ResNet-50 only) as one more row
+#   bench      tools/bench/gpu_vs_torch.sh: dptrain with its batches made on the GPU (the judged
+#              figure, as torch's resident inputs) vs PyTorch eager and torch.compile, dptrain
+#              end to end (its CPU loader) beside it, and each of VARIANTS (dptrain with other
+#              cfg settings, ResNet-50 only) as one more row
 #   sanitizer  compute-sanitizer --tool memcheck over $SANITIZE_BINS with $SANITIZE_FILTER
 #   kernels    Nsight Compute (ncu) over step KERNELS_STEP (3) of the profile step's run (its
 #              profile.steps capture range): gpu__time_duration.sum of every kernel, no cache or
@@ -45,7 +47,7 @@
 # space-separated), PROFILE_CASE, PROFILE_WARMUP, PROFILE_WINDOW, PROFILE_TOP, PROFILE_DEVICE
 # (cuda; also the kernels step's), KERNELS_STEP, KERNELS_TOP, NCU (default: ncu on PATH, else
 # /usr/local/cuda/bin/ncu); for the benchmark VARIANTS ("label:key=v,key=v;label2:key=v"),
-# CASES, MODES, DPTRAIN_SECONDS, TORCH_SECONDS, SMOKE (see tools/bench/gpu_vs_torch.sh) and
+# CASES, MODES, DPTRAIN_SECONDS, TORCH_SECONDS, E2E, SMOKE (see tools/bench/gpu_vs_torch.sh) and
 # BENCH_PY (its python, default python3).
 # Exit status: 0 when no step failed (skipped steps are listed, not failures), 1 when one failed
 # or ran out of its time box, 2 on a usage error.
@@ -63,7 +65,7 @@ DRY=0
 ONLY=""
 SKIP=""
 CPU_TOP1=${CPU_TOP1:-}
-usage() { sed -n '2,51p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,53p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case $1 in
     --dry-run) DRY=1 ;;
@@ -186,6 +188,7 @@ if ((DRY)); then
       profile) echo "  profile [share ${SHARE[profile]}s]: $BUILD/dptrain ${P_MODEL} batch $P_BATCH $P_DTYPE on synthetic data, $PROFILE_DEVICE, $((PROFILE_WARMUP + PROFILE_WINDOW)) steps, profile.layers=$((PROFILE_WARMUP + 1))-$((PROFILE_WARMUP + PROFILE_WINDOW)); the top $PROFILE_TOP layers of its layers.json" ;;
       bench) echo "  bench [share ${SHARE[bench]}s]: DEADLINE=<end> LOGDIR=$LOGS/bench tools/bench/gpu_vs_torch.sh $BUILD"
         echo "         cases: ${CASES:-resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16}; torch modes: ${MODES:-eager compile}"
+        echo "         dptrain: batches made on the GPU (judged)$([[ ${E2E:-1} == 1 ]] && echo ", then end to end (CPU loader)" || echo "; end to end: not run (E2E=0)")"
         if [[ -n $VARIANT_LINES ]]; then
           while read -r label sets; do echo "         variant $label (ResNet-50 dptrain only): --set $sets"; done <<<"$VARIANT_LINES"
         else echo "         variants: none (VARIANTS)"; fi ;;

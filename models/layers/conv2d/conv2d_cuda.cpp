@@ -10,8 +10,10 @@
 // and writes the filter gradient into a KRSC scratch that a kernel adds back into the KCRS one
 // (models/layers/conv2d/filter_layout.h).
 //
-// Math: f32 data runs in CUDNN_FMA_MATH (no TF32), so it stays within ~1e-5 of the CPU twin;
-// bf16/f16 data runs on tensor cores with f32 accumulation.
+// Math (conv_algos.h's conv_math_type): f32 data runs in CUDNN_FMA_MATH (no TF32), so it stays
+// within ~1e-5 of the CPU twin, unless train.tf32 allows TF32 in convolutions (ctx.gpu->tf32():
+// CUDNN_DEFAULT_MATH, PyTorch's default); bf16/f16 data runs on tensor cores with f32
+// accumulation. The math is part of the algorithm cache's key.
 //
 // The bias and its gradient are the project's kernels (kernels/cuda/elementwise.h bias_add and
 // bias_grad, as linear's), in every dtype and layout: cuDNN 9.19 refused
@@ -140,6 +142,7 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
                           .k = a_.out_channels, .r = a_.kernel, .s = a_.kernel,
                           .pad = a_.padding, .stride = a_.stride, .groups = a_.groups,
                           .tensor_ops = dt != DType::F32,
+                          .tf32 = dt == DType::F32 && tf32_in_convolutions(ctx.gpu->tf32()),
                           // Channels last hands cuDNN the layer's own KRSC buffers (fresh
                           // allocations); NCHW the arena's views of the weight and its gradient.
                           .align = ctx.channels_last ? 256 : cuda::pointer_alignment({params_[0].raw(), grads_[0].raw()})};
@@ -159,8 +162,10 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
   st.x.set(dt, batch, C_, H_, W_, cl);
   st.y.set(dt, batch, K, OH_, OW_, cl);
   st.w.set(dt, K, Cg, R, R, cl);
-  for (cuda::ConvDesc* conv : {&st.conv_fwd, &st.conv_bwd_data, &st.conv_bwd_filter})
+  for (cuda::ConvDesc* conv : {&st.conv_fwd, &st.conv_bwd_data, &st.conv_bwd_filter}) {
     conv->set(a_.padding, a_.stride, a_.groups, DType::F32, key.tensor_ops);
+    CHECK_CUDNN(cudnnSetConvolutionMathType(conv->get(), static_cast<cudnnMathType_t>(cuda::conv_math_type(key))));
+  }
   st.fwd.reset();
   st.bwd_data.reset();
   st.bwd_filter.reset();

@@ -70,7 +70,8 @@ bool Conv2d::uses_graph_api(const StepContext& ctx) const {
 Conv2d::GraphState& Conv2d::graph_state(const StepContext& ctx, int64_t batch) {
   if (!graph_) graph_.emplace();
   GraphState& st = *graph_;
-  const ConvGraphShape shape{dims(batch), ctx.compute, ctx.channels_last, ctx.gpu->device()};
+  const ConvGraphShape shape{dims(batch), ctx.compute, ctx.channels_last, ctx.gpu->device(),
+                             tf32_in_convolutions(ctx.gpu->tf32())};
   const bool same = st.gpu == ctx.gpu && st.relu == fused_relu_ && st.shape.dtype == shape.dtype &&
                     st.shape.channels_last == shape.channels_last && st.shape.d.N == batch;
   if (same) return st;

@@ -18,7 +18,7 @@ const char* conv_pass_name(ConvPass p) {
 std::string ConvKey::str() const {
   return fmt::format("{} {} x[{}, {}, {}, {}] w[{}, {}, {}, {}] pad {} stride {} groups {} {} math{}", dtype_name(dtype),
                      channels_last ? "NHWC" : "NCHW", n, c, h, w, k, groups > 0 ? c / groups : c, r, s, pad, stride,
-                     groups, tensor_ops ? "tensor-op" : "FMA",
+                     groups, tensor_ops ? "tensor-op" : tf32 ? "TF32" : "FMA",
                      align < 256 ? fmt::format(", filter {}-byte aligned", align) : "");
 }
 
@@ -46,11 +46,18 @@ void mix(size_t& h, uint64_t v) {
 size_t ConvKeyHash::operator()(const ConvKey& k) const noexcept {
   size_t h = 0;
   mix(h, static_cast<uint64_t>(k.dtype));
-  mix(h, (k.channels_last ? 1u : 0u) | (k.tensor_ops ? 2u : 0u));
+  mix(h, (k.channels_last ? 1u : 0u) | (k.tensor_ops ? 2u : 0u) | (k.tf32 ? 4u : 0u));
   for (int64_t v : {k.n, k.c, k.h, k.w, k.k, k.r, k.s, k.pad, k.stride, k.groups, k.align})
     mix(h, static_cast<uint64_t>(v));
   return h;
 }
+
+int conv_math_type(const ConvKey& key) {
+  if (key.tensor_ops) return kCudnnTensorOpMathAllowConversion;
+  return key.tf32 ? kCudnnDefaultMath : kCudnnFmaMath;
+}
+
+bool conv_needs_fma_math(const ConvKey& key) { return key.dtype == DType::F32 && !key.tensor_ops && !key.tf32; }
 
 std::optional<AlgoPerf> choose_algo(const std::vector<AlgoPerf>& results, size_t workspace_limit, bool fma_only) {
   std::optional<AlgoPerf> best;
@@ -88,7 +95,7 @@ AlgoPerf ConvAlgoCache::get(ConvPass pass, const ConvKey& key, size_t workspace_
   const PassKey pk{pass, key};
   if (auto it = chosen_.find(pk); it != chosen_.end() && it->second.memory <= workspace_limit) return it->second;
   const std::vector<AlgoPerf> results = find();
-  const bool fma_only = key.dtype == DType::F32 && !key.tensor_ops;
+  const bool fma_only = conv_needs_fma_math(key);
   const std::optional<AlgoPerf> best = choose_algo(results, workspace_limit, fma_only);
   if (!best)
     throw DpError(fmt::format(

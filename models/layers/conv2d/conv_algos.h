@@ -33,12 +33,14 @@ struct ConvKey {
   int64_t k = 0, r = 0, s = 0;         // filter: out channels, kernel rows, columns
   int64_t pad = 0, stride = 1, groups = 1;
   bool tensor_ops = false;  // math: tensor-op (16-bit data) or FMA only (f32, no TF32)
+  bool tf32 = false;        // f32 data may run on TF32 tensor cores (train.tf32 = conv or all)
   // The byte alignment of the filter and filter-gradient pointers (a power of two, at most 256):
   // the parameter arena packs tensors without padding, and an algorithm measured on aligned
   // pointers may not run on less aligned ones, so layers differing only in it do not share one.
   int64_t align = 256;
   bool operator==(const ConvKey&) const = default;
-  // "bf16 NHWC x[8, 64, 56, 56] w[64, 64, 3, 3] pad 1 stride 1 groups 1 tensor-op math"
+  // "bf16 NHWC x[8, 64, 56, 56] w[64, 64, 3, 3] pad 1 stride 1 groups 1 tensor-op math" (f32:
+  // "FMA math", or "TF32 math" with tf32)
   std::string str() const;
 };
 
@@ -52,7 +54,18 @@ struct ConvKeyHash {
 // cuDNN's enum values that choose_algo weighs, library-free (conv_algos_cuda.cpp checks them
 // against cudnn.h).
 constexpr int kCudnnStatusSuccess = 0;  // CUDNN_STATUS_SUCCESS
+constexpr int kCudnnDefaultMath = 0;    // CUDNN_DEFAULT_MATH: f32 data may use TF32 tensor cores (sm_80+)
+constexpr int kCudnnTensorOpMathAllowConversion = 2;  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
 constexpr int kCudnnFmaMath = 3;        // CUDNN_FMA_MATH
+
+// The math type a convolution of `key` is measured and run in (cudnnMathType_t): 16-bit data
+// (tensor_ops) tensor-op math; f32 data FMA math (exact f32, no TF32) or, with key.tf32, the
+// default math, which lets cuDNN use TF32 tensor cores (PyTorch's torch.backends.cudnn.allow_tf32
+// chooses between the same two for f32).
+int conv_math_type(const ConvKey& key);
+// Whether only candidates that ran in FMA math qualify (f32 data without TF32: a TF32 or
+// tensor-op result would not be full f32).
+bool conv_needs_fma_math(const ConvKey& key);
 
 // One candidate of a cudnnFind*AlgorithmEx: what the cudnnConvolution*AlgoPerf_t structs share.
 struct AlgoPerf {

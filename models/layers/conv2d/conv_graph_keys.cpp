@@ -23,7 +23,7 @@ Dims y_dims(const ConvGraphShape& s) { return {s.d.N, s.d.OC, s.d.OH, s.d.OW}; }
 cuda::PlanKey conv_key(const ConvGraphShape& s, cuda::GraphOp op) {
   cuda::PlanKey k;
   k.op = op;
-  k.math = conv_math(s.dtype);
+  k.math = conv_math(s.dtype, s.tf32);
   k.conv = {s.d.pad, s.d.stride, 1};
   k.device = s.device;
   return k;
@@ -42,7 +42,10 @@ FilterLayout filter_layout_of(const cuda::PlanKey& k) {
   return w.strides == cuda::packed_strides(w.dims) ? FilterLayout::Kcrs : FilterLayout::Krsc;
 }
 
-cuda::MathMode conv_math(DType dtype) { return dtype == DType::F32 ? cuda::MathMode::Fma : cuda::MathMode::Tensor16; }
+cuda::MathMode conv_math(DType dtype, bool tf32) {
+  if (dtype != DType::F32) return cuda::MathMode::Tensor16;
+  return tf32 ? cuda::MathMode::Tf32 : cuda::MathMode::Fma;
+}
 
 cuda::PlanKey conv_fprop_key(const ConvGraphShape& s, FilterLayout w_layout, uint8_t fusion, const void* x,
                              const void* w, const void* bias, const void* y) {

@@ -31,7 +31,7 @@ FilterLayout filter_layout_of(const cuda::PlanKey& k);
 
 // f32 data keeps full FMA precision (no TF32, as the legacy path's CUDNN_FMA_MATH); 16-bit data
 // runs on tensor cores with f32 accumulation.
-cuda::MathMode conv_math(DType dtype);
+cuda::MathMode conv_math(DType dtype, bool tf32 = false);
 
 // What every pass of one layer at one batch size shares.
 struct ConvGraphShape {
@@ -39,6 +39,7 @@ struct ConvGraphShape {
   DType dtype = DType::F32;
   bool channels_last = false;  // NHWC activations
   int device = 0;
+  bool tf32 = false;           // f32 data may run on TF32 tensor cores (train.tf32: conv or all)
 };
 
 // x, w, [bias], y; the pointers set the alignments (bias only with kFuseBias).

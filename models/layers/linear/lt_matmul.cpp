@@ -31,7 +31,9 @@ uint32_t pointer_alignment(const void* p) {
   return align;
 }
 
-LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g) {
+bool lt_uses_tf32(DType dtype, Tf32 tf32) { return dtype == DType::F32 && tf32_in_matmuls(tf32); }
+
+LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32) {
   LtKey key;
   key.device = device;
   key.workspace_limit = workspace_limit;
@@ -47,6 +49,7 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g) {
   key.align_c = pointer_alignment(g.beta != 0.0f ? g.c : g.d);
   key.align_d = pointer_alignment(g.d);
   key.align_bias = g.bias ? pointer_alignment(g.bias) : 0;
+  key.tf32 = lt_uses_tf32(g.dtype, tf32);
   return key;
 }
 

@@ -20,13 +20,15 @@
 #include <cstdint>
 
 #include "base/dtype.h"
+#include "runtime/precision.h"
 
 namespace dp::cuda {
 
 // One row-major GEMM: D (m, n) = alpha op(A) (m, k) op(B) (k, n) + beta C (m, n) [+ bias (n)].
 // A is stored (m, k), or (k, m) when trans_a; B (k, n), or (n, k) when trans_b; C and D (m, n);
 // all contiguous. C may equal D (accumulation: beta 1). dtype is A's, B's, C's, D's and the
-// bias's (F32, BF16 or F16); the products are summed in f32 (CUBLAS_COMPUTE_32F, no TF32) and
+// bias's (F32, BF16 or F16); the products are summed in f32 (CUBLAS_COMPUTE_32F, no TF32, unless
+// the context's train.tf32 is "all" and the data f32: CUBLAS_COMPUTE_32F_FAST_TF32) and
 // alpha/beta are f32.
 struct LtGemm {
   DType dtype = DType::F32;
@@ -60,8 +62,8 @@ ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a,
 // address; 256 for null. Algorithms are chosen for the operands' alignment.
 uint32_t pointer_alignment(const void* p);
 
-// What the choice of algorithm depends on: the device, the workspace bound, the problem and the
-// operands' alignments. One heuristic query per key per process.
+// What the choice of algorithm depends on: the device, the workspace bound, the problem, the
+// operands' alignments and the compute type. One heuristic query per key per process.
 struct LtKey {
   int device = 0;
   uint64_t workspace_limit = 0;
@@ -70,9 +72,16 @@ struct LtKey {
   bool trans_a = false, trans_b = false;
   bool bias = false;
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0;
+  bool tf32 = false;  // compute type CUBLAS_COMPUTE_32F_FAST_TF32 (else CUBLAS_COMPUTE_32F)
   auto operator<=>(const LtKey&) const = default;
 };
-LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g);
+// tf32: the context's train.tf32; the key's tf32 is lt_uses_tf32(g.dtype, tf32).
+LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32 = Tf32::Off);
+
+// Whether a matmul of `dtype` data runs on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32):
+// f32 data with TF32 allowed in matmuls (train.tf32 = "all", PyTorch's
+// torch.backends.cuda.matmul.allow_tf32); 16-bit data uses tensor cores anyway.
+bool lt_uses_tf32(DType dtype, Tf32 tf32);
 
 // A DpError unless g is well-formed: dims >= 1, a supported dtype, non-null operands (C only
 // when beta != 0).
@@ -81,11 +90,12 @@ void check_lt_gemm(const LtGemm& g);
 // The cuBLASLt path (lt_matmul_cuda.cpp, CUDA builds only).
 class ExecContext;
 
-// Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for lt_key(g)
+// Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for
+// lt_key(g, ctx.tf32())
 // within ctx.workspace_limit() bytes of workspace, asked once per key (a process-wide cache
 // under a mutex), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
 // algorithm (an odd alignment, say), the key remembers that, one warning is logged and the same
-// problem runs through cublasGemmEx (CUBLAS_COMPUTE_32F) on ctx.cublas() with the bias added by
+// problem runs through cublasGemmEx (the same compute type) on ctx.cublas() with the bias added by
 // kernels/cuda/elementwise.h's bias_add. Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
 void lt_matmul(ExecContext& ctx, const LtGemm& g);
 

@@ -33,14 +33,19 @@ DP_CUDA_DESTROY(DestroyMatmulDesc, cublasLtMatmulDescDestroy);
 DP_CUDA_DESTROY(DestroyMatrixLayout, cublasLtMatrixLayoutDestroy);
 DP_CUDA_DESTROY(DestroyPreference, cublasLtMatmulPreferenceDestroy);
 
-cublasLtMatmulDesc_t new_matmul_desc() {
+// f32 accumulation with f32 scalars; TF32 tensor cores for f32 data when the key says so.
+cublasComputeType_t compute_type(const LtKey& key) {
+  return key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+cublasLtMatmulDesc_t new_matmul_desc(cublasComputeType_t compute) {
   cublasLtMatmulDesc_t d = nullptr;
-  CHECK_CUBLAS(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F));
   return d;
 }
 class MatmulDesc : public Owner<cublasLtMatmulDesc_t, DestroyMatmulDesc> {
  public:
-  MatmulDesc() : Owner(new_matmul_desc()) {}
+  explicit MatmulDesc(cublasComputeType_t compute) : Owner(new_matmul_desc(compute)) {}
   template <typename T>
   void set(cublasLtMatmulDescAttributes_t attr, const T& v) {
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(get(), attr, &v, sizeof(v)));
@@ -100,7 +105,8 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
   const ColumnMajorGemm cm = column_major_gemm(g.m, g.n, g.k, g.trans_a, g.trans_b);
   const cudaDataType_t type = cuda_type(g.dtype);
 
-  MatmulDesc desc;
+  const LtKey key = lt_key(ctx.device(), ctx.workspace_limit(), g, ctx.tf32());
+  MatmulDesc desc(compute_type(key));
   desc.set(CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(cm.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N));
   desc.set(CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(cm.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N));
   if (g.bias) {
@@ -111,7 +117,6 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
   const MatrixLayout first(type, cm.first), second(type, cm.second), cd(type, cm.c);
   const void* c = g.beta != 0.0f ? g.c : g.d;  // not read when beta == 0
 
-  const LtKey key = lt_key(ctx.device(), ctx.workspace_limit(), g);
   Choice choice{};
   bool cached = false;
   {
@@ -158,7 +163,7 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
     return;
   }
   // Fallback: the same column-major problem through cublasGemmEx (the handle is bound to the
-  // compute stream; CUBLAS_COMPUTE_32F, no TF32), C copied into D first when they differ, then
+  // compute stream; the same compute type), C copied into D first when they differ, then
   // the bias as its own kernel.
   constexpr int64_t kIntMax = 0x7FFFFFFF;
   DP_CHECK(cm.m <= kIntMax && cm.n <= kIntMax && cm.k <= kIntMax && cm.first.ld <= kIntMax &&
@@ -171,7 +176,7 @@ void lt_matmul(ExecContext& ctx, const LtGemm& g) {
                             cm.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(cm.m), static_cast<int>(cm.n),
                             static_cast<int>(cm.k), &g.alpha, g.b, type, static_cast<int>(cm.first.ld), g.a, type,
                             static_cast<int>(cm.second.ld), &g.beta, g.d, type, static_cast<int>(cm.c.ld),
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                            compute_type(key), CUBLAS_GEMM_DEFAULT));
   if (g.bias) CHECK_CUDA(kernels::cuda::bias_add(g.dtype, g.d, g.bias, g.m, g.n, 1, ctx.compute()));
 }
 

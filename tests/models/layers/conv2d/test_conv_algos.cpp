@@ -8,6 +8,7 @@
 
 #include "models/layers/conv2d/conv_algos.h"
 #include "base/error.h"
+#include "runtime/precision.h"
 
 namespace dp::cuda {
 namespace {
@@ -87,6 +88,7 @@ TEST(ConvKey, EveryFieldTellsKeysApartAndEqualKeysHashAlike) {
   vary([](ConvKey& k) { k.stride = 1; });
   vary([](ConvKey& k) { k.groups = 2; });
   vary([](ConvKey& k) { k.tensor_ops = false; });
+  vary([](ConvKey& k) { k.tf32 = true; });
   vary([](ConvKey& k) { k.align = 4; });
   // The same numbers in other fields: h and w swapped, pad and stride swapped, r and s swapped.
   vary([](ConvKey& k) { k.h = 48, k.w = 56; });
@@ -108,6 +110,30 @@ TEST(ConvKey, DescribesItselfForMessages) {
   EXPECT_EQ(k.str(), "f32 NCHW x[8, 64, 56, 48] w[128, 16, 3, 3] pad 1 stride 2 groups 4 FMA math");
   k.align = 4;
   EXPECT_EQ(k.str(), "f32 NCHW x[8, 64, 56, 48] w[128, 16, 3, 3] pad 1 stride 2 groups 4 FMA math, filter 4-byte aligned");
+  k.align = 256, k.tf32 = true;
+  EXPECT_EQ(k.str(), "f32 NCHW x[8, 64, 56, 48] w[128, 16, 3, 3] pad 1 stride 2 groups 4 TF32 math");
+}
+
+// train.tf32 in the legacy convolutions: the math type each key is measured and run in, and
+// whether only FMA-math candidates qualify.
+TEST(ConvKey, MathTypeFollowsTheDtypeAndTheTf32Policy) {
+  ConvKey f32 = base_key();
+  f32.dtype = DType::F32, f32.channels_last = false, f32.tensor_ops = false;
+  EXPECT_EQ(conv_math_type(f32), kCudnnFmaMath);  // train.tf32 = "off": exact f32
+  EXPECT_TRUE(conv_needs_fma_math(f32));
+  f32.tf32 = true;  // "conv" or "all"
+  EXPECT_EQ(conv_math_type(f32), kCudnnDefaultMath);
+  EXPECT_FALSE(conv_needs_fma_math(f32));
+  const ConvKey bf16 = base_key();  // 16-bit data: tensor cores whatever the policy
+  EXPECT_EQ(conv_math_type(bf16), kCudnnTensorOpMathAllowConversion);
+  EXPECT_FALSE(conv_needs_fma_math(bf16));
+  // The policy's two switches (runtime/precision.h): TF32 in convolutions for conv and all.
+  EXPECT_FALSE(tf32_in_convolutions(Tf32::Off));
+  EXPECT_TRUE(tf32_in_convolutions(Tf32::Conv));
+  EXPECT_TRUE(tf32_in_convolutions(Tf32::All));
+  EXPECT_FALSE(tf32_in_matmuls(Tf32::Off));
+  EXPECT_FALSE(tf32_in_matmuls(Tf32::Conv));
+  EXPECT_TRUE(tf32_in_matmuls(Tf32::All));
 }
 
 TEST(ConvKey, PointerAlignmentIsTheLargestPowerOfTwoDividingEveryAddress) {
@@ -170,6 +196,9 @@ TEST(ConvAlgoCache, F32KeysWithoutTensorOpsNeedFmaMath) {
   CountingFind f{{perf(1, 0.5f, 0, kTensorOpMath), perf(0, 2.0f, 0, kCudnnFmaMath)}};
   EXPECT_EQ(cache.get(ConvPass::Forward, k, 0, "c", f.fn()).algo, 0);
   EXPECT_EQ(cache.get(ConvPass::Forward, base_key(), 0, "c", f.fn()).algo, 1);  // bf16: any math
+  k.tf32 = true;  // TF32 allowed: the faster tensor-core candidate, cached apart from the FMA one
+  EXPECT_EQ(cache.get(ConvPass::Forward, k, 0, "c", f.fn()).algo, 1);
+  EXPECT_EQ(cache.size(), 3u);
 }
 
 TEST(ConvAlgoCache, NothingFitsNamesLayerShapeAndLimitAndCachesNothing) {

@@ -33,6 +33,8 @@ TEST(ConvGraphKeys, MathModeFollowsTheDataType) {
   EXPECT_EQ(conv_math(DType::F32), cuda::MathMode::Fma);
   EXPECT_EQ(conv_math(DType::BF16), cuda::MathMode::Tensor16);
   EXPECT_EQ(conv_math(DType::F16), cuda::MathMode::Tensor16);
+  EXPECT_EQ(conv_math(DType::F32, /*tf32=*/true), cuda::MathMode::Tf32);  // train.tf32 = conv or all
+  EXPECT_EQ(conv_math(DType::BF16, /*tf32=*/true), cuda::MathMode::Tensor16);
 }
 
 TEST(ConvGraphKeys, ForwardKeyChannelsLastWithBiasAndRelu) {

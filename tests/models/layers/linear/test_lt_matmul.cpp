@@ -143,6 +143,29 @@ TEST(LtMatmul, KeyHoldsShapeTransposesDtypeEpilogueAndAlignments) {
   EXPECT_FALSE(differs([](LtGemm& h) { h.alpha = 2.0f; }));
 }
 
+// train.tf32 in the matmuls: CUBLAS_COMPUTE_32F_FAST_TF32 for f32 data under "all" only, and a
+// key of its own (an algorithm chosen for one compute type is not reused for the other).
+TEST(LtMatmul, Tf32ComputeOnlyForF32DataWhenMatmulsAllowIt) {
+  EXPECT_FALSE(lt_uses_tf32(DType::F32, Tf32::Off));
+  EXPECT_FALSE(lt_uses_tf32(DType::F32, Tf32::Conv));  // PyTorch's default: TF32 in convolutions only
+  EXPECT_TRUE(lt_uses_tf32(DType::F32, Tf32::All));
+  EXPECT_FALSE(lt_uses_tf32(DType::BF16, Tf32::All));  // 16-bit: tensor cores anyway, compute 32F
+  EXPECT_FALSE(lt_uses_tf32(DType::F16, Tf32::All));
+  LtGemm g;
+  g.m = 4, g.n = 5, g.k = 6;
+  g.a = reinterpret_cast<const void*>(uintptr_t{0x10000});
+  g.b = reinterpret_cast<const void*>(uintptr_t{0x20000});
+  g.d = reinterpret_cast<void*>(uintptr_t{0x30000});
+  const LtKey off = lt_key(0, 1 << 20, g);
+  EXPECT_FALSE(off.tf32);
+  EXPECT_EQ(lt_key(0, 1 << 20, g, Tf32::Conv), off);
+  const LtKey all = lt_key(0, 1 << 20, g, Tf32::All);
+  EXPECT_TRUE(all.tf32);
+  EXPECT_NE(all, off);
+  g.dtype = DType::BF16;
+  EXPECT_EQ(lt_key(0, 1 << 20, g, Tf32::All), lt_key(0, 1 << 20, g, Tf32::Off));
+}
+
 TEST(LtMatmul, MalformedProblemsAreRefused) {
   LtGemm g;
   int dummy = 0;

@@ -1,0 +1,158 @@
+// Tests for launch/synthetic_input.h (data.synthetic_device = "cuda"): synthetic_spec is the
+// generator open_datasets uses (runs everywhere); on a GPU (SyntheticInputGpu, skipped without
+// one) the batches SyntheticInput makes on the device equal, byte for byte, those the CPU loader
+// and the input pipeline (DeviceInput) make of the same samples, in every compute dtype and
+// layout, labels on the device and the host included; BatchFeed cuts the order into batches as
+// the loader does; crop and flip are refused.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "tests/gpu_test.h"
+#include "launch/datasets.h"
+#include "runtime/config.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cstring>
+
+#include "launch/batch_feed.h"
+#include "launch/device_input.h"
+#include "launch/synthetic_input.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/exec_context.h"
+#include "runtime/data/loader.h"
+#include "runtime/device_memory.h"
+#endif
+
+namespace dp::launch {
+namespace {
+
+TEST(SyntheticSpec, IsTheGeneratorOfTheOpenedDataSet) {
+  DataConfig d;
+  d.dataset = data::DatasetKind::Synthetic;
+  d.synthetic_shape = {3, 5, 7};
+  d.synthetic_classes = 13;
+  d.synthetic_train = 20;
+  d.synthetic_eval = 4;
+  d.mean = {0.5, 0.5, 0.5};
+  d.std = {0.25, 0.25, 0.25};
+  const SyntheticSpec s = synthetic_spec(d);
+  EXPECT_EQ(s.shape, (Shape{3, 5, 7}));
+  EXPECT_EQ(s.classes, 13);
+  // The opened data set's samples are make_synthetic's with this seed: same labels and values.
+  const Datasets ds = open_datasets(d);
+  const auto twin = data::make_synthetic(24, s.shape, static_cast<int>(s.classes), s.seed);
+  std::vector<float> a(105), b(105);
+  for (int64_t i : {0, 7, 19, 20, 23}) {
+    ASSERT_EQ(ds.train.dataset->get(i, a.data()), twin->get(i, b.data())) << i;
+    EXPECT_EQ(a, b) << i;
+  }
+}
+
+#ifdef DPTRAIN_HAVE_CUDA
+
+const Shape kShape{3, 12, 10};
+constexpr int64_t kBatch = 8;
+
+class SyntheticInputGpu : public ::dp::gputest::GpuFixture<> {
+ protected:
+  void GpuSetUp() override {
+    gpu_ = std::make_unique<cuda::ExecContext>(0, size_t{16} << 20);
+    spec_ = {kShape, 10, 12345};
+    ds_ = data::make_synthetic(500, spec_.shape, static_cast<int>(spec_.classes), spec_.seed);
+    t_.mean = {0.49f, 0.48f, 0.45f};
+    t_.std = {0.25f, 0.24f, 0.26f};
+    order_.resize(static_cast<size_t>(ds_->size()) - 3);  // 497 of 500: a last, shorter batch
+    std::iota(order_.begin(), order_.end(), 0);
+    std::shuffle(order_.begin(), order_.end(), std::mt19937(7));
+  }
+
+  // A device tensor's bytes, read on the compute stream (after what it waits for).
+  std::vector<unsigned char> download(const Tensor& t) const {
+    std::vector<unsigned char> out(t.nbytes());
+    CHECK_CUDA(cudaMemcpyAsync(out.data(), t.raw(), out.size(), cudaMemcpyDeviceToHost, gpu_->compute()));
+    CHECK_CUDA(cudaStreamSynchronize(gpu_->compute()));
+    return out;
+  }
+  static std::vector<unsigned char> host_bytes(const Tensor& t) {
+    const auto* p = static_cast<const unsigned char*>(t.raw());
+    return {p, p + t.nbytes()};
+  }
+
+  std::unique_ptr<cuda::ExecContext> gpu_;
+  SyntheticSpec spec_;
+  std::unique_ptr<data::Dataset> ds_;
+  data::Transform t_;
+  std::vector<int64_t> order_;
+};
+
+DP_GPU_TEST_F(SyntheticInputGpu, BatchesEqualTheCpuLoaderThroughTheInputPipeline) {
+  const struct {
+    DType dtype;
+    bool cl;
+  } combos[] = {{DType::F32, false}, {DType::BF16, true}, {DType::F16, true}, {DType::BF16, false}};
+  for (const auto& k : combos) {
+    SCOPED_TRACE(testing::Message() << dtype_name(k.dtype) << (k.cl ? " nhwc" : " nchw"));
+    DeviceInput pipeline(*gpu_, t_, kShape, kBatch, k.dtype, k.cl, 77, DType::F32, 2);
+    SyntheticInput synth(*gpu_, spec_, t_, kBatch, k.dtype, k.cl);
+    synth.set_order(order_);
+    data::Loader raw(*ds_, order_, kBatch, false, t_, 77, 0, 2, data::BatchFormat::RawF32);
+    data::Batch r;
+    int64_t first = 0, batches = 0;
+    while (raw.next(r)) {
+      pipeline.submit(r, 0);
+      const DeviceInput::DeviceBatch want = pipeline.next();
+      const SyntheticInput::Batch got = synth.make(first, want.size);
+      first += want.size;
+      ASSERT_EQ(got.x.shape(), want.x.shape());
+      EXPECT_EQ(got.x.dtype(), k.dtype);
+      EXPECT_EQ(download(got.y), download(want.y)) << "device labels of batch " << batches;
+      EXPECT_EQ(host_bytes(got.y_host), host_bytes(r.y)) << "host labels of batch " << batches;
+      ASSERT_EQ(download(got.x), download(want.x)) << "x of batch " << batches;
+      ++batches;
+    }
+    EXPECT_EQ(batches, 63);  // 62 of 8 and one of 1
+    EXPECT_EQ(first, static_cast<int64_t>(order_.size()));
+  }
+}
+
+DP_GPU_TEST_F(SyntheticInputGpu, BatchFeedCutsTheOrderAsTheLoaderDoes) {
+  SyntheticInput synth(*gpu_, spec_, t_, kBatch, DType::BF16, true);
+  for (bool drop_last : {false, true}) {
+    BatchFeed feed(order_, kBatch, drop_last, &synth);
+    data::Loader cpu(*ds_, order_, kBatch, drop_last, t_, 77, 0);
+    BatchFeed::Item item;
+    data::Batch want;
+    int64_t batches = 0;
+    while (feed.next(item)) {
+      ASSERT_TRUE(cpu.next(want));
+      EXPECT_EQ(item.n, want.x.dim(0));
+      EXPECT_EQ(host_bytes(item.y_host), host_bytes(want.y));
+      EXPECT_TRUE(item.x.device().is_cuda() && item.y.device().is_cuda());
+      ++batches;
+    }
+    EXPECT_FALSE(cpu.next(want));
+    EXPECT_EQ(batches, drop_last ? 62 : 63);
+    EXPECT_EQ(feed.wait_seconds(), 0.0);  // no loader
+  }
+}
+
+DP_GPU_TEST_F(SyntheticInputGpu, RefusesAugmentationAndRowsOutsideTheOrder) {
+  data::Transform crop = t_;
+  crop.crop_padding = 2;
+  EXPECT_THROW((SyntheticInput(*gpu_, spec_, crop, kBatch, DType::F32, false)), UserError);
+  data::Transform flip = t_;
+  flip.hflip = true;
+  EXPECT_THROW((SyntheticInput(*gpu_, spec_, flip, kBatch, DType::F32, false)), UserError);
+  SyntheticInput synth(*gpu_, spec_, t_, kBatch, DType::F32, false);
+  synth.set_order({1, 2, 3});
+  EXPECT_THROW(synth.make(2, 2), DpError);  // past the order's end
+  EXPECT_THROW(synth.make(0, kBatch + 1), DpError);
+  EXPECT_THROW(synth.set_order({-1}), DpError);
+}
+
+#endif  // DPTRAIN_HAVE_CUDA
+
+}  // namespace
+}  // namespace dp::launch
