@@ -9,9 +9,15 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
+void Layer::set_gpu_epilogue(Epilogue e) {
+  DP_CHECK(e == Epilogue::None || can_fuse_gpu_epilogue(), "layer '{}' ({}) cannot fuse a {} epilogue", name_, type(),
+           epilogue_name(e));
+  gpu_epilogue_ = e;
+}
+
 void Layer::forward(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
-  DP_CHECK(static_cast<int>(x.size()) == num_inputs(), "layer '{}' ({}) takes {} inputs, got {}", name_, type(),
-           num_inputs(), x.size());
+  DP_CHECK(static_cast<int>(x.size()) == run_inputs(), "layer '{}' ({}) takes {} inputs, got {}", name_, type(),
+           run_inputs(), x.size());
   if (y.device().is_cpu()) forward_cpu(ctx, x, y);
   else forward_cuda(ctx, x, y);
 }
