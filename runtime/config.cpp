@@ -164,6 +164,13 @@ std::vector<Field> schema(Config& c) {
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
        "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
+      {"train", "bn_impl", "GPU: batch norm in training: cudnn (cuDNN's legacy spatial batch norm), own (dptrain's "
+       "one-pass channels-last kernels) or cudnn_ex (cuDNN's persistent NHWC batch norm, deprecated in cuDNN 9; "
+       "16-bit channels-last layers only, cudnn elsewhere); docs/cuda.md compares them",
+       &c.train.bn_impl},
+      {"train", "gpu_fusion", "GPU: fold each ReLU, and each residual add followed by a ReLU, into the batch norm "
+       "before it when nothing else reads the batch norm's output (ResNet's bn -> relu and bn -> add -> relu)",
+       &c.train.gpu_fusion},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",

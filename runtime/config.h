@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bn_impl.h"
 #include "runtime/collective_backend.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/cuda/device_choice.h"
@@ -106,6 +107,8 @@ struct TrainConfig {
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;  // oneDNN's convolutions (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
+  BnImpl bn_impl = BnImpl::Cudnn;  // GPU: batch norm's implementation (runtime/bn_impl.h)
+  bool gpu_fusion = true;          // GPU: ReLUs and residual adds folded into batch norms (runtime/gpu_fusion.h)
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };
