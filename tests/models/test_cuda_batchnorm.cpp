@@ -66,6 +66,27 @@ std::vector<BnLayerCase> bn_layer_cases() {
   return out;
 }
 
+// A CPU f64 copy of a float or integer CPU tensor, integers value by value (layer_harness.h's
+// cast() leaves integer tensors as they are and its get() reads f32/f64 only: the first GPU run's
+// "tensor is i64[] on cpu, accessed as f32" for num_batches_tracked).
+Tensor value_f64(const Tensor& t) {
+  if (is_floating(t.dtype())) return cast(t, DType::F64);
+  Tensor out = Tensor::zeros(t.shape(), DType::F64);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.data<double>()[i] = t.dtype() == DType::I64 ? static_cast<double>(t.data<int64_t>()[i]) : t.data<int32_t>()[i];
+  return out;
+}
+
+TEST(BnImplHarness, IntegerBuffersCompareByValue) {
+  Tensor tracked = Tensor::zeros({}, DType::I64);
+  tracked.data<int64_t>()[0] = 3;
+  Tensor seen = Tensor::zeros({}, DType::F64);
+  seen.data<double>()[0] = 3;
+  EXPECT_EQ(normalised_error(seen, value_f64(tracked)), 0);
+  seen.data<double>()[0] = 4;
+  EXPECT_EQ(normalised_error(seen, value_f64(tracked)), 1.0 / 3);
+}
+
 // act(y + r) in f64 (the CPU composition of a fused layer).
 Tensor epilogue_ref(const Tensor& y, const Tensor* r, Epilogue e) {
   Tensor out = cast(y, DType::F64);
@@ -119,7 +140,7 @@ TEST_P(BnImplLayersGpu, MatchCpuTwin) {
     if (is_floating(cpu.buffers[j].dtype()))
       EXPECT_LT(normalised_error(gpu::download(g.buffers[j], false), cpu.buffers[j]), p.tol) << "buffer " << j;
     else
-      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), cast(cpu.buffers[j], DType::F64)), 0)
+      EXPECT_EQ(normalised_error(gpu::download(g.buffers[j], false), value_f64(cpu.buffers[j])), 0)
           << "num_batches_tracked";
 
   // Backward on g = dy masked by the GPU's output.
@@ -239,7 +260,7 @@ TEST_P(BnImplGraphGpu, ForwardGradientsAndStatisticsMatchTheCpuGraph) {
     if (is_floating(t.dtype()))
       EXPECT_LT(normalised_error(gpu::download(gpu->buffers()[b].tensor, false), t), m.tol) << cpu->buffers()[b].name;
     else
-      EXPECT_EQ(normalised_error(gpu::download(gpu->buffers()[b].tensor, false), cast(t, DType::F64)), 0)
+      EXPECT_EQ(normalised_error(gpu::download(gpu->buffers()[b].tensor, false), value_f64(t)), 0)
           << cpu->buffers()[b].name;
   }
   // The plan: what folded into what (after the forward planned it).
