@@ -98,6 +98,14 @@ Tensor epilogue_ref(const Tensor& y, const Tensor* r, Epilogue e) {
   return out;
 }
 
+// One execution context for the suite's 201 cases (made on first use, with a GPU only): handle
+// creation per case would cost the GPU run's short time box seconds. Never destroyed: at exit the
+// CUDA runtime may be unloading before a static's destructor would run.
+cuda::ExecContext& shared_exec() {
+  static cuda::ExecContext* exec = new cuda::ExecContext(0, size_t{64} << 20);
+  return *exec;
+}
+
 class BnImplLayersGpu : public ::testing::TestWithParam<BnLayerCase> {};
 
 TEST_P(BnImplLayersGpu, MatchCpuTwin) {
@@ -108,7 +116,7 @@ TEST_P(BnImplLayersGpu, MatchCpuTwin) {
   const uint64_t seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   const Device dev = Device::cuda(0);
-  cuda::ExecContext exec(0, size_t{64} << 20);
+  cuda::ExecContext& exec = shared_exec();
   const bool add = bc.epi == Epilogue::AddRelu;
 
   TestLayer cpu = make_test_layer(c, DType::F64, seed);
@@ -224,7 +232,7 @@ TEST_P(BnImplGraphGpu, ForwardGradientsAndStatisticsMatchTheCpuGraph) {
   SKIP_WITHOUT_GPU();
   const GraphMode m = GetParam();
   const DType dt = m.precision.compute;
-  cuda::ExecContext exec(0, size_t{64} << 20);
+  cuda::ExecContext& exec = shared_exec();
   const Shape in{3, 12, 12};
   auto cpu = models::build_model(residual_net(), in, 5);
   auto gpu = models::build_model(residual_net(), in, 5, Device::cuda(0), dt, &exec);
