@@ -168,10 +168,12 @@ void TrainSession::open_data_and_build_model() {
   });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
+  const std::string gpu_choices = models::apply_gpu_choices(*model_, cfg_.train);
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());
     lg()->info("{}", cpu_threads_summary());
-  } else {  // train.cudnn_api
+  } else {  // train.cudnn_api, train.bn_impl and train.gpu_fusion
+    lg()->info("{}", gpu_choices);
     lg()->info("{}", model_->gpu_plan_summary());
   }
   lg()->info("model {}: {} parameters\n{}",

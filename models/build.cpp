@@ -46,4 +46,12 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
   return g;
 }
 
+std::string apply_gpu_choices(Graph& g, const TrainConfig& train) {
+  for (const auto& node : g.nodes())
+    if (auto* bn = dynamic_cast<BatchNorm2d*>(node.layer.get())) bn->set_gpu_impl(train.bn_impl);
+  g.set_gpu_fusion(train.gpu_fusion);
+  if (g.device().is_cpu()) return "";
+  return fmt::format("batch norm: train.bn_impl = {}; {}", enum_name(train.bn_impl), g.gpu_plan_summary());
+}
+
 }  // namespace dp::models

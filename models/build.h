@@ -19,4 +19,9 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
                                    Device device = Device::cpu(), DType compute = DType::F32,
                                    cuda::ExecContext* gpu = nullptr);
 
+// The GPU-side choices of train.* on a built graph: train.bn_impl on every batchnorm2d
+// (BatchNorm2d::set_gpu_impl) and train.gpu_fusion (Graph::set_gpu_fusion). A CPU graph ignores
+// them. Returns the log line that says what runs ("batch norm: ...; GPU fusion: ...").
+std::string apply_gpu_choices(Graph& g, const TrainConfig& train);
+
 }  // namespace dp::models

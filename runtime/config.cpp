@@ -174,6 +174,14 @@ std::vector<Field> schema(Config& c) {
        "the forward convolution; docs/cuda.md)", &c.train.cudnn_api},
       {"train", "tf32", "GPU, fp32: TF32 tensor cores for f32 data: off (full f32: cuDNN FMA math, cuBLASLt "
        "COMPUTE_32F), conv (convolutions only: PyTorch's default) or all (convolutions and matmuls)", &c.train.tf32},
+      {"train", "bn_impl", "GPU: batch norm in training: cudnn (cuDNN's legacy spatial batch norm), own (dptrain's "
+       "one-pass channels-last kernels) or cudnn_ex (cuDNN's persistent NHWC batch norm, deprecated in cuDNN 9; "
+       "16-bit channels-last layers only, cudnn elsewhere); docs/cuda.md compares them",
+       &c.train.bn_impl},
+      {"train", "gpu_fusion", "GPU: fold each ReLU, and each residual add followed by a ReLU, into the batch norm "
+       "before it (ResNet's bn -> relu and bn -> add -> relu), and each ReLU into the convolution before it under "
+       "train.cudnn_api = graph, when nothing else reads the producer's output; off until a GPU run has checked it",
+       &c.train.gpu_fusion},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bn_impl.h"
 #include "runtime/collective_backend.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/cuda/cudnn_api.h"
@@ -110,6 +111,8 @@ struct TrainConfig {
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)
   Tf32 tf32 = Tf32::Off;           // GPU, f32 data: TF32 tensor cores in convolutions / matmuls
+  BnImpl bn_impl = BnImpl::Cudnn;  // GPU: batch norm's implementation (runtime/bn_impl.h)
+  bool gpu_fusion = false;         // GPU: ReLUs (and residual adds) folded into batch norms and graph-API convolutions
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };

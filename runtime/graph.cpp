@@ -114,7 +114,6 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   }
   acts_.assign(nodes_.size(), Tensor());
   dacts_.assign(nodes_.size(), Tensor());
-  if (!device.is_cpu()) plan_gpu();
   built_ = true;
   refresh_compute_params();
 }
@@ -160,22 +159,16 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
   }
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
   input_ = cpu ? model_input(x) : x;
+  if (!cpu && !gpu_planned_) plan_gpu();
   const int64_t n = x.dim(0);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    auto& node = nodes_[i];
-    if (relu_folded_into_[i] >= 0) {  // its producer applied the ReLU: share its output
-      acts_[i] = acts_[relu_folded_into_[i]];
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    const int host = plan_[i].folded_into;
+    if (host >= 0) {  // applied by its host's layer (run here when this is its place): share its output
+      if (plan_[host].runs_at == i) forward_node(ctx, host, n, x);
+      acts_[i] = acts_[host];
       continue;
     }
-    if (observer_) observer_->node_begin(static_cast<int>(i), false);
-    std::vector<Tensor> in;
-    for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
-    Shape out = batched(n, node.out_shape);
-    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() ||
-        acts_[i].dtype() != x.dtype())
-      acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
-    node.layer->forward(ctx, in, acts_[i]);
-    if (observer_) observer_->node_end(static_cast<int>(i), false);
+    if (plan_[i].runs_at == i) forward_node(ctx, i, n, x);  // else a host that runs at a later position
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
   if (cpu && ctx.channels_last && acts_.back().ndim() == 4) {  // callers see NCHW
@@ -190,6 +183,7 @@ void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const 
   DP_CHECK(dy.shape() == acts_.back().shape(), "output gradient {} does not match output {}", dy.describe(),
            acts_.back().describe());
   const bool gpu = !device_.is_cpu();
+  DP_CHECK(planned(), "backward without a planned forward");
   const StepContext ctx = gpu ? step_ctx : cpu_context(step_ctx);
   // dacts_[i]: gradient w.r.t. node i's output, summed over its consumers.
   std::vector<bool> have(nodes_.size(), false);
@@ -207,54 +201,84 @@ void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const 
   // The caller's dy and the graph's own output-gradient buffers are never recycled.
   const Storage* keep[] = {dy.storage().get(), dy_nhwc_.defined() ? dy_nhwc_.storage().get() : nullptr,
                            dy16_.defined() ? dy16_.storage().get() : nullptr};
-  auto recycle = [&](Tensor& t) {
+  const std::function<void(Tensor&)> recycle = [&](Tensor& t) {
     if (!t.defined()) return;
     for (const Storage* k : keep)
       if (t.storage().get() == k) return;
     give_spare(std::move(t));
   };
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
-    auto& node = nodes_[i];
-    if (relu_folded_into_[i] >= 0) {  // a folded relu: its gradient is its producer's
-      const int src = relu_folded_into_[i];
-      DP_CHECK(!have[src], "folded relu '{}': its producer has another consumer", node.layer->name());
-      dacts_[src] = std::move(dacts_[i]);
+    const int host = plan_[i].folded_into;
+    if (host >= 0) {  // folded: its gradient is its host's, whose backward runs here when this is its place
+      if (have[i]) {
+        DP_CHECK(!have[host], "folded node '{}': its host '{}' has another consumer", nodes_[i].layer->name(),
+                 nodes_[host].layer->name());
+        dacts_[host] = std::move(dacts_[i]);
+        have[host] = true;
+      }
+      if (plan_[host].runs_at == i) backward_node(ctx, host, have, on_ready, recycle);
+      continue;
+    }
+    if (plan_[i].runs_at == i) backward_node(ctx, i, have, on_ready, recycle);
+  }
+}
+
+std::vector<int> Graph::run_sources(int node) const {
+  std::vector<int> srcs = nodes_[node].inputs;
+  if (plan_[node].epilogue == Epilogue::AddRelu) srcs.push_back(plan_[node].residual);
+  return srcs;
+}
+
+void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, const Tensor& x) {
+  Node& node = nodes_[i];
+  if (observer_) observer_->node_begin(i, false);
+  std::vector<Tensor> in;
+  for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
+  const Shape out = batched(batch, node.out_shape);
+  Tensor& y = acts_[i];
+  if (!y.defined() || y.shape() != out || y.device() != x.device() || y.dtype() != x.dtype())
+    y = Tensor::zeros(out, x.dtype(), x.device());
+  node.layer->forward(ctx, in, y);
+  if (observer_) observer_->node_end(i, false);
+}
+
+void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have,
+                          const std::function<void(int)>& on_ready, const std::function<void(Tensor&)>& recycle) {
+  Node& node = nodes_[i];
+  const bool gpu = !device_.is_cpu();
+  if (observer_) observer_->node_begin(i, true);
+  const std::vector<int> srcs = run_sources(i);
+  std::vector<Tensor> in, dx;
+  for (int src : srcs) {
+    in.push_back(src == kInput ? input_ : acts_[src]);
+    if (src == kInput) dx.emplace_back();
+    else dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
+  }
+  if (!have[i]) {
+    // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
+    dacts_[i] = Tensor::zeros(acts_[i].shape(), acts_[i].dtype(), acts_[i].device());
+  }
+  node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
+  for (size_t k = 0; k < srcs.size(); ++k) {
+    const int src = srcs[k];
+    if (src == kInput) continue;
+    if (!have[src]) {
+      dacts_[src] = std::move(dx[k]);
       have[src] = true;
       continue;
     }
-    if (observer_) observer_->node_begin(i, true);
-    std::vector<Tensor> in, dx;
-    for (int src : node.inputs) {
-      in.push_back(src == kInput ? input_ : acts_[src]);
-      if (src == kInput) dx.emplace_back();
-      else dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
-    }
-    if (!have[i]) {
-      // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
-      dacts_[i] = Tensor::zeros(acts_[i].shape(), acts_[i].dtype(), acts_[i].device());
-    }
-    node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      int src = node.inputs[k];
-      if (src == kInput) continue;
-      if (!have[src]) {
-        dacts_[src] = std::move(dx[k]);
-        have[src] = true;
-        continue;
-      }
-      if (gpu) accumulate_device(dacts_[src], dx[k]);
-      else if (dx[k].dtype() == DType::F64)
-        kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
-      else
-        kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
-      recycle(dx[k]);
-    }
-    recycle(dacts_[i]);  // consumed: kept for reuse by a later node or the next step
-    dacts_[i] = Tensor();
-    if (node.low_precision) widen_low_precision_grads(node);
-    if (observer_) observer_->node_end(i, true);
-    if (!node.param_slots.empty() && on_ready) on_ready(i);
+    if (gpu) accumulate_device(dacts_[src], dx[k]);
+    else if (dx[k].dtype() == DType::F64)
+      kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
+    else
+      kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
+    recycle(dx[k]);
   }
+  recycle(dacts_[i]);  // consumed: kept for reuse by a later node or the next step
+  dacts_[i] = Tensor();
+  if (node.low_precision) widen_low_precision_grads(node);
+  if (observer_) observer_->node_end(i, true);
+  if (!node.param_slots.empty() && on_ready) on_ready(i);
 }
 
 void Graph::zero_grad() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/arena.h"
+#include "runtime/gpu_fusion.h"
 #include "runtime/layer.h"
 
 namespace dp {
@@ -83,17 +84,33 @@ class Graph {
   void set_cpu_conv_algorithm(CpuConvAlgorithm a) { cpu_conv_algorithm_ = a; }
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
-  // On a GPU graph: the convolutions' cuDNN API (the context's train.cudnn_api) and, under the
-  // graph API, the ReLUs folded into their producers when the graph was built (each relu that is
-  // the only consumer of a layer whose CUDA path can_fuse it: gpu_can_fuse_relu).
-  std::string gpu_plan_summary() const;
   cuda::ExecContext* gpu() const { return gpu_; }
   // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
   void set_observer(GraphObserver* o) { observer_ = o; }
-  // The node whose layer applies `node`'s ReLU under the CPU plan (folded), or -1 (not folded,
-  // not planned yet, or not a CPU graph).
-  int relu_folded_into(int node) const {
-    return device_.is_cpu() && cpu_planned_ ? relu_folded_into_[static_cast<size_t>(node)] : -1;
+  // The GPU plan (train.gpu_fusion; default off until a GPU run has checked it), made at a GPU graph's next forward: each relu and
+  // add that runtime/gpu_fusion.h folds into the batch norm before it (`bn -> relu`,
+  // `bn -> add -> relu`), and each relu that is a convolution's only consumer under cuDNN's graph
+  // API (train.cudnn_api = "graph": Layer::gpu_can_fuse_relu, the relu in the convolution's fused
+  // epilogue), is not run; its producer's layer applies it (Layer::set_gpu_epilogue, set_fused_relu),
+  // the folded nodes share the host's output, and their gradients are the host's: the host's
+  // backward gives the residual's gradient too. A host with a residual runs at the add's
+  // position. Off: every node runs. The CPU ignores it.
+  void set_gpu_fusion(bool on);
+  bool gpu_fusion() const { return gpu_fusion_; }
+  // One line for the log: the convolutions' cuDNN API and what the GPU plan folded
+  // ("bn1+relu1 layer1.0.bn3+add+relu3 conv1+relu ...").
+  std::string gpu_plan_summary();
+  // What runtime/gpu_fusion.h plans over: each node's role (a layer that can fuse an epilogue, a
+  // relu, an add, other) and inputs.
+  std::vector<FusionNode> fusion_wiring() const;
+  // Tests: run with `plan` (e.g. plan_gpu_fusion(fusion_wiring())) instead of the device's own
+  // plan, on either device, its epilogues handed to the layers; a CPU graph then keeps NCHW f32
+  // activations and folds nothing else. Until set_cpu_backend or set_gpu_fusion re-plans.
+  void use_plan_for_testing(std::vector<NodePlan> plan);
+  // The node whose layer applies `node` (a relu, or an add, folded into it by the CPU or the GPU
+  // plan), or -1 (not folded, or not planned yet).
+  int folded_into(int node) const {
+    return planned() ? plan_[static_cast<size_t>(node)].folded_into : -1;
   }
 
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -119,17 +136,31 @@ class Graph {
   std::vector<NamedTensor> buffers_;
   std::vector<Tensor> acts_, dacts_;
   Tensor input_;
-  // The CPU plan (plan_cpu): backend, layout, and for each node the producer whose output a
-  // folded relu shares (-1: none). Input, output and output gradient in the planned layout.
+  // The plan of the device's kind (plan_cpu or plan_gpu): per node, what folds into what and
+  // where each layer runs (runtime/gpu_fusion.h's NodePlan; the CPU folds relus only, in place).
+  std::vector<NodePlan> plan_;
+  bool planned() const { return device_.is_cpu() ? cpu_planned_ : gpu_planned_; }
+  // The CPU plan (plan_cpu): backend, layout, folded relus. Input, output and output gradient in
+  // the planned layout.
   CpuBackend cpu_backend_ = CpuBackend::OneDnn;
   CpuConvAlgorithm cpu_conv_algorithm_ = CpuConvAlgorithm::Auto;
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
-  std::vector<int> relu_folded_into_;  // also a GPU graph's (plan_gpu, at build)
   Tensor input_nhwc_, output_nchw_, dy_nhwc_;
   void plan_cpu(DType dtype);
+  // The GPU plan (plan_gpu, graph_gpu_plan.cpp).
+  bool gpu_planned_ = false, gpu_fusion_ = false;
   void plan_gpu();
-  void fold_relus(bool gpu);  // relu_folded_into_ and the layers' set_fused_relu for either path
+  // Whether convolutions take a folded ReLU on this GPU (cuDNN's graph API; graph_cuda.cpp).
+  bool gpu_convolutions_fuse_relu() const;
+  void hand_epilogues_to_layers();  // the plan's epilogues to the layers (graph_gpu_plan.cpp)
+  const char* gpu_convolution_api() const;  // for the plan's log line
+  // The nodes whose outputs node's layer takes: its inputs, then the residual of an AddRelu host.
+  std::vector<int> run_sources(int node) const;
+  // One node's layer forward / backward at its position (the graph's loops' bodies).
+  void forward_node(const StepContext& ctx, int node, int64_t batch, const Tensor& x);
+  void backward_node(const StepContext& ctx, int node, std::vector<bool>& have,
+                     const std::function<void(int node)>& on_ready, const std::function<void(Tensor&)>& recycle);
   StepContext cpu_context(const StepContext& ctx);
   const Tensor& model_input(const Tensor& x);
   // dst (same logical shape as src) = src in the other layout; allocated once per shape.

@@ -20,26 +20,24 @@ void Graph::plan_cpu(DType dtype) {
   // layers whose CUDA paths do not apply them.
   DP_CHECK(device_.is_cpu(), "CPU plan of a graph on {}", device_.str());
   const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
-  relu_folded_into_.assign(nodes_.size(), -1);
+  for (size_t i = 0; i < plan_.size(); ++i)
+    if (plan_[i].folded_into >= 0) acts_[i] = Tensor();  // shared its host's output: not its own
+  plan_ = unfused_plan(nodes_.size());
   for (auto& n : nodes_) n.layer->set_fused_relu(false);
   cpu_channels_last_ = onednn && std::all_of(nodes_.begin(), nodes_.end(),
                                              [](const Node& n) { return n.layer->cpu_channels_last(); });
-  if (onednn) fold_relus(/*gpu=*/false);
-  cpu_plan_dtype_ = dtype;
-  cpu_planned_ = true;
-}
-
-void Graph::fold_relus(bool gpu) {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
+  for (size_t i = 0; onednn && i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     if (!n.layer->is_relu() || n.inputs.size() != 1 || n.inputs[0] == kInput) continue;
     const int src = n.inputs[0];
-    const Layer& producer = *nodes_[src].layer;
     // Exact only when the relu is the producer's sole consumer: nobody else reads the pre-ReLU values.
-    if (consumers_count_[src] != 1 || !(gpu ? producer.gpu_can_fuse_relu() : producer.can_fuse_relu())) continue;
+    if (consumers_count_[src] != 1 || !nodes_[src].layer->can_fuse_relu()) continue;
     nodes_[src].layer->set_fused_relu(true);
-    relu_folded_into_[i] = src;
+    plan_[i].folded_into = src;
+    plan_[i].runs_at = -1;
   }
+  cpu_plan_dtype_ = dtype;
+  cpu_planned_ = true;
 }
 
 std::string Graph::cpu_plan_summary() {
@@ -49,8 +47,8 @@ std::string Graph::cpu_plan_summary() {
   std::string onednn, own, fused;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Layer& l = *nodes_[i].layer;
-    if (relu_folded_into_[i] >= 0) {
-      fused += fmt::format("{}{}+{}", fused.empty() ? "" : " ", nodes_[relu_folded_into_[i]].layer->name(), l.name());
+    if (plan_[i].folded_into >= 0) {
+      fused += fmt::format("{}{}+{}", fused.empty() ? "" : " ", nodes_[plan_[i].folded_into].layer->name(), l.name());
       continue;
     }
     std::string& list = l.has_onednn_path() ? onednn : own;

@@ -1,5 +1,5 @@
-// Graph's GPU side (runtime/graph.h): the GPU plan (ReLUs folded into convolutions under cuDNN's
-// graph API), mixed precision's casts between the fp32 master copies and the layers' 16-bit
+// Graph's GPU side (runtime/graph.h): what the GPU plan asks of the context (do convolutions fold
+// a ReLU: cuDNN's graph API), mixed precision's casts between the fp32 master copies and the layers' 16-bit
 // ones, and gradient sums and zeroing on the compute stream.
 #include "runtime/graph.h"
 
@@ -13,21 +13,10 @@
 
 namespace dp {
 
-void Graph::plan_gpu() {
-  relu_folded_into_.assign(nodes_.size(), -1);
-  for (auto& n : nodes_) n.layer->set_fused_relu(false);
-  if (gpu_->cudnn_api() == cuda::CudnnApi::Graph) fold_relus(/*gpu=*/true);
-}
+bool Graph::gpu_convolutions_fuse_relu() const { return gpu_ && gpu_->cudnn_api() == cuda::CudnnApi::Graph; }
 
-std::string Graph::gpu_plan_summary() const {
-  if (!gpu_) return "";
-  if (gpu_->cudnn_api() == cuda::CudnnApi::Legacy) return "convolutions: cuDNN's legacy API";
-  std::string fused;
-  for (size_t i = 0; i < nodes_.size() && i < relu_folded_into_.size(); ++i)
-    if (relu_folded_into_[i] >= 0)
-      fused += fmt::format("{}{}+{}", fused.empty() ? "" : " ", nodes_[relu_folded_into_[i]].layer->name(),
-                           nodes_[i].layer->name());
-  return fmt::format("convolutions: cuDNN's graph API; ReLUs folded into them: [{}]", fused);
+const char* Graph::gpu_convolution_api() const {
+  return gpu_ && gpu_->cudnn_api() == cuda::CudnnApi::Graph ? "cuDNN's graph API" : "cuDNN's legacy API";
 }
 
 void Graph::refresh_compute_params() {

@@ -22,7 +22,7 @@ namespace dp {
 
 std::string Graph::failed_forward_allocation(const Tensor& x) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (device_.is_cpu() && i < relu_folded_into_.size() && relu_folded_into_[i] >= 0) continue;  // shares
+    if (i < plan_.size() && plan_[i].folded_into >= 0) continue;  // shares its host's output
     Shape out{x.dim(0)};
     out.insert(out.end(), nodes_[i].out_shape.begin(), nodes_[i].out_shape.end());
     const Tensor& a = acts_[i];

@@ -12,6 +12,12 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
+void Layer::set_gpu_epilogue(Epilogue e) {
+  DP_CHECK(e == Epilogue::None || can_fuse_gpu_epilogue(), "layer '{}' ({}) cannot fuse a {} epilogue", name_, type(),
+           epilogue_name(e));
+  gpu_epilogue_ = e;
+}
+
 namespace {
 // Where a layer's error happened, added to it on the way up: "layer 'conv1' (conv2d), forward".
 // Only on the error path: a try block costs nothing until something throws.
@@ -29,8 +35,8 @@ namespace {
 }  // namespace
 
 void Layer::forward(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
-  DP_CHECK(static_cast<int>(x.size()) == num_inputs(), "layer '{}' ({}) takes {} inputs, got {}", name_, type(),
-           num_inputs(), x.size());
+  DP_CHECK(static_cast<int>(x.size()) == run_inputs(), "layer '{}' ({}) takes {} inputs, got {}", name_, type(),
+           run_inputs(), x.size());
   try {
     if (device_oom_fault_armed()) [[unlikely]] raise_device_oom_fault(y);
     if (y.device().is_cpu()) {

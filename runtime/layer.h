@@ -11,6 +11,7 @@
 
 #include "base/rng.h"
 #include "runtime/cpu_backend.h"
+#include "runtime/epilogue.h"
 #include "runtime/tensor.h"
 
 namespace dp {
@@ -97,6 +98,19 @@ class Layer {
   virtual void set_fused_relu(bool on) { DP_CHECK(!on, "layer '{}' cannot fuse a ReLU", name_); }
   bool fused_relu() const { return fused_relu_; }
 
+  // The GPU graph's plan (runtime/gpu_fusion.h, train.gpu_fusion). can_fuse_gpu_epilogue: the
+  // layer's CUDA path can apply an Epilogue (runtime/epilogue.h) to its own output and take it off
+  // its output gradient in backward; the graph folds a following relu (Relu), or a following add
+  // and its relu (AddRelu: the add's other input comes as an extra last input x.back(), and its
+  // gradient goes to dx.back()), into such a layer and calls set_gpu_epilogue (None when it
+  // re-plans). is_add: a plain two-input sum, which the plan may fold.
+  virtual bool can_fuse_gpu_epilogue() const { return false; }
+  virtual bool is_add() const { return false; }
+  void set_gpu_epilogue(Epilogue e);
+  Epilogue gpu_epilogue() const { return gpu_epilogue_; }
+  // The inputs forward and backward take: num_inputs(), plus the residual under AddRelu.
+  int run_inputs() const { return num_inputs() + (gpu_epilogue_ == Epilogue::AddRelu ? 1 : 0); }
+
   // Called by the graph after allocation: views in declare_params order, split into trainable
   // (params/grads, views into the arenas) and buffers.
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> buffers);
@@ -104,7 +118,7 @@ class Layer {
   const std::vector<Tensor>& grads() const { return grads_; }
   const std::vector<Tensor>& buffers() const { return buffers_; }
 
-  // y is preallocated with the batch's output shape; x.size() == num_inputs().
+  // y is preallocated with the batch's output shape; x.size() == run_inputs().
   void forward(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y);
   // dy: gradient of the loss w.r.t. y. dx[i] is defined where the input needs a gradient, is
   // preallocated and is overwritten. Parameter gradients are accumulated (+=) into grads().
@@ -124,6 +138,7 @@ class Layer {
   std::string name_;
   std::vector<Tensor> params_, grads_, buffers_;
   bool fused_relu_ = false;  // set by layers whose set_fused_relu accepts
+  Epilogue gpu_epilogue_ = Epilogue::None;  // set by set_gpu_epilogue
 };
 
 }  // namespace dp

@@ -33,8 +33,8 @@ bool built_with_cuda() { return false; }
 
 // graph.h: a graph on the CPU computes in f32, so there are no 16-bit copies to refresh.
 void Graph::refresh_compute_params() {}
-void Graph::plan_gpu() { no_cuda("a GPU graph plan"); }
-std::string Graph::gpu_plan_summary() const { return ""; }
+bool Graph::gpu_convolutions_fuse_relu() const { return false; }
+const char* Graph::gpu_convolution_api() const { return "none"; }
 void Graph::accumulate_device(const Tensor&, const Tensor&) const { no_cuda("GPU gradient accumulation"); }
 const Tensor& Graph::output_f32() { no_cuda("a GPU output cast"); }
 const Tensor& Graph::output_grad_in_compute(const Tensor&) { no_cuda("a GPU output-gradient cast"); }

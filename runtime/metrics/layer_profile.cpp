@@ -24,7 +24,7 @@ const char* phase_name(Phase p) {
   return "unattributed";
 }
 
-// The row a node's time goes to: itself, or the producer a folded ReLU shares (followed to the end).
+// The row a node's time goes to: itself, or the host a folded node's work is part of (followed to the end).
 int row_node(const std::vector<NodeInfo>& nodes, int node) {
   for (size_t hops = 0; nodes[static_cast<size_t>(node)].folded_into >= 0 && hops < nodes.size(); ++hops)
     node = nodes[static_cast<size_t>(node)].folded_into;
@@ -37,7 +37,7 @@ std::vector<NodeInfo> node_infos(const Graph& g) {
   std::vector<NodeInfo> out;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Layer& l = *g.nodes()[i].layer;
-    out.push_back({l.name(), l.type(), g.nodes()[i].out_shape, g.relu_folded_into(static_cast<int>(i))});
+    out.push_back({l.name(), l.type(), g.nodes()[i].out_shape, g.folded_into(static_cast<int>(i))});
   }
   return out;
 }
@@ -116,7 +116,7 @@ LayerProfile LayerProfiler::finish(const std::vector<NodeInfo>& nodes, const std
     p.spans.push_back({m.step, m.phase, m.node, std::move(name), t[i], d});
   }
   const double n = static_cast<double>(steps_);
-  // Rows: every node but the folded ReLUs, which are named in their producer's row.
+  // Rows: every node but the folded ones (ReLUs, residual adds), which are named in their host's row.
   std::vector<int> row_of(nodes.size(), -1);
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].folded_into >= 0) continue;

@@ -50,7 +50,7 @@ enum class Phase : uint8_t { Unattributed, Forward, Backward, Loss, Optimizer, C
 struct NodeInfo {
   std::string name, type;  // "layer1.0.conv1", "conv2d"
   Shape out_shape;         // per sample
-  int folded_into = -1;    // a ReLU applied by this earlier node (the CPU plan): no row of its own
+  int folded_into = -1;    // applied by this earlier node (a ReLU or add folded by the CPU or GPU plan): no row of its own
 };
 std::vector<NodeInfo> node_infos(const Graph& g);
 
@@ -67,7 +67,7 @@ struct ProfileSpan {
   double begin_ms = 0, dur_ms = 0;
 };
 
-// A row of the table: a layer, with the ReLUs folded into it. Times are means per step.
+// A row of the table: a layer, with the nodes folded into it. Times are means per step.
 struct LayerRow {
   std::string name, type;
   Shape out_shape;
@@ -133,7 +133,7 @@ class LayerProfiler final : public GraphObserver {
   int64_t step_ = 0, first_ = 0, last_ = 0, steps_ = 0;
 };
 
-// The log's table: a title line, one row per layer (rank, name with "+relu" for each fused ReLU,
+// The log's table: a title line, one row per layer (rank, name with " +<node>" for each folded node,
 // type, per-sample output shape, dtype, forward ms, backward ms, share of the step), then the
 // accounting (all layers forward, backward, loss, optimizer, comm wait, data wait, unattributed,
 // step: ms and share). No trailing newline.

@@ -215,7 +215,7 @@ TEST_P(GraphOn, NoTensorAllocationAfterTheFirstStep) {
 
 // The observer (profile.layers) hears of every node run, forward in order and backward in
 // reverse, each begin followed by its end before the "gradients ready" hook; a ReLU folded into
-// its producer (oneDNN's plan) is not run and not heard of, and relu_folded_into names the producer.
+// its producer (oneDNN's plan) is not run and not heard of, and folded_into names the producer.
 struct Recorder final : GraphObserver {
   std::vector<std::string>* seen;
   explicit Recorder(std::vector<std::string>* s) : seen(s) {}
@@ -248,7 +248,7 @@ TEST_P(GraphOn, TheObserverHearsOfEveryNodeThatRuns) {
     if (!g->nodes()[i].param_slots.empty()) want.push_back(fmt::format("ready{}", i));
   }
   EXPECT_EQ(seen, want);
-  for (int i = 0; i < 11; ++i) EXPECT_EQ(g->relu_folded_into(i), folded_into[i]) << g->nodes()[i].layer->name();
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(g->folded_into(i), folded_into[i]) << g->nodes()[i].layer->name();
   g->set_observer(nullptr);
   seen.clear();
   g->forward(ctx, random({2, 3, 8, 8}, 6));

@@ -86,12 +86,23 @@ TEST(Config, SyntheticDeviceIsAChoiceForSyntheticDataWithoutAugmentation) {
             "\"cpu\"");
 }
 
+TEST(Config, BnImplAndGpuFusionAreParsedOnce) {
+  const Config d = parse_config(kMin, "m.cfg", {});
+  EXPECT_EQ(d.train.bn_impl, BnImpl::Cudnn);
+  EXPECT_FALSE(d.train.gpu_fusion);  // until a GPU run has checked it
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.bn_impl=own"}).train.bn_impl, BnImpl::Own);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.bn_impl=cudnn_ex"}).train.bn_impl, BnImpl::CudnnEx);
+  EXPECT_TRUE(parse_config(kMin, "m.cfg", {"train.gpu_fusion=true"}).train.gpu_fusion);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nbn_impl = \"graph\"\n"),
+            "m.cfg:4: train.bn_impl = \"graph\" is not allowed; use one of: cudnn, own, cudnn_ex");
+}
+
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

@@ -16,6 +16,8 @@ class Add : public Layer {
   bool cpu_channels_last() const override { return true; }
   bool can_fuse_relu() const override { return true; }
   void set_fused_relu(bool on) override { fused_relu_ = on; }
+  // The GPU plan may fold it, with the relu after it, into a batch norm feeding it (runtime/gpu_fusion.h).
+  bool is_add() const override { return true; }
 
  protected:
   // Both inputs receive dy (where their gradient is wanted).

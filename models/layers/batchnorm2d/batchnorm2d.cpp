@@ -20,9 +20,17 @@ void set(const Tensor& t, int64_t i, double v) {
 }
 }  // namespace
 
-BnGpuPath bn_gpu_path(bool training, bool synced, bool cudnn_refused) {
+BnGpuPath bn_gpu_path(bool training, bool synced, BnImpl impl, bool ex_allowed, bool cudnn_refused) {
   if (!training) return BnGpuPath::RunningStats;
-  return synced || cudnn_refused ? BnGpuPath::OwnBatchStats : BnGpuPath::CudnnBatchStats;
+  if (synced) return BnGpuPath::OwnSync;
+  switch (impl) {
+    case BnImpl::Own: return BnGpuPath::Own;
+    case BnImpl::CudnnEx:
+      if (ex_allowed) return BnGpuPath::CudnnEx;
+      break;
+    case BnImpl::Cudnn: break;
+  }
+  return cudnn_refused ? BnGpuPath::Own : BnGpuPath::Cudnn;
 }
 
 BatchNorm2d::BatchNorm2d(std::string name, double momentum, double eps)
@@ -100,6 +108,8 @@ void BatchNorm2d::statistics(const StepContext& ctx, const Tensor& x, std::vecto
 }
 
 void BatchNorm2d::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
+  DP_CHECK(gpu_epilogue() == Epilogue::None, "{}: the GPU plan's {} epilogue on CPU tensors", layer_str(*this),
+           epilogue_name(gpu_epilogue()));
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
   check_batched(*this, x[0], dt, N, {C_, H_, W_}, "input");

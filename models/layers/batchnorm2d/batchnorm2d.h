@@ -2,19 +2,27 @@
 // track_running_stats=True; with set_sync(true), nn.SyncBatchNorm), and its registration.
 #pragma once
 #include "base/pimpl_ptr.h"
+#include "runtime/bn_impl.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
 
-// Which GPU path a BatchNorm2d step takes (batchnorm2d_cuda.cpp). Pure, tested on the host.
+// Which GPU path a BatchNorm2d training or eval step takes (batchnorm2d_cuda.cpp). Pure, tested
+// on the host.
 enum class BnGpuPath {
-  CudnnBatchStats,  // training: cuDNN's forward-training / backward with its saved mean and 1/std
-  OwnBatchStats,    // training: our kernels (SyncBN's two-pass global statistics, or cuDNN refused)
-  RunningStats,     // eval: cuDNN inference forward (our kernel if refused); our backward kernels
+  CudnnEx,       // training: cuDNN's persistent NHWC batch norm, the epilogue through its bnOps
+  Cudnn,         // training: cuDNN's legacy spatial batch norm (saved mean and 1/std kept)
+  Own,           // training: our one-pass kernels (batchnorm2d_reduce.h, batchnorm2d_apply.h)
+  OwnSync,       // training under SyncBN: our f64 two-pass global statistics (batchnorm2d_kernels.h)
+  RunningStats,  // eval: running statistics (cuDNN's inference call, or ours under bn_impl own)
 };
 // training: ctx.training; synced: SyncBN reduces this step (sync on, a communicator of > 1 rank);
-// cudnn_refused: cuDNN answered NOT_SUPPORTED for this layer before.
-BnGpuPath bn_gpu_path(bool training, bool synced, bool cudnn_refused);
+// impl: train.bn_impl; ex_allowed: cuDNN's persistent batch norm may run this layer (its guard,
+// batchnorm2d_ex_guard.h, and no refusal before); cudnn_refused: cuDNN's legacy call answered
+// NOT_SUPPORTED for this layer before.
+BnGpuPath bn_gpu_path(bool training, bool synced, BnImpl impl, bool ex_allowed, bool cudnn_refused);
+
+struct BnCudaState;  // batchnorm2d_gpu.h
 
 class BatchNorm2d : public Layer {
  public:
@@ -36,6 +44,13 @@ class BatchNorm2d : public Layer {
   bool has_onednn_path() const override { return true; }
   bool can_fuse_relu() const override { return !sync_; }
   void set_fused_relu(bool on) override { fused_relu_ = on; }
+  // GPU: every path applies the GPU plan's epilogues (a ReLU, or a residual add and a ReLU;
+  // SyncBN included): on its own output in forward, on dy (g = dy * (y > 0), the residual's
+  // gradient g) before its backward.
+  bool can_fuse_gpu_epilogue() const override { return true; }
+  // GPU: the implementation that trains (train.bn_impl; runtime/bn_impl.h). Default Cudnn.
+  void set_gpu_impl(BnImpl impl) { impl_ = impl; }
+  BnImpl gpu_impl() const { return impl_; }
 
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
@@ -47,12 +62,15 @@ class BatchNorm2d : public Layer {
   DP_LAYER_CPU_PATH();
   // The same semantics on ctx.gpu->compute(): x, y, dy, dx in ctx.compute (NHWC under
   // channels_last); weight, bias, their gradients and the running statistics f32,
-  // num_batches_tracked i64 (incremented on the device). Training without SyncBN runs cuDNN's
-  // spatial batch norm and keeps its saved mean and 1/std for the backward (recomputed by cuDNN
-  // when the backward is not for the last forward's input). SyncBN runs the CPU path's two-pass
-  // global statistics with models/layers/batchnorm2d/batchnorm2d_kernels.h and all-reduces device tensors (the compute
-  // stream is synchronised before each all-reduce: the communicator's contract); its backward
-  // reuses the forward's global statistics, as the CPU path does.
+  // num_batches_tracked i64 (incremented on the device). With a GPU epilogue (Layer::
+  // set_gpu_epilogue) y is relu(bn(x) [+ x[1]]) and dx[1] the residual's gradient. Training
+  // without SyncBN runs train.bn_impl (bn_gpu_path): cuDNN's legacy spatial batch norm, our
+  // one-pass kernels, or cuDNN's persistent NHWC batch norm; each keeps its statistics for the
+  // backward of the same input (a backward of another input recomputes them with our kernels).
+  // SyncBN runs the CPU path's two-pass global statistics with batchnorm2d_kernels.h and
+  // all-reduces device tensors (the compute stream is synchronised before each all-reduce: the
+  // communicator's contract); its backward reuses the forward's global statistics, as the CPU
+  // path does. Eval normalises with the running statistics.
   DP_LAYER_CUDA_PATH();
 
  private:
@@ -73,15 +91,15 @@ class BatchNorm2d : public Layer {
     double count = 0;
   } sync_stats_;
   int64_t C_ = 0, H_ = 0, W_ = 0;
-  // GPU state (batchnorm2d_cuda.cpp): cuDNN descriptors per batch shape, device statistics and
+  BnImpl impl_ = BnImpl::Cudnn;
+  // GPU state (batchnorm2d_gpu.h): cuDNN descriptors per batch shape, device statistics and
   // scratch sized once per shape, what the last training forward left for its backward.
-  struct CudaState;
-  PimplPtr<CudaState> cuda_;
-  CudaState& cuda_state(const StepContext& ctx);
+  PimplPtr<BnCudaState> cuda_;
+  BnCudaState& cuda_state(const StepContext& ctx);
   void check_bound_gpu() const;
-  // Our kernels' batch statistics of x into the state's mean / 1/std (SyncBN: of all ranks'
-  // batches); update_running: also the running statistics. Returns the value count behind them.
-  double own_batch_stats(const StepContext& ctx, const Tensor& x, Communicator* comm, bool update_running);
+  // SyncBN's global batch statistics of x (f64, two passes, all-reduced through comm) into the
+  // state's mean / 1/std, and the running statistics updated. Returns the value count behind them.
+  double sync_batch_stats(const StepContext& ctx, const Tensor& x, Communicator* comm);
 
   // The oneDNN side (batchnorm2d_onednn.cpp), for f32 without SyncBN under CpuBackend::OneDnn:
   // primitives per (batch, layout, training, fused ReLU), the last forward's statistics and

@@ -1,9 +1,10 @@
 // defines: the CUDA twins of models/layers/batchnorm2d/batchnorm2d_ref.h's building blocks (per-channel sums,
-// squared deviations, gradient sums, the affine normalisation and the input gradient) for NCHW
-// and NHWC activations of f32, bf16 or f16, plus the per-channel steps between them (mean,
-// 1/std and the running statistics, parameter-gradient accumulation) and the
-// num_batches_tracked increment. BatchNorm2d uses them for SyncBN (the sums are all-reduced
-// between the steps), for eval-mode backward, and wherever cuDNN refuses a configuration.
+// squared deviations, gradient sums and the input gradient) for NCHW and NHWC activations of
+// f32, bf16 or f16, plus the per-channel steps between them (mean, 1/std and the running
+// statistics, parameter-gradient accumulation) and the num_batches_tracked increment.
+// BatchNorm2d uses them for SyncBN (the sums are all-reduced between the steps; the
+// normalisation itself is batchnorm2d_apply.h's) and for eval's statistics; the one-pass kernels
+// of train.bn_impl = "own" are batchnorm2d_reduce.h's.
 //
 // Sums and statistics are f64, as in the CPU twin (N*H*W values per channel). Every sum is
 // deterministic: each block sums a fixed chunk of a channel's values in a fixed order (a fixed
@@ -53,13 +54,8 @@ size_t batchnorm_scratch_bytes(const BnDims& d);
                                               DType dtype, const double* mean, const double* invstd, const BnDims& d,
                                               void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
-// y = (x - mean[c]) * invstd[c] * w[c] + b[c]; cpu::batchnorm2d_forward.
-[[nodiscard]] cudaError_t batchnorm_forward(void* y, const void* x, DType dtype, const float* w, const float* b,
-                                            const double* mean, const double* invstd, const BnDims& d,
-                                            cudaStream_t stream);
 // dx = w * invstd * (dy - sum_dy[c] / count - xhat * sum_dy_xhat[c] / count), xhat = (x - mean) * invstd:
-// cpu::batchnorm2d_grad_input with the means formed here. sum_dy and sum_dy_xhat both null: the
-// statistics were constants (running statistics, eval): dx = dy * w * invstd. count > 0 otherwise.
+// cpu::batchnorm2d_grad_input with the means formed here; count > 0.
 [[nodiscard]] cudaError_t batchnorm_grad_input(void* dx, const void* dy, const void* x, DType dtype, const float* w,
                                                const double* mean, const double* invstd, const double* sum_dy,
                                                const double* sum_dy_xhat, double count, const BnDims& d,

@@ -1,0 +1,20 @@
+// defines: Epilogue, what a layer's CUDA path applies to its own output when the GPU plan
+// (runtime/gpu_fusion.h) folds the nodes after it into it, and epilogue_name.
+//   None     y = f(x)
+//   Relu     y = relu(f(x))                 (a relu that is f's only consumer)
+//   AddRelu  y = relu(f(x) + r)             (an add that is f's only consumer, whose only
+//                                            consumer is a relu; r, the add's other input, is
+//                                            the layer's extra last input)
+// Backward: g = dy * (y > 0), the residual's gradient is g, and f's backward runs on g.
+#pragma once
+#include <cstdint>
+
+namespace dp {
+
+enum class Epilogue : uint8_t { None, Relu, AddRelu };
+
+constexpr const char* epilogue_name(Epilogue e) {
+  return e == Epilogue::Relu ? "relu" : e == Epilogue::AddRelu ? "add+relu" : "none";
+}
+
+}  // namespace dp
