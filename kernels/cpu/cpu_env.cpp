@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_env.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,7 +15,18 @@ const char* default_gomp_spincount(const char* omp_wait_policy, const char* gomp
   return "10000";
 }
 
+// The kernel names a process after the file it executed, so the re-exec through /proc/self/exe
+// would show as "exe" in ps, top and /proc/<pid>/comm (and pkill dptrain would miss it): give it
+// back its program's name, argv[0]'s last component (the kernel keeps 15 bytes of it).
+void keep_program_name(const char* argv0) {
+  if (argv0 == nullptr) return;
+  const std::string path(argv0);
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  if (!name.empty()) prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+}
+
 void ensure_cpu_env(char** argv) {
+  keep_program_name(argv[0]);
   bool changed = false;
   if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {  // else the user's (or our earlier) choice
     const std::string core = preferred_openblas_core(openblas_core(), cpu_features());

@@ -20,8 +20,9 @@ const char* default_gomp_spincount(const char* omp_wait_policy, const char* gomp
 
 // Sets what the libraries should have read (OPENBLAS_CORETYPE when OpenBLAS fell back to a generic
 // core on an AVX2/AVX-512 CPU, GOMP_SPINCOUNT as above) and, if anything changed, re-executes
-// this program with the same arguments and pid (once: the second run finds them set). Call first
-// in main, before any thread starts.
+// this program with the same arguments and pid (once: the second run finds them set); the process
+// keeps its program's name (argv[0]'s) through it, not "exe". Call first in main, before any
+// thread starts.
 void ensure_cpu_env(char** argv);
 
 }  // namespace dp::kernels::cpu

@@ -88,7 +88,12 @@ start_run() {
   run_pid=$!
   local ready="[ \$(dptrain_pids ${HOSTS[*]} | wc -l) -eq 8 ]"
   [ "${NOCKPT:-0}" = 1 ] || ready="$ready && [ -s $work/runs/$name/checkpoints/latest ]"
-  wait_for "$ready" 120 || { tail -n 20 "$work/$name.out" >&2; fail "$name: the 8 ranks did not start training"; }
+  wait_for "$ready" 120 || {
+    tail -n 20 "$work/$name.out" >&2
+    local n
+    n=$(dptrain_pids "${HOSTS[@]}" | wc -l)
+    fail "$name: the 8 ranks did not start training ($n dptrain processes on ${HOSTS[*]}; checkpoint: $(cat "$work/runs/$name/checkpoints/latest" 2>/dev/null || echo none))"
+  }
 }
 
 # finish_run NAME LIMIT_S: waits for srun; prints its exit status.

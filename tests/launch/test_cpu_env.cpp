@@ -27,6 +27,15 @@ TEST(CpuEnv, ThisProcessHasASpinCountOrTheUsersWaitPolicy) {
   EXPECT_TRUE(std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr);
 }
 
+// The re-exec went through /proc/self/exe, yet the process keeps its program's name (ps, top,
+// pkill and the multi-host tests' process counts look for it): "exe" before the fix.
+TEST(CpuEnv, TheReExecKeepsTheProgramsName) {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, "test_launch");
+}
+
 // The line a 2-step training run logs about its threads, run with `env_prefix`.
 std::string threads_line(const std::string& env_prefix) {
   const auto dir = std::filesystem::temp_directory_path() / ("dptrain_cpu_env_" + std::to_string(::getpid()));
