@@ -1,5 +1,7 @@
 #include "runtime/graph.h"
 
+#include <fmt/ranges.h>
+
 #include <unordered_set>
 
 #include "kernels/cpu/elementwise.h"
@@ -65,9 +67,16 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     decls[i] = n.layer->declare_params();
     for (const auto& d : decls[i]) {
       std::string full = n.layer->name() + "." + d.name;
-      if (d.trainable) {
+      if (!d.tied_to.empty()) {
+        DP_CHECK(d.trainable, "buffer {} cannot be tied", full);
+        const int slot = tied_slot(full, d);
+        n.bound_slots.push_back(slot);
+        n.tied_names.push_back(full);
+        n.tied_slots.push_back(slot);
+      } else if (d.trainable) {
         DP_CHECK(d.dtype == DType::F32, "trainable parameter {} must be f32", full);
         n.param_slots.push_back(params_.add(full, d.shape));
+        n.bound_slots.push_back(n.param_slots.back());
       } else {
         n.buffer_ids.push_back(static_cast<int>(buffers_.size()));
         buffers_.push_back({full, Tensor::zeros(d.shape, d.dtype, Device::cpu())});
@@ -80,6 +89,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   for (size_t i = 0; i < nodes_.size(); ++i) {
     size_t p = 0, b = 0;
     for (const auto& d : decls[i]) {
+      if (!d.tied_to.empty()) continue;  // its owner initialises it
       Tensor t = d.trainable ? params_.tensor(nodes_[i].param_slots[p++]) : buffers_[nodes_[i].buffer_ids[b++]].tensor;
       if (!d.init) continue;
       Rng rng(seed, kStreamInit + (static_cast<uint64_t>(i) << 8) + (p + b) * 0x100000ull);
@@ -107,7 +117,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     const Arena& p_arena = n.low_precision ? lp_params_ : params_;
     const Arena& g_arena = n.low_precision ? lp_grads_ : grads_;
     std::vector<Tensor> ps, gs, bs;
-    for (int s : n.param_slots) ps.push_back(p_arena.tensor(s)), gs.push_back(g_arena.tensor(s));
+    for (int s : n.bound_slots) ps.push_back(p_arena.tensor(s)), gs.push_back(g_arena.tensor(s));
     for (int b : n.buffer_ids) bs.push_back(buffers_[b].tensor);
     n.layer->bind(std::move(ps), std::move(gs), std::move(bs));
   }
@@ -115,6 +125,21 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   dacts_.assign(nodes_.size(), Tensor());
   built_ = true;
   refresh_compute_params();
+}
+
+int Graph::tied_slot(const std::string& full, const ParamDecl& d) const {
+  for (int s = 0; s < params_.size(); ++s) {
+    if (params_.slot(s).name != d.tied_to) continue;
+    if (params_.slot(s).shape != d.shape)
+      DP_THROW_USER("parameter '{}' is tied to '{}', but their shapes differ: {} and {}", full, d.tied_to,
+                    shape_str(d.shape), shape_str(params_.slot(s).shape));
+    return s;
+  }
+  std::vector<std::string> names;
+  for (const auto& sl : params_.slots()) names.push_back(sl.name);
+  DP_THROW_USER("parameter '{}' is tied to '{}', which is not a parameter of an earlier layer (earlier parameters: "
+                "{})",
+                full, d.tied_to, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
 Tensor Graph::take_spare(const Shape& shape, DType dtype) {
@@ -142,6 +167,17 @@ Shape batched(int64_t n, const Shape& s) {
 }
 }  // namespace
 
+DType Graph::activation_dtype(const Tensor& x) const {
+  if (is_floating(x.dtype())) return device_.is_cpu() ? x.dtype() : compute_;
+  for (const auto& n : nodes_)
+    for (int src : n.inputs)
+      if (src == kInput && !n.layer->takes_integer_input())
+        DP_THROW_USER("layer '{}' ({}) takes the model input, which is {} ids (e.g. token ids); only a layer that "
+                      "takes ids (embedding) can: begin the model with an 'embedding' layer, or feed float samples",
+                      n.layer->name(), n.layer->type(), dtype_name(x.dtype()));
+  return device_.is_cpu() ? DType::F32 : compute_;
+}
+
 const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
   DP_CHECK(built_, "forward before build");
   Shape want = batched(x.dim(0), input_shape_);
@@ -149,12 +185,13 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
   const bool cpu = device_.is_cpu();
+  const DType act = activation_dtype(x);
   if (!cpu) {
-    DP_CHECK(x.device() == device_ && x.dtype() == compute_, "model input {} on a graph built for {} {}",
-             x.describe(), dtype_name(compute_), device_.str());
+    DP_CHECK(x.device() == device_ && (x.dtype() == compute_ || !is_floating(x.dtype())),
+             "model input {} on a graph built for {} {}", x.describe(), dtype_name(compute_), device_.str());
     DP_CHECK(step_ctx.gpu == gpu_ && step_ctx.compute == compute_, "step context does not match the graph's device setup");
-  } else if (!cpu_planned_ || x.dtype() != cpu_plan_dtype_) {
-    plan_cpu(x.dtype());
+  } else if (!cpu_planned_ || act != cpu_plan_dtype_) {
+    plan_cpu(act);
   }
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
   input_ = cpu ? model_input(x) : x;
@@ -168,9 +205,8 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
     std::vector<Tensor> in;
     for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
     Shape out = batched(n, node.out_shape);
-    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() ||
-        acts_[i].dtype() != x.dtype())
-      acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
+    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() || acts_[i].dtype() != act)
+      acts_[i] = Tensor::zeros(out, act, x.device());
     node.layer->forward(ctx, in, acts_[i]);
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
@@ -261,7 +297,9 @@ std::vector<Graph::NamedTensor> Graph::state() const {
   for (const auto& n : nodes_) {
     // Registration order per layer: trainable then buffers, as torch's state_dict does
     // (parameters before buffers within a module).
-    for (int s : n.param_slots) out.push_back({params_.slot(s).name, params_.tensor(s)});
+    for (int s : n.param_slots) out.push_back({params_.slot(s).name, params_.tensor(s), ""});
+    for (size_t k = 0; k < n.tied_slots.size(); ++k)
+      out.push_back({n.tied_names[k], params_.tensor(n.tied_slots[k]), params_.slot(n.tied_slots[k]).name});
     for (int b : n.buffer_ids) out.push_back(buffers_[b]);
   }
   return out;
@@ -272,8 +310,10 @@ std::string Graph::summary() const {
   for (const auto& n : nodes_) {
     int64_t np = 0;
     for (int p : n.param_slots) np += params_.slot(p).numel;
-    s += fmt::format("  {:<28} {:<16} out {:<18} params {}\n", n.layer->name(), n.layer->type(), shape_str(n.out_shape),
-                     np);
+    std::string tied;
+    for (int t : n.tied_slots) tied += fmt::format(" (+ tied {})", params_.slot(t).name);
+    s += fmt::format("  {:<28} {:<16} out {:<18} params {}{}\n", n.layer->name(), n.layer->type(), shape_str(n.out_shape),
+                     np, tied);
   }
   return s;
 }
