@@ -40,7 +40,7 @@ class CausalSelfAttention : public Layer {
   // out = dropout(concat_h(y_h) Wp^T + bp). The backward uses qkv, the probabilities and the
   // heads' output kept by the forward of the same input (recomputed for another).
   //   f32 under the oneDNN backend (attention_onednn.cpp): oneDNN matmuls for the projections, the
-  //   probabilities of the causal blocks only (causal_core.h: oneDNN sgemm per block of query
+  //   probabilities of the causal blocks only (causal_core.h: a BLAS call per block of query
   //   rows, own softmax); otherwise the reference kernels (linear_ref.h, attention_ref.h).
   DP_LAYER_CPU_PATH();
 

@@ -1,6 +1,6 @@
 // CausalSelfAttention's oneDNN path (f32): the projections on kernels/cpu/onednn_matmul.h's
 // LinearMatmul over the (N T, C) rows, the attention core on causal_core.h (the causal blocks
-// only, sgemm per block). The forward keeps qkv, the packed probabilities and the heads' output;
+// only, a BLAS call per block). The forward keeps qkv, the packed probabilities and the heads' output;
 // the backward's buffers (d att, d qkv, the dropped dy, the core's per-thread rows) are the
 // shared scratch slots of kernels/cpu/onednn.h, so layers after layers reuse one allocation.
 #include "kernels/cpu/onednn_matmul.h"

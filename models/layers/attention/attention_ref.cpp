@@ -27,6 +27,15 @@ void dropout_logical(T* out, const T* in, int64_t n, uint64_t first, const AttnD
 
 namespace {
 
+// This thread's buffer of n elements (zeroed): grown once, then reused, so a step allocates nothing.
+template <typename T>
+T* task_buffer(int slot, int64_t n) {
+  thread_local std::vector<T> bufs[3];
+  std::vector<T>& b = bufs[slot];
+  b.assign(static_cast<size_t>(n), T(0));
+  return b.data();
+}
+
 // One (n, h): the views of q, k, v (row stride 3C) and of att (row stride C).
 template <typename T>
 struct Head {
@@ -37,8 +46,8 @@ struct Head {
 template <typename T>
 void head_forward(T* att, T* P, const Head<T>& hd, int64_t Tn, int64_t D, uint64_t index0, const AttnDropout& drop) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  std::vector<double> s(static_cast<size_t>(Tn));
-  std::vector<T> pd(static_cast<size_t>(Tn));
+  double* s = task_buffer<double>(0, Tn);
+  T* pd = task_buffer<T>(1, Tn);
   for (int64_t i = 0; i < Tn; ++i) {
     double mx = -INFINITY;
     for (int64_t j = 0; j <= i; ++j) {
@@ -51,7 +60,7 @@ void head_forward(T* att, T* P, const Head<T>& hd, int64_t Tn, int64_t D, uint64
     for (int64_t j = 0; j <= i; ++j) sum += s[j] = std::exp(s[j] - mx);
     T* row = P + i * Tn;
     for (int64_t j = 0; j < Tn; ++j) row[j] = j <= i ? static_cast<T>(s[j] / sum) : T(0);
-    dropout_logical(pd.data(), row, i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
+    dropout_logical(pd, row, i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
     for (int64_t d = 0; d < D; ++d) {
       double acc = 0;
       for (int64_t j = 0; j <= i; ++j) acc += static_cast<double>(pd[j]) * hd.v[j * hd.ld + d];
@@ -65,19 +74,21 @@ template <typename T>
 void head_backward(T* dq, T* dk, T* dv, const T* datt, const T* P, const Head<T>& hd, int64_t Tn, int64_t D,
                    uint64_t index0, const AttnDropout& drop) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  std::vector<double> dk_acc(static_cast<size_t>(Tn * D), 0.0), dv_acc(static_cast<size_t>(Tn * D), 0.0);
-  std::vector<T> pd(static_cast<size_t>(Tn)), dpd(static_cast<size_t>(Tn)), dp(static_cast<size_t>(Tn));
+  double* dk_acc = task_buffer<double>(0, Tn * D);
+  double* dv_acc = task_buffer<double>(1, Tn * D);
+  T* pd = task_buffer<T>(2, 3 * Tn);  // dropped P, d(dropped P), dP of one row
+  T *dpd = pd + Tn, *dp = pd + 2 * Tn;
   for (int64_t i = 0; i < Tn; ++i) {
     const T* prow = P + i * Tn;
     const T* g = datt + i * hd.ldo;
-    dropout_logical(pd.data(), prow, i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
+    dropout_logical(pd, prow, i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
     for (int64_t j = 0; j <= i; ++j) {
       double acc = 0;
       for (int64_t d = 0; d < D; ++d) acc += static_cast<double>(g[d]) * hd.v[j * hd.ld + d];
       dpd[j] = static_cast<T>(acc);
       for (int64_t d = 0; d < D; ++d) dv_acc[j * D + d] += static_cast<double>(pd[j]) * g[d];
     }
-    dropout_logical(dp.data(), dpd.data(), i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
+    dropout_logical(dp, dpd, i + 1, index0 + static_cast<uint64_t>(i * Tn), drop);
     double dot = 0;
     for (int64_t j = 0; j <= i; ++j) dot += static_cast<double>(dp[j]) * prow[j];
     for (int64_t d = 0; d < D; ++d) {

@@ -1,11 +1,12 @@
 #include "models/layers/attention/causal_core.h"
 
-#include <dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "kernels/cpu/blas.h"
 
 namespace dp::kernels::cpu {
 
@@ -69,9 +70,10 @@ HeadView head_view(const float* qkv, int64_t n, int64_t h, int64_t T, int64_t C,
   return {base, base + C, base + 2 * C, 3 * C, C};
 }
 
+// Row-major C = alpha op(A) op(B) + beta C on the calling thread (each task is one (n, h)).
 void sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  dnnl::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  gemm_in_task(ta == 'T', tb == 'T', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace

@@ -4,10 +4,11 @@
 // Query rows are cut into blocks of kBlockRows; block b (rows [b B, min(T, (b+1) B))) needs the
 // keys [0, min(T, (b+1) B)) only, so the scores and probabilities of each (n, h) are stored as
 // these blocks one after another ("packed": for T = 256, 10 of the 16 64x64 tiles of the square)
-// and every product runs on the blocks alone: oneDNN's sgemm (row-major BLAS) per block, with
-// strides into qkv and att, no copies. The softmax is our own (causal_core.cpp: an f32 exp
+// and every product runs on the blocks alone: one single-threaded BLAS call per block and (n, h)
+// (kernels/cpu/blas.h gemm_in_task: OpenBLAS, whose buffers are pooled; oneDNN's sgemm allocates
+// its packing buffers on every call), with strides into qkv and att, no copies. The softmax is our own (causal_core.cpp: an f32 exp
 // polynomial the compiler vectorises); the probabilities above the diagonal of a block are 0.
-// One (n, h) per task, each sgemm single-threaded inside the task: the bits do not depend on the
+// One (n, h) per task, each product single-threaded inside the task: the bits do not depend on the
 // thread count. Numerically PyTorch's math in f32 (sums in f32, as its CPU kernels).
 // Layouts as attention_ref.h; the attention dropout uses its logical indices (dropout_logical).
 #pragma once

@@ -34,7 +34,9 @@ void layernorm_forward(T* y, const T* x, const T* w, const T* b, int64_t M, int6
 
 template <typename T>
 void layernorm_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t M, int64_t C, double eps) {
-  std::vector<double> mean(static_cast<size_t>(M)), rstd(static_cast<size_t>(M));
+  thread_local std::vector<double> stats;  // mean and rstd of every row: grown once, then reused
+  stats.resize(static_cast<size_t>(2 * M));
+  double *mean = stats.data(), *rstd = mean + M;
 #pragma omp parallel for schedule(static) if (M * C > (1 << 15))
   for (int64_t m = 0; m < M; ++m) {
     row_stats(x + m * C, C, eps, mean[m], rstd[m]);
