@@ -9,6 +9,7 @@
 #include "models/build.h"
 #include "models/presets.h"
 #include "models/registry.h"
+#include "models/weights_import.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -232,6 +233,38 @@ TEST(GptGraph, SetupErrorsNameTheLayerAndTheKey) {
                    "earlier layer (earlier parameters: transformer.wte.weight, transformer.wpe.weight, "),
             std::string::npos)
       << e;
+}
+
+// Hugging Face GPT-2 checkpoints (GPT2Model without "transformer.", Conv1D weights (in, out),
+// mask buffers) read as nanoGPT's names and layouts; a nanoGPT state_dict only loses its buffers.
+TEST(GptWeights, HuggingFaceNamesAndConv1dLayoutsTranslate) {
+  const int64_t C = 8;
+  const std::vector<TensorSig> hf = {{"wte.weight", DType::F32, {11, C}},
+                                     {"h.0.attn.bias", DType::F32, {1, 1, 4, 4}},
+                                     {"h.0.attn.masked_bias", DType::F32, {}},
+                                     {"h.0.attn.c_attn.weight", DType::F32, {C, 3 * C}},
+                                     {"h.0.attn.c_attn.bias", DType::F32, {3 * C}},
+                                     {"h.0.attn.c_proj.weight", DType::F32, {C, C}},
+                                     {"h.0.mlp.c_fc.weight", DType::F32, {C, 4 * C}},
+                                     {"h.0.mlp.c_proj.weight", DType::F32, {4 * C, C}},
+                                     {"ln_f.weight", DType::F32, {C}}};
+  const WeightsTranslation t = models::gpt2_translation(hf);
+  EXPECT_EQ(t.kind, "Hugging Face GPT-2 (Conv1D weights transposed), its attention-mask buffers ignored");
+  EXPECT_EQ(t.ignore, (std::set<std::string>{"h.0.attn.bias", "h.0.attn.masked_bias"}));
+  EXPECT_EQ(t.transpose, (std::set<std::string>{"h.0.attn.c_attn.weight", "h.0.attn.c_proj.weight",
+                                                "h.0.mlp.c_fc.weight", "h.0.mlp.c_proj.weight"}));
+  EXPECT_EQ(t.rename.at("ln_f.weight"), "transformer.ln_f.weight");
+  EXPECT_EQ(t.rename.at("h.0.attn.c_attn.bias"), "transformer.h.0.attn.c_attn.bias");
+  const std::vector<TensorSig> nano = {{"transformer.wte.weight", DType::F32, {11, C}},
+                                       {"transformer.h.0.attn.bias", DType::F32, {1, 1, 4, 4}},
+                                       {"transformer.h.0.attn.c_attn.weight", DType::F32, {3 * C, C}},
+                                       {"lm_head.weight", DType::F32, {11, C}}};
+  const WeightsTranslation n = models::gpt2_translation(nano);
+  EXPECT_EQ(n.kind, "GPT state_dict, its attention-mask buffers ignored");
+  EXPECT_TRUE(n.rename.empty());
+  EXPECT_TRUE(n.transpose.empty());
+  EXPECT_EQ(n.ignore, (std::set<std::string>{"transformer.h.0.attn.bias"}));
+  EXPECT_EQ(models::gpt2_translation({{"fc.weight", DType::F32, {2, 2}}}).kind, "");  // not a GPT: as it is
 }
 
 }  // namespace

@@ -40,6 +40,42 @@ TEST(WeightsPlan, NamesEveryMismatchExpectedVsFound) {
   EXPECT_EQ(s.problems, (std::vector<std::string>{"skip pattern 'zz.*' matches no tensor"}));
 }
 
+// A tied parameter (lm_head.weight is transformer.wte.weight) comes from either name or both; an
+// owner skipped skips its alias; a missing pair is one problem, the owner's.
+TEST(WeightsPlan, TiedParameterFromEitherNameOrBoth) {
+  const std::vector<TensorSig> model = {{"wte", DType::F32, {5, 2}}, {"ln", DType::F32, {2}},
+                                        {"head", DType::F32, {5, 2}, "wte"}};
+  const TensorSig wte{"wte", DType::F32, {5, 2}}, ln{"ln", DType::F32, {2}}, head{"head", DType::F32, {5, 2}};
+  EXPECT_EQ(plan_weights_load(model, {wte, ln, head}, {}).load, (std::vector<std::string>{"wte", "ln", "head"}));
+  const WeightsPlan owner_only = plan_weights_load(model, {wte, ln}, {});
+  EXPECT_EQ(owner_only.load, (std::vector<std::string>{"wte", "ln"}));
+  EXPECT_TRUE(owner_only.problems.empty());
+  const WeightsPlan alias_only = plan_weights_load(model, {ln, head}, {});
+  EXPECT_EQ(alias_only.load, (std::vector<std::string>{"ln", "head"}));
+  EXPECT_TRUE(alias_only.problems.empty());
+  EXPECT_EQ(plan_weights_load(model, {ln}, {}).problems,
+            (std::vector<std::string>{"'wte' (f32[5, 2]): in the model, not in the file"}));
+  const WeightsPlan skipped = plan_weights_load(model, {wte, ln, head}, {"wte"});
+  EXPECT_EQ(skipped.load, (std::vector<std::string>{"ln"}));
+  EXPECT_EQ(skipped.skipped, (std::vector<std::string>{"wte", "head"}));
+  EXPECT_EQ(skipped.unused, (std::vector<std::string>{"wte", "head"}));
+  EXPECT_EQ(plan_weights_load(model, {wte, ln, {"head", DType::F32, {2, 5}}}, {}).problems,
+            (std::vector<std::string>{"'head': the model has f32[5, 2], the file f32[2, 5]"}));
+}
+
+TEST(WeightsPlan, TranslationRenamesTransposesAndIgnores) {
+  WeightsTranslation t;
+  t.rename = {{"h.0.w", "transformer.h.0.w"}};
+  t.transpose = {"h.0.w"};
+  t.ignore = {"h.0.attn.bias"};
+  const std::vector<TensorSig> got =
+      translate_sigs({{"h.0.w", DType::F32, {2, 6}}, {"h.0.attn.bias", DType::F32, {1, 1, 4, 4}}, {"x", DType::I64, {}}}, t);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "transformer.h.0.w");
+  EXPECT_EQ(got[0].shape, (Shape{6, 2}));
+  EXPECT_EQ(got[1].name, "x");
+}
+
 // The cnn preset (conv, BN with running statistics and num_batches_tracked, two linear layers).
 std::unique_ptr<Graph> cnn(int64_t classes, uint64_t seed) {
   ModelConfig mc;
@@ -131,6 +167,47 @@ TEST_F(WeightsFile, FinalWeightsAndCheckpointsLoadTheirModelTensors) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("are corrupt: tensor 'conv1.weight' fails its CRC-32C check"));
   }
+}
+
+// A GPT's final weights hold the tied parameter under both names; a file with only one of them
+// loads too, and one with different values under the two is an error that changes nothing.
+TEST_F(WeightsFile, TiedParameterLoadsFromEitherNameAndDifferentValuesAreAnError) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Gpt2;
+  mc.n_layer = 1, mc.n_head = 2, mc.n_embd = 8, mc.block_size = 4, mc.vocab_size = 11;
+  auto src = models::build_model(mc, {4}, 1);
+  auto all = state_of(*src);
+  ASSERT_EQ(all.back().first, "lm_head.weight");
+  write_safetensors(path("both.safetensors"), all);
+  auto without = [&](const std::string& name) {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const auto& [n, t] : all)
+      if (n != name) out.emplace_back(n, t);
+    return out;
+  };
+  write_safetensors(path("wte.safetensors"), without("lm_head.weight"));
+  write_safetensors(path("head.safetensors"), without("transformer.wte.weight"));
+  for (const std::string f : {"both.safetensors", "wte.safetensors", "head.safetensors"}) {
+    auto g = models::build_model(mc, {4}, 2);
+    load_weights(path(f), *g, {}, "");
+    for (size_t i = 0; i < g->state().size(); ++i)
+      EXPECT_TRUE(equal(g->state()[i].tensor, src->state()[i].tensor)) << f << " " << g->state()[i].name;
+  }
+  all.back().second.data<float>()[3] += 1.0f;
+  write_safetensors(path("differ.safetensors"), all);
+  auto g = models::build_model(mc, {4}, 2);
+  const auto before = state_of(*g);
+  try {
+    load_weights(path("differ.safetensors"), *g, {}, "");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "weights '" + path("differ.safetensors") +
+                  "': 'lm_head.weight' and 'transformer.wte.weight' are one tied parameter in this model, but the "
+                  "file holds different values for them; keep one of them in the file (either is enough) or make "
+                  "them equal");
+  }
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(g->state()[i].tensor, before[i].second));
 }
 
 }  // namespace
