@@ -8,6 +8,8 @@
 
 namespace dp::models {
 
+struct AttentionSaved;  // attention_saved.h: the forward's qkv, probabilities and heads' output
+
 class CausalSelfAttention : public Layer {
  public:
   struct Options {
@@ -45,7 +47,7 @@ class CausalSelfAttention : public Layer {
   DP_LAYER_CPU_PATH();
 
  private:
-  struct Saved;  // the forward's qkv, probabilities and heads' output, and whose they are
+  using Saved = AttentionSaved;
   void check_io(const Tensor& x, const Tensor& y, const char* what) const;
   void forward_ref(const StepContext& ctx, const Tensor& x, Tensor* y);
   void backward_ref(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);

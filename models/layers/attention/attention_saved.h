@@ -1,13 +1,13 @@
-// defines: CausalSelfAttention::Saved, what the attention's forward keeps for its backward (qkv,
+// defines: AttentionSaved, what the attention's forward keeps for its backward (qkv,
 // the probabilities, the heads' output) and the backward's own buffers, each allocated once per
 // shape, and whose forward they are of.
 #pragma once
-#include "models/layers/attention/attention.h"
+#include "runtime/layer.h"
 #include "runtime/tensor.h"
 
 namespace dp::models {
 
-struct CausalSelfAttention::Saved {
+struct AttentionSaved {
   Tensor qkv, P, att;       // (N, T, 3C), the probabilities (path's layout), (N, T, C)
   Tensor dy, datt, dqkv;    // the backward's: dropped dy, d att, d qkv
   const void* x = nullptr;  // the forward these are of: input, step, mode, path
