@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -208,6 +209,34 @@ TEST_F(WeightsFile, TiedParameterLoadsFromEitherNameAndDifferentValuesAreAnError
                   "them equal");
   }
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(g->state()[i].tensor, before[i].second));
+}
+
+// A GPT checkpoint (both names of the tied parameter, its optimizer state once) restores the
+// model and AdamW bit for bit, so a resumed run continues where it stopped.
+TEST_F(WeightsFile, GptCheckpointRoundTripsBitwise) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Gpt2;
+  mc.n_layer = 1, mc.n_head = 2, mc.n_embd = 8, mc.block_size = 4, mc.vocab_size = 11;
+  auto src = models::build_model(mc, {4}, 1);
+  auto opt = optim::make_adamw(src->num_parameters(), {});
+  float* gr = src->grads().flat().data<float>();
+  for (int64_t i = 0; i < src->grads().flat().numel(); ++i) gr[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  opt->step(src->params().flat(), src->grads().flat(), 1e-2);
+  CheckpointMeta m;
+  m.optimizer = opt->name();
+  m.optimizer_steps = opt->steps();
+  write_checkpoint(path("gpt.safetensors"), *src, *opt, m);
+  const auto names = SafetensorsFile::open(path("gpt.safetensors")).names();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "lm_head.weight"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "optim.transformer.wte.weight.exp_avg"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "optim.lm_head.weight.exp_avg"), 0);
+  auto g = models::build_model(mc, {4}, 2);
+  auto opt2 = optim::make_adamw(g->num_parameters(), {});
+  load_checkpoint(path("gpt.safetensors"), *g, *opt2);
+  EXPECT_TRUE(equal(g->params().flat(), src->params().flat()));
+  for (size_t i = 0; i < opt->state().size(); ++i)
+    EXPECT_TRUE(equal(opt2->state()[i].second, opt->state()[i].second)) << opt->state()[i].first;
+  EXPECT_EQ(opt2->steps(), 1);
 }
 
 }  // namespace
