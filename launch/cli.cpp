@@ -12,6 +12,7 @@
 #include "launch/inference.h"
 #include "launch/local_launcher.h"
 #include "launch/run_dir.h"
+#include "launch/sample.h"
 #include "launch/submit.h"
 #include "launch/train_session.h"
 #include "models/build.h"
@@ -240,6 +241,55 @@ int inference(InferArgs a, bool predict, int nproc, bool launcher, int argc, cha
   return predict ? run_predict(cfg, a.o) : run_eval(cfg, a.o);
 }
 
+// `dptrain sample`: the cfg, the weights, the prompt and how to draw.
+struct SampleArgs {
+  std::string cfg_path;
+  std::vector<std::string> sets;
+  std::string log_level;
+  SampleOptions o;
+};
+
+CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "sample", "continue a prompt with a GPT model (model.preset = \"gpt2\") and --weights: text for a byte-level "
+                "model (vocab_size 256), token ids otherwise; the same output for the same --seed");
+  c->add_option("config", a.cfg_path, "model.cfg (TOML): the model the weights are of");
+  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  c->add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (default warn: stdout is the text)");
+  c->add_option("--weights", a.o.weights,
+                "a dptrain final.safetensors or checkpoint, a nanoGPT state_dict or a Hugging Face GPT-2 checkpoint")
+      ->required();
+  c->add_option("--prompt", a.o.prompt, "the text to continue (a byte-level model)");
+  c->add_option("--prompt-ids", a.o.prompt_ids, "the token ids to continue, e.g. \"15496, 11, 995\"");
+  c->add_option("--tokens", a.o.tokens, "new tokens per sample (default 200)")->check(CLI::Range(0, 100000000));
+  c->add_option("--temperature", a.o.temperature, "divide the logits by this (default 1; 0: the most likely token)")
+      ->check(CLI::Range(0.0, 1e6));
+  c->add_option("--top-k", a.o.top_k, "draw among the k most likely tokens (default 0: all)")
+      ->check(CLI::Range(0, 100000000));
+  c->add_option("--samples", a.o.samples, "continuations, drawn side by side (default 1)")->check(CLI::Range(1, 4096));
+  c->add_option("--seed", a.o.seed, "the draws' seed (default 0)");
+  return c;
+}
+
+int sample(SampleArgs a) {
+  RunArgs r{.cfg_path = a.cfg_path, .sets = a.sets};
+  take_config_from_sets(r);
+  if (r.cfg_path.empty()) {
+    std::fprintf(stderr, "dptrain: error: no config given; try: dptrain sample models/gpt_tiny.cfg --weights "
+                         "runs/gpt_tiny/final.safetensors --prompt \"ROMEO:\" (see dptrain sample --help)\n");
+    return 2;
+  }
+  r.sets.push_back("run.log_level=\"" + (a.log_level.empty() ? std::string("warn") : a.log_level) + "\"");
+  const Config cfg = load_config(r.cfg_path, r.sets);
+  models::validate_model(cfg.model);
+  if (!std::filesystem::exists(a.o.weights))
+    DP_THROW_USER("--weights {}: no such file (give a final.safetensors, a checkpoint or a safetensors state_dict)",
+                  a.o.weights);
+  log::configure(cfg.run.log_level, "", false, cfg.run.log_levels);
+  tunables();
+  return run_sample(cfg, a.o);
+}
+
 // --print-config-reference: docs/config-reference.md is exactly this output (a test compares them).
 int print_config_reference() {
   std::fputs("# dptrain config reference\n\nEvery key of `model.cfg`, generated from the typed config schema "
@@ -277,14 +327,15 @@ int run_training(const Config& cfg, bool reset) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"dptrain: data-parallel training of convolutional networks, CPU or CUDA.\n"
+  CLI::App app{"dptrain: data-parallel training of convolutional networks and GPT models, CPU or CUDA.\n"
                "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
                "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
                "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
                "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
                "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
                "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
-               "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample"};
+               "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample\n"
+               "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model"};
   app.set_version_flag("--version", "dptrain 0.1.0");
   app.footer(tunables_help());
   RunArgs run_args;
@@ -310,6 +361,8 @@ int run_cli(int argc, char** argv) {
   InferArgs eval_args, predict_args;
   CLI::App* eval = add_inference_command(app, eval_args, false);
   CLI::App* predict = add_inference_command(app, predict_args, true);
+  SampleArgs sample_args;
+  CLI::App* sample_cmd = add_sample_command(app, sample_args);
 
   try {
     app.parse(argc, argv);
@@ -325,6 +378,7 @@ int run_cli(int argc, char** argv) {
   const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
+  if (sample_cmd->parsed()) return reporting_errors([&] { return sample(sample_args); });
   if (eval->parsed() || predict->parsed()) {
     const bool p = predict->parsed();
     return reporting_errors([&] { return inference(p ? predict_args : eval_args, p, nproc, launcher, argc, argv); });

@@ -19,6 +19,7 @@
 #include "launch/predict_input.h"
 #include "launch/train_setup.h"
 #include "models/build.h"
+#include "models/weights_import.h"
 #include "runtime/checkpoint/weights_file.h"
 #include "runtime/log.h"
 
@@ -54,10 +55,10 @@ class Inference {
                                  gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
     model_->set_cpu_backend(cfg_.train.cpu_backend);  // the kernels the training run used, by default
     model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
-    const std::string gpu_choices = models::apply_gpu_choices(*model_, cfg_.train);  // as the training run's
-    lg()->info("{}", device_.is_cpu() ? model_->cpu_plan_summary() : gpu_choices);
-    const WeightsLoad w = load_weights(path, *model_, {}, kWeightsHint);
-    lg()->info("weights {} ({}): {} tensors; {} on {}, {} rank{}", w.path, weights_kind_name(w.kind),
+    if (device_.is_cpu()) lg()->info("{}", model_->cpu_plan_summary());
+    const WeightsLoad w = load_weights(path, *model_, {}, kWeightsHint, models::weights_translator(cfg_.model));
+    lg()->info("weights {} ({}{}): {} tensors; {} on {}, {} rank{}", w.path, weights_kind_name(w.kind),
+               w.translated.empty() ? "" : ", read as " + w.translated,
                w.plan.load.size(), cfg_.model.preset == PresetKind::None ? "[[layer]] model" : enum_name(cfg_.model.preset),
                device_.str(), comm_->size(), comm_->size() == 1 ? "" : "s");
   }

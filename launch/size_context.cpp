@@ -18,6 +18,9 @@ std::string list_of(const std::vector<int64_t>& v) {
 
 std::string model_size_keys(const ModelConfig& m) {
   if (m.preset == PresetKind::None) return "the sizes of the [[layer]] list (out_channels, out_features, ...)";
+  if (m.preset == PresetKind::Gpt2)
+    return fmt::format("model.n_layer = {}, model.n_embd = {}, model.block_size = {}, model.vocab_size = {}", m.n_layer,
+                       m.n_embd, m.block_size, m.vocab_size);
   std::string keys = fmt::format("model.num_classes = {}", m.num_classes);
   if (m.preset == PresetKind::Mlp) keys += ", model.hidden = " + list_of(m.hidden);
   return keys;

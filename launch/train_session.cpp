@@ -268,8 +268,8 @@ void TrainSession::checkpoint_renumbered_position() {
 // fresh. A resumed run continues from its own checkpoints and never comes here.
 void TrainSession::init_from_weights() {
   const WeightsLoad w = init_model_weights(cfg_.model, *model_);
-  lg()->info("model.init: {} of the model's {} tensors from {} ({})", w.plan.load.size(), model_->state().size(),
-             w.path, weights_kind_name(w.kind));
+  lg()->info("model.init: {} of the model's {} tensors from {} ({}{})", w.plan.load.size(), model_->state().size(),
+             w.path, weights_kind_name(w.kind), w.translated.empty() ? "" : ", read as " + w.translated);
   if (!w.plan.skipped.empty())
     lg()->info("model.init_skip: left at their fresh initialisation: {}", join(w.plan.skipped));
   if (!w.plan.unused.empty()) lg()->info("model.init_skip: not used from the file: {}", join(w.plan.unused));

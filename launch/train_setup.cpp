@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "models/weights_import.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
@@ -148,7 +149,8 @@ int64_t step_at_position(const StepPlan& p, int world, bool drop_last, int64_t e
 WeightsLoad init_model_weights(const ModelConfig& m, Graph& model) {
   return load_weights(m.init, model, m.init_skip,
                       "Leave tensors at their fresh initialisation with model.init_skip (glob patterns, e.g. "
-                      "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of");
+                      "[\"fc.*\"] for a new classifier), or check that the cfg builds the model these weights are of",
+                      models::weights_translator(m));
 }
 
 ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {

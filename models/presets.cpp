@@ -1,5 +1,6 @@
 #include "models/presets.h"
 
+#include <cmath>
 
 namespace dp::models {
 namespace {
@@ -131,6 +132,39 @@ std::vector<LayerSpec> cnn(const ModelConfig& cfg) {
   return s.layers;
 }
 
+// nanoGPT's GPT (its names, so its state_dict loads as is): token and position embeddings,
+// n_layer blocks x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), ln_f, and lm_head tied to wte.
+// nanoGPT's init: N(0, 0.02) weights and embeddings, zero biases, the residual projections
+// (attn.c_proj, mlp.c_proj) N(0, 0.02 / sqrt(2 n_layer)). Dropouts only when model.dropout > 0.
+std::vector<LayerSpec> gpt(const ModelConfig& cfg) {
+  Seq s;
+  const int64_t C = cfg.n_embd;
+  const ArgValue bias = cfg.bias, p = cfg.dropout, init_std = 0.02;
+  const ArgValue proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
+  s.add("embedding", "transformer.wte", {{"num_embeddings", cfg.vocab_size}, {"embedding_dim", C}, {"init_std", init_std}});
+  s.add("position_embedding", "transformer.wpe", {{"num_positions", cfg.block_size}, {"init_std", init_std}});
+  if (cfg.dropout > 0) s.add("dropout", "transformer.drop", {{"p", p}});
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string h = fmt::format("transformer.h.{}", i);
+    const std::string in = s.last;
+    s.add("layernorm", h + ".ln_1", {{"bias", bias}});
+    s.add("causal_self_attention", h + ".attn",
+          {{"n_head", cfg.n_head}, {"bias", bias}, {"dropout", p}, {"resid_dropout", p}, {"init_std", init_std},
+           {"proj_init_std", proj_std}});
+    const std::string mid = s.add("add", h + ".add_attn", {}, {s.last, in});
+    s.add("layernorm", h + ".ln_2", {{"bias", bias}});
+    s.add("linear", h + ".mlp.c_fc", {{"out_features", 4 * C}, {"bias", bias}, {"init_std", init_std}});
+    s.add("gelu", h + ".mlp.gelu");
+    s.add("linear", h + ".mlp.c_proj", {{"out_features", C}, {"bias", bias}, {"init_std", proj_std}});
+    if (cfg.dropout > 0) s.add("dropout", h + ".mlp.dropout", {{"p", p}});
+    s.add("add", h + ".add_mlp", {}, {s.last, mid});
+  }
+  s.add("layernorm", "transformer.ln_f", {{"bias", bias}});
+  s.add("linear", "lm_head",
+        {{"out_features", cfg.vocab_size}, {"bias", kNoBias}, {"tie_weight", std::string("transformer.wte.weight")}});
+  return s.layers;
+}
+
 }  // namespace
 
 std::vector<LayerSpec> preset_layers(const ModelConfig& cfg) {
@@ -141,6 +175,7 @@ std::vector<LayerSpec> preset_layers(const ModelConfig& cfg) {
     case PresetKind::Resnet18: return resnet(cfg, false, {2, 2, 2, 2}, false);
     case PresetKind::Resnet50: return resnet(cfg, true, {3, 4, 6, 3}, false);
     case PresetKind::CifarResnet18: return resnet(cfg, false, {2, 2, 2, 2}, true);
+    case PresetKind::Gpt2: return gpt(cfg);
   }
   DP_CHECK(false, "preset_layers without a preset (model.preset = \"\" means the [[layer]] list)");
   return {};

@@ -1,14 +1,19 @@
 #include "models/registry.h"
 
 #include "models/layers/add/add.h"
+#include "models/layers/attention/attention.h"
 #include "models/layers/pool2d/avgpool2d.h"
 #include "models/layers/batchnorm2d/batchnorm2d.h"
 #include "models/layers/conv2d/conv2d.h"
 #include "models/layers/dropout/dropout.h"
+#include "models/layers/embedding/embedding.h"
 #include "models/layers/flatten/flatten.h"
+#include "models/layers/gelu/gelu.h"
 #include "models/layers/global_avgpool/global_avgpool.h"
+#include "models/layers/layernorm/layernorm.h"
 #include "models/layers/linear/linear.h"
 #include "models/layers/pool2d/maxpool2d.h"
+#include "models/layers/position_embedding/position_embedding.h"
 #include "models/layers/relu/relu.h"
 
 namespace dp::models {
@@ -26,6 +31,11 @@ const LayerRegistry& layer_registry() {
     register_flatten(r);
     register_dropout(r);
     register_add(r);
+    register_embedding(r);
+    register_position_embedding(r);
+    register_layernorm(r);
+    register_gelu(r);
+    register_causal_self_attention(r);
     return r;
   }();
   return reg;

@@ -128,7 +128,10 @@ std::vector<Field> schema(Config& c) {
       {"model", "num_classes", "output classes of a preset (0: the data set's class count)", &c.model.num_classes, 0,
        1e9},
       {"model", "hidden", "hidden layer widths of the mlp preset", &c.model.hidden, 1, 16777216},
-      {"model", "dropout", "dropout probability before the classifier (mlp, cnn presets)", &c.model.dropout, 0, 0.999},
+      {"model", "dropout",
+       "dropout probability: before the classifier (mlp, cnn presets); on the attention probabilities, after each "
+       "block's attention and MLP and after the embeddings (gpt2)",
+       &c.model.dropout, 0, 0.999},
       {"model", "sync_bn", "batch norm statistics over all ranks (SyncBatchNorm)", &c.model.sync_bn},
       {"model", "init",
        "start from these weights: a safetensors file (a torchvision state_dict, a dptrain final.safetensors or "
@@ -137,6 +140,15 @@ std::vector<Field> schema(Config& c) {
       {"model", "init_skip",
        "glob patterns of tensors model.init leaves at their fresh initialisation, e.g. [\"fc.*\"] for a new head",
        &c.model.init_skip},
+      {"model", "n_layer", "gpt2: transformer blocks", &c.model.n_layer, 1, 4096},
+      {"model", "n_head", "gpt2: attention heads per block (n_embd must be a multiple of n_head)", &c.model.n_head, 1,
+       65536},
+      {"model", "n_embd", "gpt2: width of the residual stream (embedding dimension)", &c.model.n_embd, 1, 1048576},
+      {"model", "block_size", "gpt2: context length, the positions the model takes (its samples are block_size token ids)",
+       &c.model.block_size, 1, 1048576},
+      {"model", "vocab_size", "gpt2: vocabulary size: token ids are in [0, vocab_size) (256 for bytes; GPT-2's 50257)",
+       &c.model.vocab_size, 1, 2147483647},
+      {"model", "bias", "gpt2: biases in the linear layers and LayerNorms (nanoGPT's bias flag)", &c.model.bias},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
@@ -530,6 +542,10 @@ void validate(const Config& c) {
     DP_THROW_USER("{}: model.init_skip is set but model.init is empty: name the weights file to start from "
                   "(model.init = \"weights.safetensors\") or drop model.init_skip",
                   src);
+  if (c.model.preset == PresetKind::Gpt2 && c.model.n_embd % c.model.n_head != 0)
+    DP_THROW_USER("{}: model.n_embd = {} is not a multiple of model.n_head = {}: each head takes n_embd / n_head "
+                  "dimensions; choose n_embd a multiple of n_head (e.g. {})",
+                  src, c.model.n_embd, c.model.n_head, (c.model.n_embd / c.model.n_head + 1) * c.model.n_head);
   if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
   if (c.data.synthetic_device == data::SyntheticDevice::Cuda) {

@@ -75,11 +75,19 @@ struct ModelConfig {
   // (launch/datasets.h resolve_num_classes).
   int64_t num_classes = 10;
   std::vector<int64_t> hidden = {512, 256};  // mlp preset
-  double dropout = 0.0;            // mlp/cnn presets
+  double dropout = 0.0;            // mlp/cnn presets; gpt2: attention and residual dropout
   std::vector<LayerSpec> layers;   // the [[layer]] list
   bool sync_bn = false;            // batch norm statistics over all ranks (SyncBatchNorm)
   std::string init;                // starting weights (safetensors); "" = fresh initialisation
   std::vector<std::string> init_skip;  // glob patterns of tensors `init` leaves fresh ("fc.*")
+  // The gpt2 preset (nanoGPT's GPTConfig; the defaults are GPT-2 124M). Input: block_size token
+  // ids; output: vocab_size logits per position.
+  int64_t n_layer = 12;            // transformer blocks
+  int64_t n_head = 12;             // attention heads (n_embd must be a multiple)
+  int64_t n_embd = 768;            // width of the residual stream
+  int64_t block_size = 1024;       // context length: positions of the position embedding
+  int64_t vocab_size = 50257;      // token ids in [0, vocab_size)
+  bool bias = true;                // biases in the linear layers and LayerNorms (nanoGPT's bias flag)
 };
 
 struct TrainConfig {

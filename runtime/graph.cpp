@@ -1,5 +1,7 @@
 #include "runtime/graph.h"
 
+#include <fmt/ranges.h>
+
 #include <unordered_set>
 
 #include "kernels/cpu/elementwise.h"
@@ -66,9 +68,16 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     decls[i] = n.layer->declare_params();
     for (const auto& d : decls[i]) {
       std::string full = n.layer->name() + "." + d.name;
-      if (d.trainable) {
+      if (!d.tied_to.empty()) {
+        DP_CHECK(d.trainable, "buffer {} cannot be tied", full);
+        const int slot = tied_slot(full, d);
+        n.bound_slots.push_back(slot);
+        n.tied_names.push_back(full);
+        n.tied_slots.push_back(slot);
+      } else if (d.trainable) {
         DP_CHECK(d.dtype == DType::F32, "trainable parameter {} must be f32", full);
         n.param_slots.push_back(params_.add(full, d.shape));
+        n.bound_slots.push_back(n.param_slots.back());
       } else {
         n.buffer_ids.push_back(static_cast<int>(buffers_.size()));
         buffers_.push_back({full, Tensor::zeros(d.shape, d.dtype, Device::cpu())});
@@ -81,6 +90,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   for (size_t i = 0; i < nodes_.size(); ++i) {
     size_t p = 0, b = 0;
     for (const auto& d : decls[i]) {
+      if (!d.tied_to.empty()) continue;  // its owner initialises it
       Tensor t = d.trainable ? params_.tensor(nodes_[i].param_slots[p++]) : buffers_[nodes_[i].buffer_ids[b++]].tensor;
       if (!d.init) continue;
       Rng rng(seed, kStreamInit + (static_cast<uint64_t>(i) << 8) + (p + b) * 0x100000ull);
@@ -108,7 +118,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     const Arena& p_arena = n.low_precision ? lp_params_ : params_;
     const Arena& g_arena = n.low_precision ? lp_grads_ : grads_;
     std::vector<Tensor> ps, gs, bs;
-    for (int s : n.param_slots) ps.push_back(p_arena.tensor(s)), gs.push_back(g_arena.tensor(s));
+    for (int s : n.bound_slots) ps.push_back(p_arena.tensor(s)), gs.push_back(g_arena.tensor(s));
     for (int b : n.buffer_ids) bs.push_back(buffers_[b].tensor);
     n.layer->bind(std::move(ps), std::move(gs), std::move(bs));
   }
@@ -116,6 +126,21 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   dacts_.assign(nodes_.size(), Tensor());
   built_ = true;
   refresh_compute_params();
+}
+
+int Graph::tied_slot(const std::string& full, const ParamDecl& d) const {
+  for (int s = 0; s < params_.size(); ++s) {
+    if (params_.slot(s).name != d.tied_to) continue;
+    if (params_.slot(s).shape != d.shape)
+      DP_THROW_USER("parameter '{}' is tied to '{}', but their shapes differ: {} and {}", full, d.tied_to,
+                    shape_str(d.shape), shape_str(params_.slot(s).shape));
+    return s;
+  }
+  std::vector<std::string> names;
+  for (const auto& sl : params_.slots()) names.push_back(sl.name);
+  DP_THROW_USER("parameter '{}' is tied to '{}', which is not a parameter of an earlier layer (earlier parameters: "
+                "{})",
+                full, d.tied_to, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
 Tensor Graph::take_spare(const Shape& shape, DType dtype) {
@@ -143,6 +168,17 @@ Shape batched(int64_t n, const Shape& s) {
 }
 }  // namespace
 
+DType Graph::activation_dtype(const Tensor& x) const {
+  if (is_floating(x.dtype())) return device_.is_cpu() ? x.dtype() : compute_;
+  for (const auto& n : nodes_)
+    for (int src : n.inputs)
+      if (src == kInput && !n.layer->takes_integer_input())
+        DP_THROW_USER("layer '{}' ({}) takes the model input, which is {} ids (e.g. token ids); only a layer that "
+                      "takes ids (embedding) can: begin the model with an 'embedding' layer, or feed float samples",
+                      n.layer->name(), n.layer->type(), dtype_name(x.dtype()));
+  return device_.is_cpu() ? DType::F32 : compute_;
+}
+
 const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x) {
   DP_CHECK(built_, "forward before build");
   Shape want = batched(x.dim(0), input_shape_);
@@ -150,12 +186,13 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
   const bool cpu = device_.is_cpu();
+  const DType act = activation_dtype(x);
   if (!cpu) {
-    DP_CHECK(x.device() == device_ && x.dtype() == compute_, "model input {} on a graph built for {} {}",
-             x.describe(), dtype_name(compute_), device_.str());
+    DP_CHECK(x.device() == device_ && (x.dtype() == compute_ || !is_floating(x.dtype())),
+             "model input {} on a graph built for {} {}", x.describe(), dtype_name(compute_), device_.str());
     DP_CHECK(step_ctx.gpu == gpu_ && step_ctx.compute == compute_, "step context does not match the graph's device setup");
-  } else if (!cpu_planned_ || x.dtype() != cpu_plan_dtype_) {
-    plan_cpu(x.dtype());
+  } else if (!cpu_planned_ || act != cpu_plan_dtype_) {
+    plan_cpu(act);
   }
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
   input_ = cpu ? model_input(x) : x;
@@ -164,11 +201,11 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     const int host = plan_[i].folded_into;
     if (host >= 0) {  // applied by its host's layer (run here when this is its place): share its output
-      if (plan_[host].runs_at == i) forward_node(ctx, host, n, x);
+      if (plan_[host].runs_at == i) forward_node(ctx, host, n, act, x.device());
       acts_[i] = acts_[host];
       continue;
     }
-    if (plan_[i].runs_at == i) forward_node(ctx, i, n, x);  // else a host that runs at a later position
+    if (plan_[i].runs_at == i) forward_node(ctx, i, n, act, x.device());  // else a host that runs at a later position
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
   if (cpu && ctx.channels_last && acts_.back().ndim() == 4) {  // callers see NCHW
@@ -229,15 +266,14 @@ std::vector<int> Graph::run_sources(int node) const {
   return srcs;
 }
 
-void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, const Tensor& x) {
+void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act, Device dev) {
   Node& node = nodes_[i];
   if (observer_) observer_->node_begin(i, false);
   std::vector<Tensor> in;
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
   const Shape out = batched(batch, node.out_shape);
   Tensor& y = acts_[i];
-  if (!y.defined() || y.shape() != out || y.device() != x.device() || y.dtype() != x.dtype())
-    y = Tensor::zeros(out, x.dtype(), x.device());
+  if (!y.defined() || y.shape() != out || y.device() != dev || y.dtype() != act) y = Tensor::zeros(out, act, dev);
   node.layer->forward(ctx, in, y);
   if (observer_) observer_->node_end(i, false);
 }
@@ -291,7 +327,9 @@ std::vector<Graph::NamedTensor> Graph::state() const {
   for (const auto& n : nodes_) {
     // Registration order per layer: trainable then buffers, as torch's state_dict does
     // (parameters before buffers within a module).
-    for (int s : n.param_slots) out.push_back({params_.slot(s).name, params_.tensor(s)});
+    for (int s : n.param_slots) out.push_back({params_.slot(s).name, params_.tensor(s), ""});
+    for (size_t k = 0; k < n.tied_slots.size(); ++k)
+      out.push_back({n.tied_names[k], params_.tensor(n.tied_slots[k]), params_.slot(n.tied_slots[k]).name});
     for (int b : n.buffer_ids) out.push_back(buffers_[b]);
   }
   return out;
@@ -302,8 +340,10 @@ std::string Graph::summary() const {
   for (const auto& n : nodes_) {
     int64_t np = 0;
     for (int p : n.param_slots) np += params_.slot(p).numel;
-    s += fmt::format("  {:<28} {:<16} out {:<18} params {}\n", n.layer->name(), n.layer->type(), shape_str(n.out_shape),
-                     np);
+    std::string tied;
+    for (int t : n.tied_slots) tied += fmt::format(" (+ tied {})", params_.slot(t).name);
+    s += fmt::format("  {:<28} {:<16} out {:<18} params {}{}\n", n.layer->name(), n.layer->type(), shape_str(n.out_shape),
+                     np, tied);
   }
   return s;
 }

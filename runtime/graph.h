@@ -29,7 +29,13 @@ class Graph {
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;   // node indices, or kInput
     Shape out_shape;           // per sample
-    std::vector<int> param_slots;   // indices into the parameter arena
+    std::vector<int> param_slots;   // indices into the parameter arena: the layer's own parameters
+    // Every trainable parameter bound to the layer, in declare_params order: its own slots and the
+    // slots of other layers' parameters it ties to (ParamDecl::tied_to). Only param_slots are
+    // reported ready: a tied slot is reported by its owner, whose backward runs later.
+    std::vector<int> bound_slots;
+    std::vector<std::string> tied_names;  // the layer's names of its tied parameters ("lm_head.weight")
+    std::vector<int> tied_slots;          // and the slots they share, in the same order
     std::vector<int> buffer_ids;    // indices into buffers()
     bool low_precision = false;     // its parameters are bound as 16-bit compute copies
   };
@@ -37,6 +43,10 @@ class Graph {
   struct NamedTensor {
     std::string name;
     Tensor tensor;
+    // Non-empty for a tied parameter's second name ("lm_head.weight" of "transformer.wte.weight"):
+    // the same tensor as that entry. Files written from state() hold both names (equal values),
+    // so a PyTorch model with the same tying loads them strictly.
+    std::string alias_of;
   };
 
   // Adds a layer fed by `inputs` (names of earlier layers or "input"; empty: previous node).
@@ -54,7 +64,10 @@ class Graph {
 
   // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call).
   // On the GPU x is in the compute dtype (channels last when 4-D under mixed precision) and the
-  // output is always F32 (cast from the compute dtype when that is 16-bit).
+  // output is always F32 (cast from the compute dtype when that is 16-bit). x may also be integer
+  // ids (token ids, I32) when every layer that takes the model input takes_integer_input(): the
+  // activations are then F32 on the CPU and the compute dtype on the GPU (a float x: its dtype
+  // on the CPU, f32 or f64).
   const Tensor& forward(const StepContext& ctx, const Tensor& x);
   // dy: gradient w.r.t. the last forward's output (F32). Parameter gradients are accumulated into
   // the gradient arena; on_ready(node index) fires right after a layer with parameters is done
@@ -121,7 +134,8 @@ class Graph {
   const Arena& params() const { return params_; }
   const Arena& grads() const { return grads_; }
   const std::vector<NamedTensor>& buffers() const { return buffers_; }
-  // Parameters and buffers in registration order, with torchvision-style names.
+  // Parameters and buffers in registration order, with torchvision-style names; a tied parameter
+  // appears under its owner's name and again, with alias_of set, under the tying layer's name.
   std::vector<NamedTensor> state() const;
   int64_t num_parameters() const { return params_.numel(); }
   Device device() const { return device_; }
@@ -158,9 +172,12 @@ class Graph {
   // The nodes whose outputs node's layer takes: its inputs, then the residual of an AddRelu host.
   std::vector<int> run_sources(int node) const;
   // One node's layer forward / backward at its position (the graph's loops' bodies).
-  void forward_node(const StepContext& ctx, int node, int64_t batch, const Tensor& x);
+  void forward_node(const StepContext& ctx, int node, int64_t batch, DType act, Device dev);  // act: activations' dtype
   void backward_node(const StepContext& ctx, int node, std::vector<bool>& have,
                      const std::function<void(int node)>& on_ready, const std::function<void(Tensor&)>& recycle);
+  // The activations' dtype for model input x; throws UserError when x holds integer ids and a layer
+  // that takes the model input cannot take them.
+  DType activation_dtype(const Tensor& x) const;
   StepContext cpu_context(const StepContext& ctx);
   const Tensor& model_input(const Tensor& x);
   // dst (same logical shape as src) = src in the other layout; allocated once per shape.
@@ -175,6 +192,9 @@ class Graph {
   // first allocates nothing (on the GPU, allocations would also synchronise the device).
   std::vector<Tensor> spare_;
   Tensor take_spare(const Shape& shape, DType dtype);
+  // The arena slot of the parameter `d` (declared as `full`) ties to; UserError when there is none
+  // of that name and shape.
+  int tied_slot(const std::string& full, const ParamDecl& d) const;
   void give_spare(Tensor t);
   // The GPU side, on the compute stream (graph_cuda.cpp): dst += src; mixed precision's output
   // cast to f32 (out32_) and output-gradient cast to the compute dtype (dy16_); a node's 16-bit

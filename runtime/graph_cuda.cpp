@@ -57,9 +57,10 @@ const Tensor& Graph::output_grad_in_compute(const Tensor& dy) {
 }
 
 // The layer accumulated into its 16-bit gradients (zero before it): widen them into the fp32
-// master gradients and zero them again for the next micro-batch.
+// master gradients and zero them again for the next micro-batch. A tied parameter's gradient is
+// widened by each layer that uses it, after its own backward, so the uses add up in fp32.
 void Graph::widen_low_precision_grads(const Node& node) {
-  for (int slot : node.param_slots) {
+  for (int slot : node.bound_slots) {  // tied slots too: this layer's share of a shared gradient
     const Tensor lp = lp_grads_.tensor(slot), g = grads_.tensor(slot);
     CHECK_CUDA(kernels::cuda::widen_accumulate(static_cast<float*>(g.raw()), static_cast<const uint16_t*>(lp.raw()),
                                                g.numel(), compute_ == DType::BF16, gpu_->compute()));

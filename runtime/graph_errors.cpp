@@ -21,12 +21,14 @@
 namespace dp {
 
 std::string Graph::failed_forward_allocation(const Tensor& x) const {
+  // The activations' dtype (activation_dtype's rule: integer ids become f32 or the compute dtype).
+  const DType act = is_floating(x.dtype()) && device_.is_cpu() ? x.dtype() : device_.is_cpu() ? DType::F32 : compute_;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (i < plan_.size() && plan_[i].folded_into >= 0) continue;  // shares its host's output
     Shape out{x.dim(0)};
     out.insert(out.end(), nodes_[i].out_shape.begin(), nodes_[i].out_shape.end());
     const Tensor& a = acts_[i];
-    if (!a.defined() || a.shape() != out || a.dtype() != x.dtype() || a.device() != x.device())
+    if (!a.defined() || a.shape() != out || a.dtype() != act || a.device() != x.device())
       return dispatch_site(nodes_[i].layer->name(), nodes_[i].layer->type(), "forward");
   }
   return "";

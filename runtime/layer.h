@@ -58,6 +58,13 @@ struct ParamDecl {
   bool trainable = true;   // false: a buffer (running statistics), not in the parameter arena
   DType dtype = DType::F32;
   InitFn init;             // null: zeros
+  // Non-empty: this parameter is another layer's, named in full ("transformer.wte.weight"; an
+  // earlier layer's trainable parameter of the same shape). The graph binds that parameter and
+  // its gradient here instead of a slot of its own (weight tying, e.g. GPT's LM head on the token
+  // embedding): one arena slot, the optimizer and the reducer see it once, and the gradients of
+  // both uses add up in it (every layer accumulates its parameter gradients). The owner's layer
+  // reports the slot ready; a tying layer must run after it in forward (before it in backward).
+  std::string tied_to;
 };
 
 class Layer {
@@ -70,6 +77,10 @@ class Layer {
   const std::string& name() const { return name_; }
   virtual const char* type() const = 0;
   virtual int num_inputs() const { return 1; }
+  // True for a layer whose input is integer ids (an embedding): it may take the model input when
+  // that is an integer tensor (token ids, I32). The graph refuses an integer model input to any
+  // other layer, naming it.
+  virtual bool takes_integer_input() const { return false; }
 
   // Validates the per-sample input shapes and returns the per-sample output shape. Called once
   // when the graph is built, before declare_params. Throws UserError naming the layer.

@@ -9,7 +9,7 @@
 namespace dp {
 
 // None ("") = no preset: the model is the cfg's [[layer]] list.
-enum class PresetKind { None, Mlp, Cnn, Resnet18, Resnet50, CifarResnet18 };
+enum class PresetKind { None, Mlp, Cnn, Resnet18, Resnet50, CifarResnet18, Gpt2 };
 
 inline constexpr EnumName<PresetKind> kPresetKindNames[] = {
     {PresetKind::None, ""},
@@ -17,7 +17,8 @@ inline constexpr EnumName<PresetKind> kPresetKindNames[] = {
     {PresetKind::Cnn, "cnn"},
     {PresetKind::Resnet18, "resnet18"},
     {PresetKind::Resnet50, "resnet50"},
-    {PresetKind::CifarResnet18, "cifar_resnet18"}};
+    {PresetKind::CifarResnet18, "cifar_resnet18"},
+    {PresetKind::Gpt2, "gpt2"}};
 constexpr std::span<const EnumName<PresetKind>> enum_names(PresetKind) { return kPresetKindNames; }
 
 }  // namespace dp

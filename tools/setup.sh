@@ -93,6 +93,11 @@ if [ "$oracles" = 1 ]; then
     "$venv/bin/python" -c "$check"
     say "oracle environment ready in $(( $(date +%s) - t0 )) s"
   fi
+  # Optional: Hugging Face transformers, pinned, for tests/oracle/test_gpt_torch.py's GPT-2 checkpoint
+  # import (that part is skipped, saying so, without it); a failed install does not stop the setup.
+  if ! "$venv/bin/python" -c 'import transformers' 2>/dev/null; then
+    "$venv/bin/pip" install -q 'transformers==5.24.0' || say "transformers not installed: the Hugging Face GPT-2 oracle will be skipped"
+  fi
 fi
 
 # 4. Configure and build.

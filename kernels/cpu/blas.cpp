@@ -69,4 +69,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const
   gemm_impl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+void gemm_in_task(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  blas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 }  // namespace dp::kernels::cpu

@@ -18,4 +18,11 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
           const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
 
+// One OpenBLAS call for a task of a parallel loop of the caller's: inside an active OpenMP region
+// OpenBLAS (the OpenMP build) runs it on the calling thread, so the bits depend on the shape only.
+// (Outside one, a large call would thread inside OpenBLAS: use gemm above there.) OpenBLAS keeps
+// its buffers in a pool of its own: no heap allocation per call.
+void gemm_in_task(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 }  // namespace dp::kernels::cpu

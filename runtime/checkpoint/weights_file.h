@@ -10,10 +10,19 @@
 // Every tensor of the model must come from the file with the same dtype and shape, and every
 // tensor of the file must be one of the model's, except those matching a skip pattern (glob,
 // fnmatch(3): "fc.*", "layer4.*.bn?.*"), which stay at their fresh initialisation (a new head for
-// fine-tuning) or, in the file, are not used. All problems are found before anything is loaded
-// and reported in one UserError, each tensor with what the model expects and what the file holds;
-// on error the model is unchanged.
+// fine-tuning) or, in the file, are not used. A tied parameter (Graph::NamedTensor::alias_of:
+// GPT's lm_head.weight is transformer.wte.weight) comes from either of its names or both (then
+// with equal values); skipping its owner skips it. All problems are found before anything is
+// loaded and reported in one UserError, each tensor with what the model expects and what the file
+// holds; on error the model is unchanged.
+//
+// A WeightsTranslator reads a file of another library's naming first (models/ knows them: a
+// Hugging Face GPT-2 checkpoint's names without "transformer.", its Conv1D weights stored (in,
+// out), its attention-mask buffers): renamed, transposed and ignored tensors, then the rules above.
 #pragma once
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,7 +39,19 @@ struct TensorSig {
   std::string name;
   DType dtype;
   Shape shape;
+  std::string alias_of;  // model tensors: the owner's name when this is a tied parameter's second name
 };
+
+// How a file's tensors map onto the model's names and layouts (empty: as they are).
+struct WeightsTranslation {
+  std::string kind;                            // for the log, e.g. "Hugging Face GPT-2"; "" = none
+  std::map<std::string, std::string> rename;   // file name -> model name
+  std::set<std::string> transpose;             // file names of 2-D tensors stored transposed
+  std::set<std::string> ignore;                // file names that are not weights (another library's buffers)
+};
+using WeightsTranslator = std::function<WeightsTranslation(const std::vector<TensorSig>& file)>;
+// The file's signatures as the model sees them: ignored ones dropped, renamed, transposed shapes.
+std::vector<TensorSig> translate_sigs(const std::vector<TensorSig>& file, const WeightsTranslation& t);
 
 struct WeightsPlan {
   std::vector<std::string> load;      // model tensors the file provides, in model order
@@ -49,12 +70,14 @@ struct WeightsLoad {
   std::string path;
   WeightsKind kind = WeightsKind::StateDict;
   WeightsPlan plan;
+  std::string translated;  // the translation's kind ("" = none): for the log
 };
 // Loads `path` into `model` (any device) as plan_weights_load says. `fix_hint` ends the error
 // message (what the caller's user can change, e.g. "model.init_skip = [\"fc.*\"] leaves tensors
 // at their fresh initialisation"). Throws UserError naming the file: unreadable, a dptrain
 // checkpoint of another format version or with a bad CRC, or problems (at most 20 listed).
+// translate (optional): how to read a file of another library's naming (models/weights_import.h).
 WeightsLoad load_weights(const std::string& path, Graph& model, const std::vector<std::string>& skip,
-                         const std::string& fix_hint);
+                         const std::string& fix_hint, const WeightsTranslator& translate = {});
 
 }  // namespace dp

@@ -75,7 +75,8 @@ TEST_F(Cli, UnknownLayerTypeListsKnownTypes) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: " + p +
                        ":7: layer 'fc': unknown layer type 'linaer' (did you mean 'linear'?); known types: add, "
-                       "avgpool2d, batchnorm2d, conv2d, dropout, flatten, global_avgpool, linear, maxpool2d, relu\n");
+                       "avgpool2d, batchnorm2d, causal_self_attention, conv2d, dropout, embedding, flatten, gelu, "
+                       "global_avgpool, layernorm, linear, maxpool2d, position_embedding, relu\n");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "runs")) << "a bad cfg must not create a run directory";
 }
 
@@ -160,7 +161,7 @@ TEST_F(Cli, UnknownPresetSuggests) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: " + p +
                        ":2: model.preset = \"resnet19\" is not allowed (did you mean \"resnet18\"?); use one of: mlp, "
-                       "cnn, resnet18, resnet50, cifar_resnet18\n");
+                       "cnn, resnet18, resnet50, cifar_resnet18, gpt2\n");
 }
 
 TEST_F(Cli, HelpListsEveryOptionAndTheSubmitCommand) {

@@ -23,6 +23,8 @@ struct LayerCase {
   std::vector<Shape> in;                   // per-sample input shapes
   int64_t batch = 2;
   bool training = true;
+  int64_t ids = 0;    // > 0: the (first) input is integer ids in [0, ids) (an embedding), i32, no gradient
+  bool cuda = true;   // false: the layer has no CUDA path yet (test_cuda_layers.cpp leaves it out)
 };
 
 // GoogleTest prints parameterised cases with this (instead of their bytes).
@@ -57,6 +59,21 @@ inline std::vector<LayerCase> layer_cases() {
       {"dropout_train", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 4, true},
       {"dropout_eval", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 2, false},
       {"add", "add", A{}, {{3, 4, 4}, {3, 4, 4}}, 2},
+      // The GPT layers (no CUDA path yet) and linear over a sequence [T, C].
+      {"linear_seq", "linear", A{{"out_features", I(5)}}, {{4, 7}}, 3},
+      {"embedding", "embedding", A{{"num_embeddings", I(11)}, {"embedding_dim", I(6)}}, {{5}}, 3, true, 11, false},
+      {"position_embedding", "position_embedding", A{{"num_positions", I(7)}}, {{5, 6}}, 2, true, 0, false},
+      {"layernorm", "layernorm", A{}, {{5, 8}}, 2, true, 0, false},
+      {"layernorm_nobias", "layernorm", A{{"bias", ArgValue{false}}, {"eps", ArgValue{1e-3}}}, {{7}}, 3, true, 0, false},
+      {"gelu_tanh", "gelu", A{}, {{4, 6}}, 2, true, 0, false},
+      {"gelu_erf", "gelu", A{{"approximate", ArgValue{std::string("none")}}}, {{3, 5}}, 2, true, 0, false},
+      {"attention", "causal_self_attention", A{{"n_head", I(2)}}, {{5, 8}}, 2, true, 0, false},
+      {"attention_nobias_h4", "causal_self_attention", A{{"n_head", I(4)}, {"bias", ArgValue{false}}}, {{9, 8}}, 2, true,
+       0, false},
+      // More rows than one causal block of the oneDNN path (64): a full block and a partial one.
+      {"attention_blocks", "causal_self_attention", A{{"n_head", I(2)}}, {{70, 4}}, 1, true, 0, false},
+      {"attention_dropout", "causal_self_attention",
+       A{{"n_head", I(2)}, {"dropout", ArgValue{0.3}}, {"resid_dropout", ArgValue{0.2}}}, {{6, 4}}, 2, true, 0, false},
   };
 }
 
@@ -107,9 +124,19 @@ struct TestLayer {
   DType dtype = DType::F64;
   std::vector<Tensor> params, grads, buffers;
 
+  int64_t ids = 0;  // > 0: the first input is i32 ids in [0, ids)
+
   std::vector<Tensor> random_inputs(int64_t batch, Rng& rng) const {
     std::vector<Tensor> x;
-    for (const auto& s : in) x.push_back(random_normal(batched(batch, s), dtype, rng));
+    for (const auto& s : in) {
+      if (ids > 0 && x.empty()) {
+        Tensor t = Tensor::zeros(batched(batch, s), DType::I32);
+        for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>(rng.below(ids));
+        x.push_back(t);
+        continue;
+      }
+      x.push_back(random_normal(batched(batch, s), dtype, rng));
+    }
     return x;
   }
   Tensor forward(const StepContext& ctx, const std::vector<Tensor>& x) {
@@ -117,12 +144,13 @@ struct TestLayer {
     layer->forward(ctx, x, y);
     return y;
   }
-  // Zeroes the parameter gradients, then returns the input gradients (all requested).
+  // Zeroes the parameter gradients, then returns the input gradients (all requested; ids have
+  // none: undefined).
   std::vector<Tensor> backward(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y,
                                const Tensor& dy) {
     for (auto& g : grads) g.zero_();
     std::vector<Tensor> dx;
-    for (const auto& xi : x) dx.push_back(Tensor::zeros(xi.shape(), dtype));
+    for (const auto& xi : x) dx.push_back(is_floating(xi.dtype()) ? Tensor::zeros(xi.shape(), dtype) : Tensor());
     layer->backward(ctx, x, y, dy, dx);
     return dx;
   }
@@ -155,6 +183,7 @@ inline TestLayer make_test_layer(const LayerCase& c, DType dtype, uint64_t seed)
   t.in = c.in;
   t.out = t.layer->setup(c.in);
   t.dtype = dtype;
+  t.ids = c.ids;
   Rng rng(seed, 17);
   for (const auto& d : t.layer->declare_params()) {
     if (d.trainable) {

@@ -42,7 +42,8 @@ void PrintTo(const CudaLayerCase& c, std::ostream* os) {
 std::vector<CudaLayerCase> cuda_cases() {
   std::vector<CudaLayerCase> out;
   for (const auto& p : kPrecisions)
-    for (const auto& c : layer_cases()) out.push_back({c, p});
+    for (const auto& c : layer_cases())
+      if (c.cuda) out.push_back({c, p});  // the GPT layers have no CUDA path yet
   return out;
 }
 

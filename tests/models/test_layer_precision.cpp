@@ -28,6 +28,7 @@ TEST_P(LayerPrecision, F32MatchesF64) {
   std::vector<Tensor> dx64 = t64.backward(ctx, x64, y64, dy64);
   std::vector<Tensor> dx32 = t32.backward(ctx, x32, y32, cast(dy64, DType::F32));
   for (size_t k = 0; k < dx64.size(); ++k) {
+    if (!dx64[k].defined()) continue;  // ids: no gradient
     EXPECT_LT(normalised_error(dx32[k], dx64[k]), kTol) << c.name << " dx" << k;
   }
   for (size_t j = 0; j < t64.grads.size(); ++j) {

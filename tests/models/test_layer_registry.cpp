@@ -29,8 +29,9 @@ std::string validate_error(const LayerSpec& s) {
 
 TEST(LayerRegistry, RegistersEveryLayerType) {
   EXPECT_EQ(layer_registry().types(),
-            (std::vector<std::string>{"add", "avgpool2d", "batchnorm2d", "conv2d", "dropout", "flatten",
-                                      "global_avgpool", "linear", "maxpool2d", "relu"}));
+            (std::vector<std::string>{"add", "avgpool2d", "batchnorm2d", "causal_self_attention", "conv2d", "dropout",
+                                      "embedding", "flatten", "gelu", "global_avgpool", "layernorm", "linear",
+                                      "maxpool2d", "position_embedding", "relu"}));
 }
 
 TEST(LayerRegistry, ArgumentNamesAndDefaults) {
@@ -39,7 +40,13 @@ TEST(LayerRegistry, ArgumentNamesAndDefaults) {
     for (const auto& a : layer_registry().arg_specs(type)) out.push_back(a.name);
     return out;
   };
-  EXPECT_EQ(names("linear"), (std::vector<std::string>{"out_features", "bias"}));
+  EXPECT_EQ(names("linear"), (std::vector<std::string>{"out_features", "bias", "init_std", "tie_weight"}));
+  EXPECT_EQ(names("embedding"), (std::vector<std::string>{"num_embeddings", "embedding_dim", "init_std"}));
+  EXPECT_EQ(names("position_embedding"), (std::vector<std::string>{"num_positions", "init_std"}));
+  EXPECT_EQ(names("layernorm"), (std::vector<std::string>{"eps", "bias"}));
+  EXPECT_EQ(names("gelu"), (std::vector<std::string>{"approximate"}));
+  EXPECT_EQ(names("causal_self_attention"), (std::vector<std::string>{"n_head", "bias", "dropout", "resid_dropout",
+                                                                      "init_std", "proj_init_std"}));
   EXPECT_EQ(names("conv2d"),
             (std::vector<std::string>{"out_channels", "kernel", "stride", "padding", "groups", "bias", "init"}));
   EXPECT_EQ(names("batchnorm2d"), (std::vector<std::string>{"momentum", "eps"}));
@@ -64,10 +71,12 @@ TEST(LayerRegistry, ArgumentNamesAndDefaults) {
 TEST(LayerRegistry, UnknownTypeListsKnownTypes) {
   EXPECT_EQ(validate_error(spec_at("conv", "c1", {})),
             "m.cfg:7: layer 'c1': unknown layer type 'conv' (did you mean 'conv2d'?); known types: add, avgpool2d, "
-            "batchnorm2d, conv2d, dropout, flatten, global_avgpool, linear, maxpool2d, relu");
+            "batchnorm2d, causal_self_attention, conv2d, dropout, embedding, flatten, gelu, global_avgpool, layernorm, "
+            "linear, maxpool2d, position_embedding, relu");
   EXPECT_EQ(validate_error(spec_at("transformer", "t", {})),
-            "m.cfg:7: layer 't': unknown layer type 'transformer'; known types: add, avgpool2d, batchnorm2d, conv2d, "
-            "dropout, flatten, global_avgpool, linear, maxpool2d, relu");
+            "m.cfg:7: layer 't': unknown layer type 'transformer'; known types: add, avgpool2d, batchnorm2d, "
+            "causal_self_attention, conv2d, dropout, embedding, flatten, gelu, global_avgpool, layernorm, linear, "
+            "maxpool2d, position_embedding, relu");
 }
 
 TEST(LayerRegistry, UnknownKeySuggestsClosest) {

@@ -64,8 +64,8 @@ TEST(LayerSetup, WrongInputRank) {
 
 TEST(LayerSetup, LinearNeedsFlatInput) {
   EXPECT_EQ(setup_error("linear", {{"out_features", I(10)}}, {{16, 5, 5}}, "fc1"),
-            "layer 'fc1' (linear): input per-sample shape is [16, 5, 5], but linear takes a 1-D input "
-            "[in_features]; add a 'flatten' layer before it");
+            "layer 'fc1' (linear): input per-sample shape is [16, 5, 5], but linear takes [in_features] or "
+            "[T, in_features] (applied to the last dimension); add a 'flatten' layer before it");
 }
 
 TEST(LayerSetup, PoolPaddingAtMostHalfKernel) {

@@ -76,8 +76,11 @@ TEST_P(OnednnLayers, MatchReferenceTwin) {
   std::vector<Tensor> dx64 = ref.backward(ctx, x64, y64, dy64);
 
   EXPECT_LT(normalised_error(back(y32), y64), kTol) << "output";
-  for (size_t k = 0; k < dx64.size(); ++k)
-    EXPECT_LT(normalised_error(back(dx32[k]), dx64[k]), kTol) << "input gradient " << k;
+  for (size_t k = 0; k < dx64.size(); ++k) {
+    if (dx64[k].defined()) {
+      EXPECT_LT(normalised_error(back(dx32[k]), dx64[k]), kTol) << "input gradient " << k;
+    }
+  }
   for (size_t j = 0; j < ref.grads.size(); ++j)
     EXPECT_LT(normalised_error(dnn.grads[j], ref.grads[j]), kTol) << "parameter gradient " << j;
   for (size_t j = 0; j < ref.buffers.size(); ++j) {

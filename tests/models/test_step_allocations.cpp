@@ -169,6 +169,34 @@ TEST(StepAllocations, ResnetOnWinogradAllocatesNothingLargeAfterTheFirstStep) {
   }
 }
 
+// A small GPT (token ids in, logits over every position out): the attention keeps its tensors
+// per shape and its backward buffers in the shared scratch slots.
+TEST_P(StepAllocations, GptAllocatesNothingLargeAfterTheFirstStep) {
+  if (DP_TEST_UNDER_ASAN) GTEST_SKIP() << "AddressSanitizer owns malloc: the counting allocator is left out";
+  ModelConfig mc;
+  mc.preset = PresetKind::Gpt2;
+  mc.n_layer = 2, mc.n_head = 4, mc.n_embd = 64, mc.block_size = 80, mc.vocab_size = 256, mc.dropout = 0.1;
+  auto g = models::build_model(mc, {80}, /*seed=*/3);
+  g->set_cpu_backend(GetParam());
+  auto opt = optim::make_adamw(g->num_parameters(), {});
+  Tensor x = Tensor::zeros({4, 80}, DType::I32), dy = Tensor::zeros({4, 80, 256});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<int32_t>()[i] = static_cast<int32_t>((i * 7919) % 256);
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = (i % 256 == 3) ? -0.1f : 0.001f;
+  for (uint64_t s = 0; s < 3; ++s) {
+    const StepContext ctx{true, s, 0};
+    g_all = 0, g_large = 0;
+    g_counting = s > 0;
+    g->zero_grad();
+    g->forward(ctx, x);
+    g->backward(ctx, dy);
+    opt->step(g->params().flat(), g->grads().flat(), 1e-3);
+    g_counting = false;
+    if (s > 0) {
+      EXPECT_EQ(g_large.load(), 0) << "step " << s << ": " << g_large.load() << " large heap allocations";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StepAllocations, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
                          [](const auto& info) { return std::string(enum_name(info.param)); });
 

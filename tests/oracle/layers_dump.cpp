@@ -49,7 +49,7 @@ nlohmann::json dump_layer(const dp::test::LayerCase& c, DType dtype, dp::CpuBack
   ctx.cpu_backend = backend;
   nlohmann::json meta{{"name", name},         {"type", c.type},      {"args", args_json(c.args)},
                       {"dtype", dp::dtype_name(dtype)}, {"training", c.training}, {"seed", ctx.seed},
-                      {"step", ctx.step},      {"inputs", x.size()}};
+                      {"step", ctx.step},      {"inputs", x.size()}, {"ids", c.ids}};
   auto input_name = [&](const char* stem, size_t k) {
     return x.size() == 1 ? std::string(stem) : fmt::format("{}{}", stem, k);
   };
@@ -73,7 +73,8 @@ nlohmann::json dump_layer(const dp::test::LayerCase& c, DType dtype, dp::CpuBack
     if (!decls[j].trainable) out.emplace_back(name + "." + decls[j].name + ".after", t.buffers[b++]);
   out.emplace_back(name + ".y", y);
   out.emplace_back(name + ".dy", dy);
-  for (size_t k = 0; k < dx.size(); ++k) out.emplace_back(name + "." + input_name("dx", k), dx[k]);
+  for (size_t k = 0; k < dx.size(); ++k)
+    if (dx[k].defined()) out.emplace_back(name + "." + input_name("dx", k), dx[k]);  // ids have none
   for (size_t j = 0, p = 0; j < decls.size(); ++j)
     if (decls[j].trainable) out.emplace_back(name + ".d" + decls[j].name, t.grads[p++]);
   return meta;

@@ -157,7 +157,7 @@ TEST(Config, NotAnAllowedValue) {
 
 TEST(Config, MissingModel) {
   EXPECT_EQ(error_of("[train]\nlr = 0.1\n"),
-            "m.cfg: no model given: set model.preset (one of: mlp, cnn, resnet18, resnet50, cifar_resnet18) or "
+            "m.cfg: no model given: set model.preset (one of: mlp, cnn, resnet18, resnet50, cifar_resnet18, gpt2) or "
             "write a [[layer]] list");
 }
 
@@ -305,3 +305,39 @@ TEST(Config, ImageKeysAreChecked) {
             "m.cfg: data.dataset = \"tar_shards\" needs data.val_path, the evaluation shards (e.g. "
             "\"val-{0000..0006}.tar\")");
 }
+
+namespace dp {
+namespace {
+
+// The gpt2 preset: GPT-2 124M by default, sized by the [model] keys, each bad value an error
+// naming its key.
+TEST(Config, Gpt2PresetKeys) {
+  const Config d = parse_config("[model]\npreset = \"gpt2\"\n", "m.cfg");
+  EXPECT_EQ(d.model.preset, PresetKind::Gpt2);
+  EXPECT_EQ(d.model.n_layer, 12);
+  EXPECT_EQ(d.model.n_head, 12);
+  EXPECT_EQ(d.model.n_embd, 768);
+  EXPECT_EQ(d.model.block_size, 1024);
+  EXPECT_EQ(d.model.vocab_size, 50257);
+  EXPECT_TRUE(d.model.bias);
+  const Config t = parse_config("[model]\npreset = \"gpt2\"\nn_layer = 2\nn_head = 4\nn_embd = 64\nblock_size = 32\n"
+                                "vocab_size = 256\nbias = false\ndropout = 0.1\n",
+                                "m.cfg");
+  EXPECT_EQ(t.model.n_layer, 2);
+  EXPECT_EQ(t.model.n_embd, 64);
+  EXPECT_FALSE(t.model.bias);
+  EXPECT_NE(to_toml(t).find("n_embd = 64\nblock_size = 32\nvocab_size = 256\nbias = false"), std::string::npos);
+  EXPECT_EQ(error_of("[model]\npreset = \"gpt2\"\nn_embd = 100\n"),
+            "m.cfg: model.n_embd = 100 is not a multiple of model.n_head = 12: each head takes n_embd / n_head "
+            "dimensions; choose n_embd a multiple of n_head (e.g. 108)");
+  EXPECT_EQ(error_of("[model]\npreset = \"gpt2\"\nblock_size = 0\n"),
+            "m.cfg:3: model.block_size = 0 is out of range [1, 1048576]");
+  EXPECT_EQ(error_of("[model]\npreset = \"gpt2\"\nvocab_size = 0\n"),
+            "m.cfg:3: model.vocab_size = 0 is out of range [1, 2147483647]");
+  EXPECT_EQ(error_of("[model]\npreset = \"gpt2\"\nn_head = 0\n"), "m.cfg:3: model.n_head = 0 is out of range [1, 65536]");
+  EXPECT_EQ(error_of("[model]\npreset = \"gpt2\"\nn_layer = 1.5\n"),
+            "m.cfg:3: model.n_layer must be an integer, got a float (1.5)");
+}
+
+}  // namespace
+}  // namespace dp

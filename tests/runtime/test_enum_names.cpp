@@ -40,7 +40,7 @@ TEST(EnumNames, EveryChoiceTableRoundTrips) {
 TEST(EnumNames, ListsKeepTheTableOrderAndDropTheEmptyWordUnlessAsked) {
   EXPECT_EQ(enum_name_list<Precision>(), (std::vector<std::string>{"fp32", "bf16", "fp16"}));
   EXPECT_EQ(enum_name_list<PresetKind>(),
-            (std::vector<std::string>{"mlp", "cnn", "resnet18", "resnet50", "cifar_resnet18"}));
+            (std::vector<std::string>{"mlp", "cnn", "resnet18", "resnet50", "cifar_resnet18", "gpt2"}));
   EXPECT_EQ(enum_name_list<PresetKind>(/*keep_empty=*/true).front(), "");
   EXPECT_EQ(enum_name(static_cast<Precision>(42)), "?");
 }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -38,6 +39,42 @@ TEST(WeightsPlan, NamesEveryMismatchExpectedVsFound) {
   EXPECT_EQ(s.skipped, (std::vector<std::string>{"b", "bn.num_batches_tracked"}));
   EXPECT_EQ(s.unused, (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(s.problems, (std::vector<std::string>{"skip pattern 'zz.*' matches no tensor"}));
+}
+
+// A tied parameter (lm_head.weight is transformer.wte.weight) comes from either name or both; an
+// owner skipped skips its alias; a missing pair is one problem, the owner's.
+TEST(WeightsPlan, TiedParameterFromEitherNameOrBoth) {
+  const std::vector<TensorSig> model = {{"wte", DType::F32, {5, 2}}, {"ln", DType::F32, {2}},
+                                        {"head", DType::F32, {5, 2}, "wte"}};
+  const TensorSig wte{"wte", DType::F32, {5, 2}}, ln{"ln", DType::F32, {2}}, head{"head", DType::F32, {5, 2}};
+  EXPECT_EQ(plan_weights_load(model, {wte, ln, head}, {}).load, (std::vector<std::string>{"wte", "ln", "head"}));
+  const WeightsPlan owner_only = plan_weights_load(model, {wte, ln}, {});
+  EXPECT_EQ(owner_only.load, (std::vector<std::string>{"wte", "ln"}));
+  EXPECT_TRUE(owner_only.problems.empty());
+  const WeightsPlan alias_only = plan_weights_load(model, {ln, head}, {});
+  EXPECT_EQ(alias_only.load, (std::vector<std::string>{"ln", "head"}));
+  EXPECT_TRUE(alias_only.problems.empty());
+  EXPECT_EQ(plan_weights_load(model, {ln}, {}).problems,
+            (std::vector<std::string>{"'wte' (f32[5, 2]): in the model, not in the file"}));
+  const WeightsPlan skipped = plan_weights_load(model, {wte, ln, head}, {"wte"});
+  EXPECT_EQ(skipped.load, (std::vector<std::string>{"ln"}));
+  EXPECT_EQ(skipped.skipped, (std::vector<std::string>{"wte", "head"}));
+  EXPECT_EQ(skipped.unused, (std::vector<std::string>{"wte", "head"}));
+  EXPECT_EQ(plan_weights_load(model, {wte, ln, {"head", DType::F32, {2, 5}}}, {}).problems,
+            (std::vector<std::string>{"'head': the model has f32[5, 2], the file f32[2, 5]"}));
+}
+
+TEST(WeightsPlan, TranslationRenamesTransposesAndIgnores) {
+  WeightsTranslation t;
+  t.rename = {{"h.0.w", "transformer.h.0.w"}};
+  t.transpose = {"h.0.w"};
+  t.ignore = {"h.0.attn.bias"};
+  const std::vector<TensorSig> got =
+      translate_sigs({{"h.0.w", DType::F32, {2, 6}}, {"h.0.attn.bias", DType::F32, {1, 1, 4, 4}}, {"x", DType::I64, {}}}, t);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "transformer.h.0.w");
+  EXPECT_EQ(got[0].shape, (Shape{6, 2}));
+  EXPECT_EQ(got[1].name, "x");
 }
 
 // The cnn preset (conv, BN with running statistics and num_batches_tracked, two linear layers).
@@ -131,6 +168,75 @@ TEST_F(WeightsFile, FinalWeightsAndCheckpointsLoadTheirModelTensors) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("are corrupt: tensor 'conv1.weight' fails its CRC-32C check"));
   }
+}
+
+// A GPT's final weights hold the tied parameter under both names; a file with only one of them
+// loads too, and one with different values under the two is an error that changes nothing.
+TEST_F(WeightsFile, TiedParameterLoadsFromEitherNameAndDifferentValuesAreAnError) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Gpt2;
+  mc.n_layer = 1, mc.n_head = 2, mc.n_embd = 8, mc.block_size = 4, mc.vocab_size = 11;
+  auto src = models::build_model(mc, {4}, 1);
+  auto all = state_of(*src);
+  ASSERT_EQ(all.back().first, "lm_head.weight");
+  write_safetensors(path("both.safetensors"), all);
+  auto without = [&](const std::string& name) {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const auto& [n, t] : all)
+      if (n != name) out.emplace_back(n, t);
+    return out;
+  };
+  write_safetensors(path("wte.safetensors"), without("lm_head.weight"));
+  write_safetensors(path("head.safetensors"), without("transformer.wte.weight"));
+  for (const std::string f : {"both.safetensors", "wte.safetensors", "head.safetensors"}) {
+    auto g = models::build_model(mc, {4}, 2);
+    load_weights(path(f), *g, {}, "");
+    for (size_t i = 0; i < g->state().size(); ++i)
+      EXPECT_TRUE(equal(g->state()[i].tensor, src->state()[i].tensor)) << f << " " << g->state()[i].name;
+  }
+  all.back().second.data<float>()[3] += 1.0f;
+  write_safetensors(path("differ.safetensors"), all);
+  auto g = models::build_model(mc, {4}, 2);
+  const auto before = state_of(*g);
+  try {
+    load_weights(path("differ.safetensors"), *g, {}, "");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "weights '" + path("differ.safetensors") +
+                  "': 'lm_head.weight' and 'transformer.wte.weight' are one tied parameter in this model, but the "
+                  "file holds different values for them; keep one of them in the file (either is enough) or make "
+                  "them equal");
+  }
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(g->state()[i].tensor, before[i].second));
+}
+
+// A GPT checkpoint (both names of the tied parameter, its optimizer state once) restores the
+// model and AdamW bit for bit, so a resumed run continues where it stopped.
+TEST_F(WeightsFile, GptCheckpointRoundTripsBitwise) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Gpt2;
+  mc.n_layer = 1, mc.n_head = 2, mc.n_embd = 8, mc.block_size = 4, mc.vocab_size = 11;
+  auto src = models::build_model(mc, {4}, 1);
+  auto opt = optim::make_adamw(src->num_parameters(), {});
+  float* gr = src->grads().flat().data<float>();
+  for (int64_t i = 0; i < src->grads().flat().numel(); ++i) gr[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  opt->step(src->params().flat(), src->grads().flat(), 1e-2);
+  CheckpointMeta m;
+  m.optimizer = opt->name();
+  m.optimizer_steps = opt->steps();
+  write_checkpoint(path("gpt.safetensors"), *src, *opt, m);
+  const auto names = SafetensorsFile::open(path("gpt.safetensors")).names();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "lm_head.weight"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "optim.transformer.wte.weight.exp_avg"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "optim.lm_head.weight.exp_avg"), 0);
+  auto g = models::build_model(mc, {4}, 2);
+  auto opt2 = optim::make_adamw(g->num_parameters(), {});
+  load_checkpoint(path("gpt.safetensors"), *g, *opt2);
+  EXPECT_TRUE(equal(g->params().flat(), src->params().flat()));
+  for (size_t i = 0; i < opt->state().size(); ++i)
+    EXPECT_TRUE(equal(opt2->state()[i].second, opt->state()[i].second)) << opt->state()[i].first;
+  EXPECT_EQ(opt2->steps(), 1);
 }
 
 }  // namespace

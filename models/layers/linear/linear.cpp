@@ -7,23 +7,29 @@
 
 namespace dp::models {
 
-Linear::Linear(std::string name, int64_t out_features, bool bias)
-    : Layer(std::move(name)), out_(out_features), bias_(bias) {}
+Linear::Linear(std::string name, int64_t out_features, bool bias, double init_std, std::string tie_weight)
+    : Layer(std::move(name)), out_(out_features), bias_(bias), init_std_(init_std), tie_weight_(std::move(tie_weight)) {}
 
 Shape Linear::setup(const std::vector<Shape>& in) {
   DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  if (in[0].size() != 1)
-    DP_THROW_USER("{}: input per-sample shape is {}, but linear takes a 1-D input [in_features]; add a "
-                  "'flatten' layer before it",
+  if (in[0].size() != 1 && in[0].size() != 2)
+    DP_THROW_USER("{}: input per-sample shape is {}, but linear takes [in_features] or [T, in_features] (applied to "
+                  "the last dimension); add a 'flatten' layer before it",
                   layer_str(*this), shape_str(in[0]));
-  in_ = in[0][0];
-  return {out_};
+  in_shape_ = in[0];
+  in_ = in_shape_.back();
+  out_shape_ = in_shape_;
+  out_shape_.back() = out_;
+  return out_shape_;
 }
 
 std::vector<ParamDecl> Linear::declare_params() const {
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_));
-  std::vector<ParamDecl> p{{"weight", {out_, in_}, true, DType::F32, init_uniform(bound)}};
-  if (bias_) p.push_back({"bias", {out_}, true, DType::F32, init_uniform(bound)});
+  const InitFn w_init = init_std_ > 0 ? init_normal(init_std_) : init_uniform(bound);
+  ParamDecl w{"weight", {out_, in_}, true, DType::F32, w_init};
+  w.tied_to = tie_weight_;
+  std::vector<ParamDecl> p{w};
+  if (bias_) p.push_back({"bias", {out_}, true, DType::F32, init_std_ > 0 ? nullptr : init_uniform(bound)});
   return p;
 }
 
@@ -36,15 +42,15 @@ void Linear::check_params(DType dtype) const {
 void Linear::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
-  check_batched(*this, x[0], dt, N, {in_}, "input");
-  check_batched(*this, y, dt, N, {out_}, "output");
+  check_batched(*this, x[0], dt, N, in_shape_, "input");
+  check_batched(*this, y, dt, N, out_shape_, "output");
   check_params(dt);
   if (use_onednn(ctx, dt)) return forward_onednn(x[0], y);
   check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::linear_forward<T>(y.data<T>(), x[0].data<T>(), params_[0].data<T>(),
-                                    bias_ ? params_[1].data<T>() : nullptr, N, in_, out_);
+                                    bias_ ? params_[1].data<T>() : nullptr, rows(x[0]), in_, out_);
   });
 }
 
@@ -52,8 +58,8 @@ void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, 
                           std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
-  check_batched(*this, dy, dt, N, {out_}, "output gradient");
-  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {in_}, "input gradient");
+  check_batched(*this, dy, dt, N, out_shape_, "output gradient");
+  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, in_shape_, "input gradient");
   check_params(dt);
   check_grads(*this, dt);
   if (use_onednn(ctx, dt)) return backward_onednn(x[0], y, dy, dx[0]);
@@ -62,15 +68,19 @@ void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, 
     using T = decltype(tag);
     kernels::cpu::linear_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(),
                                      bias_ ? grads_[1].data<T>() : nullptr, dy.data<T>(), x[0].data<T>(),
-                                     params_[0].data<T>(), N, in_, out_);
+                                     params_[0].data<T>(), rows(x[0]), in_, out_);
   });
 }
 
 void register_linear(LayerRegistry& r) {
+  ArgSpec tie;
+  tie.name = "tie_weight";
+  tie.kind = ArgKind::String;
+  tie.default_value = ArgValue{std::string()};
   r.add("linear",
-        {int_arg("out_features", std::nullopt, 1), bool_arg("bias", true)},
+        {int_arg("out_features", std::nullopt, 1), bool_arg("bias", true), float_arg("init_std", 0.0, 0.0), tie},
         [](const std::string& name, const LayerArgs& a) {
-          return std::make_unique<Linear>(name, a.i("out_features"), a.b("bias"));
+          return std::make_unique<Linear>(name, a.i("out_features"), a.b("bias"), a.f("init_std"), a.s("tie_weight"));
         });
 }
 

@@ -7,15 +7,20 @@ namespace dp::models {
 
 class Linear : public Layer {
  public:
-  Linear(std::string name, int64_t out_features, bool bias);
+  // init_std > 0: weight N(0, init_std^2) and bias 0 (GPT's init); 0: PyTorch's default (below).
+  // tie_weight: the full name of an earlier layer's parameter this layer's weight is (GPT's LM
+  // head on "transformer.wte.weight"; ParamDecl::tied_to), or "".
+  Linear(std::string name, int64_t out_features, bool bias, double init_std = 0.0, std::string tie_weight = "");
   const char* type() const override { return "linear"; }
-  // Input [in_features] -> [out_features].
+  // Input [in_features] -> [out_features], or [T, in_features] -> [T, out_features] (applied to
+  // the last dimension, each of the T rows alike, as nn.Linear on a (N, T, C) tensor).
   Shape setup(const std::vector<Shape>& in) override;
-  // "weight" (out, in), "bias" (out): U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default.
+  // "weight" (out, in), "bias" (out): U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default; a tied weight
+  // is its owner's (initialised there).
   std::vector<ParamDecl> declare_params() const override;
   // Under mixed precision the weight, bias and their gradients are in the compute dtype.
   bool low_precision_params() const override { return true; }
-  bool cpu_channels_last() const override { return true; }  // 2-D activations: no layout
+  bool cpu_channels_last() const override { return true; }  // 2-D and 3-D activations: no layout
   bool has_onednn_path() const override { return true; }
   bool can_fuse_relu() const override { return true; }
   void set_fused_relu(bool on) override { fused_relu_ = on; }
@@ -29,11 +34,15 @@ class Linear : public Layer {
 
  private:
   void check_params(DType dtype) const;
+  int64_t rows(const Tensor& x) const { return x.numel() / in_; }  // samples x positions
   int64_t in_ = 0, out_;
   bool bias_;
+  double init_std_;
+  std::string tie_weight_;
+  Shape in_shape_, out_shape_;  // per sample: [in] or [T, in], and [out] or [T, out]
 
-  // The oneDNN side (linear_onednn.cpp), for f32 under CpuBackend::OneDnn: inner-product
-  // primitives and their buffers per (batch, fused ReLU), made on first use.
+  // The oneDNN side (linear_onednn.cpp), for f32 under CpuBackend::OneDnn: the matmul primitives
+  // (kernels/cpu/onednn_matmul.h) and the masked dy of a fused ReLU, made on first use.
   struct OnednnState;
   PimplPtr<OnednnState> dnnl_;
   OnednnState& onednn_state();
@@ -41,7 +50,8 @@ class Linear : public Layer {
   void backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 };
 
-// out_features (int, required, >= 1), bias (bool, true).
+// out_features (int, required, >= 1), bias (bool, true), init_std (float, 0: PyTorch's default),
+// tie_weight (string, "": a parameter's full name).
 void register_linear(LayerRegistry& r);
 
 }  // namespace dp::models

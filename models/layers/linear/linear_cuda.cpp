@@ -1,8 +1,9 @@
 // Linear's GPU path, in ctx.compute (parameters too: low_precision_params()), on the compute
 // stream, products summed in f32 (models/layers/linear/lt_matmul.h):
-//   y (N, out) = x (N, in) W^T + b      one cuBLASLt matmul, the bias as its epilogue
-//   dx (N, in) = dy (N, out) W (out, in)                      beta 0: overwritten
-//   dW (out, in) += dy^T (out, N) x (N, in)                   beta 1: accumulated
+// over M rows (samples x positions: an input [T, in] is M = N T rows of in):
+//   y (M, out) = x (M, in) W^T + b      one cuBLASLt matmul, the bias as its epilogue
+//   dx (M, in) = dy (M, out) W (out, in)                      beta 0: overwritten
+//   dW (out, in) += dy^T (out, M) x (M, in)                   beta 1: accumulated
 //   db (out) += column sums of dy          kernels/cuda/elementwise.h bias_grad, f32 sums
 #include "models/layers/linear/linear.h"
 
@@ -17,20 +18,20 @@ namespace dp::models {
 void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
   const DType dt = ctx.compute;
-  const int64_t N = x[0].dim(0);
-  check_gpu_tensor(*this, x[0], dt, {N, in_}, "input");
-  check_gpu_tensor(*this, y, dt, {N, out_}, "output");
+  const int64_t N = x[0].dim(0), M = rows(x[0]);  // samples x positions
+  check_gpu_tensor(*this, x[0], dt, with_batch(N, in_shape_), "input");
+  check_gpu_tensor(*this, y, dt, with_batch(N, out_shape_), "output");
   DP_CHECK(params_.size() == (bias_ ? 2u : 1u), "{}: {} parameters bound", layer_str(*this), params_.size());
   check_gpu_tensor(*this, params_[0], dt, {out_, in_}, "weight");
   if (bias_) check_gpu_tensor(*this, params_[1], dt, {out_}, "bias");
-  if (N == 0) return;
+  if (M == 0) return;
   cuda::LtGemm g;
   g.dtype = dt;
-  g.m = N, g.n = out_, g.k = in_;
-  g.a = x[0].raw();          // (N, in)
+  g.m = M, g.n = out_, g.k = in_;
+  g.a = x[0].raw();          // (M, in)
   g.b = params_[0].raw();    // (out, in), used transposed
   g.trans_b = true;
-  g.d = y.raw();             // (N, out)
+  g.d = y.raw();             // (M, out)
   g.bias = bias_ ? params_[1].raw() : nullptr;
   cuda::lt_matmul(*ctx.gpu, g);
 }
@@ -39,38 +40,38 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
                            std::vector<Tensor>& dx) {
   DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
   const DType dt = ctx.compute;
-  const int64_t N = x[0].dim(0);
-  check_gpu_tensor(*this, x[0], dt, {N, in_}, "input");
-  check_gpu_tensor(*this, dy, dt, {N, out_}, "output gradient");
-  if (dx[0].defined()) check_gpu_tensor(*this, dx[0], dt, {N, in_}, "input gradient");
+  const int64_t N = x[0].dim(0), M = rows(x[0]);  // samples x positions
+  check_gpu_tensor(*this, x[0], dt, with_batch(N, in_shape_), "input");
+  check_gpu_tensor(*this, dy, dt, with_batch(N, out_shape_), "output gradient");
+  if (dx[0].defined()) check_gpu_tensor(*this, dx[0], dt, with_batch(N, in_shape_), "input gradient");
   DP_CHECK(params_.size() == (bias_ ? 2u : 1u) && grads_.size() == params_.size(), "{}: {} parameters bound",
            layer_str(*this), params_.size());
   check_gpu_tensor(*this, params_[0], dt, {out_, in_}, "weight");
   check_gpu_tensor(*this, grads_[0], dt, {out_, in_}, "weight gradient");
   if (bias_) check_gpu_tensor(*this, grads_[1], dt, {out_}, "bias gradient");
-  if (N == 0) return;  // no samples: dx is empty and the parameter gradients gain nothing
+  if (M == 0) return;  // no samples: dx is empty and the parameter gradients gain nothing
 
   if (dx[0].defined()) {
     cuda::LtGemm g;
     g.dtype = dt;
-    g.m = N, g.n = in_, g.k = out_;
-    g.a = dy.raw();          // (N, out)
+    g.m = M, g.n = in_, g.k = out_;
+    g.a = dy.raw();          // (M, out)
     g.b = params_[0].raw();  // (out, in)
-    g.d = dx[0].raw();       // (N, in)
+    g.d = dx[0].raw();       // (M, in)
     cuda::lt_matmul(*ctx.gpu, g);
   }
   cuda::LtGemm w;
   w.dtype = dt;
-  w.m = out_, w.n = in_, w.k = N;
-  w.a = dy.raw();  // stored (N, out), used transposed
+  w.m = out_, w.n = in_, w.k = M;
+  w.a = dy.raw();  // stored (M, out), used transposed
   w.trans_a = true;
-  w.b = x[0].raw();  // (N, in)
+  w.b = x[0].raw();  // (M, in)
   w.c = grads_[0].raw();
   w.d = grads_[0].raw();  // (out, in) += dy^T x
   w.beta = 1.0f;
   cuda::lt_matmul(*ctx.gpu, w);
   if (bias_)
-    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), dy.raw(), N, out_, 1, ctx.gpu->compute()));
+    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), dy.raw(), M, out_, 1, ctx.gpu->compute()));
 }
 
 }  // namespace dp::models

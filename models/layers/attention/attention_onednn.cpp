@@ -1,0 +1,91 @@
+// CausalSelfAttention's oneDNN path (f32): the projections on kernels/cpu/onednn_matmul.h's
+// LinearMatmul over the (N T, C) rows, the attention core on causal_core.h (the causal blocks
+// only, a BLAS call per block). The forward keeps qkv, the packed probabilities and the heads' output;
+// the backward's buffers (d att, d qkv, the dropped dy, the core's per-thread rows) are the
+// shared scratch slots of kernels/cpu/onednn.h, so layers after layers reuse one allocation.
+#include "kernels/cpu/onednn_matmul.h"
+#include "models/layers/attention/attention.h"
+#include "models/layers/attention/attention_saved.h"
+#include "models/layers/attention/causal_core.h"
+#include "models/layers/common.h"
+#include "models/layers/dropout/dropout_ref.h"
+
+#include <omp.h>
+
+namespace dp::models {
+
+namespace dn = kernels::cpu::onednn;
+
+struct CausalSelfAttention::OnednnState {
+  OnednnState(const std::string& where, int64_t C, bool bias)
+      : c_attn(where + " c_attn", C, 3 * C, bias), c_proj(where + " c_proj", C, C, bias) {}
+  dn::LinearMatmul c_attn, c_proj;
+};
+
+namespace {
+// `floats` f32 of this thread's scratch slot (kernels/cpu/onednn.h: grown once, then reused).
+float* slot_floats(dn::Slot slot, int64_t floats) {
+  dnnl::memory m = dn::unbound(dn::plain_md({floats}, dn::Tag::a));
+  return static_cast<float*>(dn::scratch(m, slot).get_data_handle());
+}
+
+// Every OpenMP thread's share of `slot`, `per_thread` floats each: thread t at base + t per_thread.
+float* per_thread_floats(int64_t per_thread) {
+  const int threads = omp_get_max_threads();
+  return slot_floats(dn::Slot::C, per_thread * threads);
+}
+}  // namespace
+
+void CausalSelfAttention::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor* y) {
+  Saved& s = saved();
+  OnednnState& st = onednn_state();
+  const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
+  const kernels::cpu::CausalBlocks cb(T_);
+  s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, cb.packed}, {N, T_, C_}});
+  const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
+  st.c_attn.forward(s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
+                    o_.bias ? params_[1].data<float>() : nullptr, M);
+  float* scratch = drop.p > 0 ? per_thread_floats(kernels::cpu::CausalBlocks::kBlockRows * T_) : nullptr;
+  kernels::cpu::causal_forward(s.att.data<float>(), s.P.data<float>(), s.qkv.data<float>(), N, H, D_, cb, drop,
+                               scratch);
+  s.mark(x, ctx, true);
+  if (!y) return;
+  st.c_proj.forward(y->data<float>(), s.att.data<float>(), params_[o_.bias ? 2 : 1].data<float>(),
+                    o_.bias ? params_[3].data<float>() : nullptr, M);
+  if (ctx.training && o_.resid_dropout > 0)
+    kernels::cpu::dropout_forward<float>(y->data<float>(), y->data<float>(), y->numel(), o_.resid_dropout, ctx.seed,
+                                         resid_stream(ctx.step));
+}
+
+void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  if (!saved_for(ctx, x, true)) forward_onednn(ctx, x, nullptr);
+  Saved& s = saved();
+  OnednnState& st = onednn_state();
+  const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
+  const kernels::cpu::CausalBlocks cb(T_);
+  const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
+  float* datt = slot_floats(dn::Slot::A, M * C_);
+  float* dqkv = slot_floats(dn::Slot::B, M * 3 * C_);
+  const float* g = dy.data<float>();
+  if (ctx.training && o_.resid_dropout > 0) {
+    float* gd = slot_floats(dn::Slot::C, M * C_);  // free again before the core takes slot C
+    kernels::cpu::dropout_backward<float>(gd, g, dy.numel(), o_.resid_dropout, ctx.seed, resid_stream(ctx.step));
+    g = gd;
+  }
+  const size_t wp = o_.bias ? 2 : 1;
+  st.c_proj.backward_weights(grads_[wp].data<float>(), o_.bias ? grads_[3].data<float>() : nullptr, g,
+                             s.att.data<float>(), M);
+  st.c_proj.backward_data(datt, g, params_[wp].data<float>(), M);
+  float* scratch = per_thread_floats(2 * kernels::cpu::CausalBlocks::kBlockRows * T_);
+  kernels::cpu::causal_backward(dqkv, datt, s.qkv.data<float>(), s.P.data<float>(), N, H, D_, cb, drop, scratch);
+  st.c_attn.backward_weights(grads_[0].data<float>(), o_.bias ? grads_[1].data<float>() : nullptr, dqkv,
+                             x.data<float>(), M);
+  if (dx.defined()) st.c_attn.backward_data(dx.data<float>(), dqkv, params_[0].data<float>(), M);
+}
+
+CausalSelfAttention::OnednnState& CausalSelfAttention::onednn_state() {
+  if (!dnnl_) dnnl_.emplace(layer_str(*this), C_, o_.bias);
+  return *dnnl_;
+}
+
+}  // namespace dp::models

@@ -1,0 +1,35 @@
+// defines: Embedding, layer type "embedding": the rows of a table picked by integer ids
+// (PyTorch's nn.Embedding; GPT's token embedding transformer.wte), and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class Embedding : public Layer {
+ public:
+  Embedding(std::string name, int64_t num_embeddings, int64_t embedding_dim, double init_std);
+  const char* type() const override { return "embedding"; }
+  bool takes_integer_input() const override { return true; }
+  // Input: ids of any per-sample shape [S...] (i32) -> [S..., embedding_dim].
+  Shape setup(const std::vector<Shape>& in) override;
+  // "weight" (num_embeddings, embedding_dim): N(0, init_std^2) (PyTorch's default: std 1; GPT: 0.02).
+  std::vector<ParamDecl> declare_params() const override;
+  bool cpu_channels_last() const override { return true; }  // no 4-D activations: no layout
+
+ protected:
+  // y[i, :] = weight[id[i], :]; backward: weight.grad[id[i], :] += dy[i, :] (in id order, so the
+  // sums are the same on any thread count); ids get no gradient. An id outside
+  // [0, num_embeddings) is a UserError naming the layer, the id and where it is.
+  DP_LAYER_CPU_PATH();
+
+ private:
+  void check_ids(const Tensor& ids) const;
+  int64_t num_, dim_;
+  double init_std_;
+  Shape in_;
+};
+
+// num_embeddings (int, required, >= 1), embedding_dim (int, required, >= 1), init_std (float, 1.0).
+void register_embedding(LayerRegistry& r);
+
+}  // namespace dp::models

@@ -1,0 +1,31 @@
+// defines: PositionEmbedding, layer type "position_embedding": a learned vector per position added
+// to a sequence (GPT's transformer.wpe: x + wpe[arange(T)]), and its registration.
+#pragma once
+#include "runtime/layer_registry.h"
+
+namespace dp::models {
+
+class PositionEmbedding : public Layer {
+ public:
+  PositionEmbedding(std::string name, int64_t num_positions, double init_std);
+  const char* type() const override { return "position_embedding"; }
+  // Input [T, C] with T <= num_positions -> [T, C].
+  Shape setup(const std::vector<Shape>& in) override;
+  // "weight" (num_positions, C): N(0, init_std^2). Rows T.. are unused by a shorter sequence.
+  std::vector<ParamDecl> declare_params() const override;
+  bool cpu_channels_last() const override { return true; }  // no 4-D activations: no layout
+
+ protected:
+  // y[n, t, :] = x[n, t, :] + weight[t, :]; backward: dx = dy, weight.grad[t, :] += sum_n dy[n, t, :]
+  // (samples summed in order).
+  DP_LAYER_CPU_PATH();
+
+ private:
+  int64_t num_, T_ = 0, C_ = 0;
+  double init_std_;
+};
+
+// num_positions (int, required, >= 1), init_std (float, 1.0).
+void register_position_embedding(LayerRegistry& r);
+
+}  // namespace dp::models
