@@ -8,7 +8,7 @@ BatchFeed::BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_
                      const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input,
                      int workers)
     : loader_(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch, /*prefetch=*/3,
-              input ? data::raw_format_of(ds) : data::BatchFormat::Transformed, workers),
+              input ? data::raw_format_of(ds) : data::host_format_of(ds), workers),
       input_(input),
       epoch_(epoch) {
   if (input_) pull();  // the first batch starts its way to the device now

@@ -20,6 +20,7 @@
 #include "runtime/grad_compress.h"
 #include "runtime/layer_registry.h"
 #include "runtime/log_level.h"
+#include "runtime/optim/decay_params.h"
 #include "runtime/optim/optimizer_kind.h"
 #include "runtime/optim/schedule.h"
 #include "runtime/precision.h"
@@ -54,7 +55,7 @@ struct DataConfig {
   std::vector<int64_t> synthetic_shape = {3, 32, 32};
   int64_t synthetic_classes = 10;
   // Image data sets (image_folder, tar_shards): torchvision's transforms.
-  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
+  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards, tokens: its shards
   int64_t image_size = 224;         // the side of the square samples the model sees
   int64_t resize = 0;               // evaluation: Resize(resize) then CenterCrop(image_size); 0 = image_size * 8 / 7
   bool random_resized_crop = true;  // training: RandomResizedCrop(image_size) (false: as evaluation)
@@ -77,6 +78,8 @@ struct ModelConfig {
   bool sync_bn = false;            // batch norm statistics over all ranks (SyncBatchNorm)
   std::string init;                // starting weights (safetensors); "" = fresh initialisation
   std::vector<std::string> init_skip;  // glob patterns of tensors `init` leaves fresh ("fc.*")
+  int64_t block_size = 1024;       // language models: the context T (token windows are T + 1 tokens)
+  int64_t vocab_size = 50257;      // language models: the vocabulary (tokens are below it)
 };
 
 struct TrainConfig {
@@ -89,6 +92,8 @@ struct TrainConfig {
   double dampening = 0.0;
   bool nesterov = false;
   double weight_decay = 0.0;
+  optim::DecayParams decay_params = optim::DecayParams::All;  // which parameters weight decay applies to
+  double grad_clip = 0.0;          // > 0: clip gradients to this global L2 norm (0 = off)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   optim::ScheduleKind schedule = optim::ScheduleKind::Constant;
   int64_t warmup_steps = 0;

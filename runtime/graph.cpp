@@ -149,12 +149,16 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
   const bool cpu = device_.is_cpu();
+  // Token ids (i32) feed an embedding; the activations after it are floats: the compute dtype on
+  // a GPU, f32 on the CPU. Any other input is in the activations' dtype.
+  const bool ids = x.dtype() == DType::I32;
+  const DType act = ids ? (cpu ? DType::F32 : compute_) : x.dtype();
   if (!cpu) {
-    DP_CHECK(x.device() == device_ && x.dtype() == compute_, "model input {} on a graph built for {} {}",
+    DP_CHECK(x.device() == device_ && (x.dtype() == compute_ || ids), "model input {} on a graph built for {} {}",
              x.describe(), dtype_name(compute_), device_.str());
     DP_CHECK(step_ctx.gpu == gpu_ && step_ctx.compute == compute_, "step context does not match the graph's device setup");
-  } else if (!cpu_planned_ || x.dtype() != cpu_plan_dtype_) {
-    plan_cpu(x.dtype());
+  } else if (!cpu_planned_ || act != cpu_plan_dtype_) {
+    plan_cpu(act);
   }
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
   input_ = cpu ? model_input(x) : x;
@@ -168,9 +172,8 @@ const Tensor& Graph::forward(const StepContext& step_ctx, const Tensor& x) {
     std::vector<Tensor> in;
     for (int src : node.inputs) in.push_back(src == kInput ? input_ : acts_[src]);
     Shape out = batched(n, node.out_shape);
-    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() ||
-        acts_[i].dtype() != x.dtype())
-      acts_[i] = Tensor::zeros(out, x.dtype(), x.device());
+    if (!acts_[i].defined() || acts_[i].shape() != out || acts_[i].device() != x.device() || acts_[i].dtype() != act)
+      acts_[i] = Tensor::zeros(out, act, x.device());
     node.layer->forward(ctx, in, acts_[i]);
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores

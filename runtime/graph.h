@@ -52,7 +52,9 @@ class Graph {
 
   // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call).
   // On the GPU x is in the compute dtype (channels last when 4-D under mixed precision) and the
-  // output is always F32 (cast from the compute dtype when that is 16-bit).
+  // output is always F32 (cast from the compute dtype when that is 16-bit). x may also be i32
+  // token ids (a language model's input, for an embedding layer): the activations are then f32 on
+  // the CPU and the compute dtype on the GPU, and the input has no gradient.
   const Tensor& forward(const StepContext& ctx, const Tensor& x);
   // dy: gradient w.r.t. the last forward's output (F32). Parameter gradients are accumulated into
   // the gradient arena; on_ready(node index) fires right after a layer with parameters is done

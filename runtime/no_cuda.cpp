@@ -6,6 +6,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/graph.h"
 #include "runtime/optim/adamw.h"
+#include "runtime/optim/grad_clip.h"
 #include "runtime/optim/sgd.h"
 
 namespace dp {
@@ -40,6 +41,7 @@ void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
 namespace optim {
 void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }
 void Sgd::step_device(const Tensor&, const Tensor&, float*, const kernels::SgdScalars&) { no_cuda("an sgd GPU step"); }
+double GradClipper::clip_device(const Tensor&, void*) { no_cuda("GPU gradient clipping"); }
 }  // namespace optim
 
 }  // namespace dp

@@ -19,5 +19,11 @@ namespace dp::kernels::cuda {
 // p, m, v updated.
 [[nodiscard]] cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
                                      const AdamWScalars& s, cudaStream_t stream);
+// The same, without the decay term on the elements of `skips` (its bounds in device memory): one
+// launch over the whole arena, each element looking up its span (kernels/optim_math.h).
+[[nodiscard]] cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s,
+                                   const DecaySkips& skips, cudaStream_t stream);
+[[nodiscard]] cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
+                                     const AdamWScalars& s, const DecaySkips& skips, cudaStream_t stream);
 
 }  // namespace dp::kernels::cuda
