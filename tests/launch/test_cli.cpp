@@ -134,7 +134,8 @@ TEST_F(Cli, ConfigAfterSetIsTheConfig) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: " + p +
                        ":4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
-                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, "
+                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, "
+                       "beta1, beta2, eps, "
                        "schedule, warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, "
                        "eval_every, log_every, device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, loss_scale_init, "
                        "loss_scale_growth_interval\n");
