@@ -29,6 +29,7 @@ std::string hms(double s) {
 
 void LogWindow::add(const StepTally& s) {
   loss += s.loss * s.samples, samples += s.samples, hits += s.top1, ++steps;
+  positions += s.positions > 0 ? s.positions : s.samples;
   step_s += s.step_s, comm_s += s.comm_s, exposed_s += s.exposed_s, data_s += s.data_s;
   if (!std::isnan(s.grad_norm)) grad_norm += s.grad_norm, ++norm_steps;
 }
@@ -98,7 +99,7 @@ void Telemetry::show_progress(const StepPosition& at) {
   const LogWindow& w = log_window_;
   metrics::ProgressState ps;
   ps.epoch = at.epoch + 1, ps.epochs = at.epochs, ps.step = at.step, ps.total_steps = at.total;
-  ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.samples;
+  ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.positions;
   ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
   if (tokens_per_sample_ > 0) ps.tokens_per_s = ps.samples_per_s * static_cast<double>(tokens_per_sample_);
   ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
@@ -112,7 +113,7 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
   const double dt = seconds_since(w.start);
   const double sps = w.samples * world_ / std::max(dt, 1e-9);  // all ranks
   const double eta = (at.total - at.step) * (dt / w.steps);
-  const double loss = w.loss / w.samples, accuracy = static_cast<double>(w.hits) / w.samples;
+  const double loss = w.loss / w.samples, accuracy = static_cast<double>(w.hits) / w.positions;
   end_progress_line();
   scalars(at.step, {{"train/loss", loss},
                     {"train/accuracy", accuracy},

@@ -38,7 +38,8 @@ std::string hms(double seconds);
 struct StepTally {
   double loss = 0;       // mean over the step's samples
   int64_t samples = 0;   // this rank's samples of the step
-  int64_t top1 = 0;      // top-1 hits among them
+  int64_t top1 = 0;      // top-1 hits among its scored positions
+  int64_t positions = 0; // scored positions: the samples, or samples x T for token windows
   double step_s = 0;     // the step's wall time
   double comm_s = 0;     // its gradient all-reduces' time on the wire (0 with one rank)
   double exposed_s = 0;  // the part of comm_s that backward did not hide
@@ -64,7 +65,7 @@ struct StepPosition {
 struct LogWindow {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double loss = 0;  // sum over samples of the loss
-  int64_t samples = 0, hits = 0, steps = 0;
+  int64_t samples = 0, hits = 0, steps = 0, positions = 0;
   double step_s = 0, comm_s = 0, exposed_s = 0, data_s = 0;  // per-step times summed over the window
   double grad_norm = 0;      // summed over the steps that measured it
   int64_t norm_steps = 0;    // how many did

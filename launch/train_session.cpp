@@ -430,6 +430,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   StepTally tally;
   tally.loss = l / static_cast<double>(n);
   tally.samples = n, tally.top1 = top1;
+  tally.positions = ds_.tokens() ? n * cfg_.model.block_size : n;  // what the hits are counted over
   if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
   tally.data_s = step_data_s_;
   return tally;
