@@ -32,6 +32,36 @@ struct AdamWScalars {
   bool apply_decay = false;         // weight_decay != 0
 };
 
+// The spans of the flat parameter arena that weight decay leaves out (train.decay_params =
+// "matrices": biases and normalisation parameters, as nanoGPT's parameter groups): `count` sorted,
+// disjoint, non-empty [begin, end) element ranges, bounds[2k] = begin_k, bounds[2k + 1] = end_k
+// (host memory for the CPU kernels, device memory for the CUDA ones). count 0: decay everywhere.
+struct DecaySkips {
+  const int64_t* bounds = nullptr;
+  int32_t count = 0;
+};
+
+// True when element i lies in one of the skipped spans (a binary search over them).
+DP_HD bool decay_skipped(const DecaySkips& d, int64_t i) {
+  int32_t lo = 0, hi = d.count;  // the answer is the last span whose begin is <= i
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (d.bounds[2 * mid] <= i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && i < d.bounds[2 * (lo - 1) + 1];
+}
+
+// The scalars of an element weight decay leaves out: the same update without the decay term.
+DP_HD SgdScalars without_decay(SgdScalars s) {
+  s.weight_decay = 0.0f;
+  return s;
+}
+DP_HD AdamWScalars without_decay(AdamWScalars s) {
+  s.apply_decay = false;
+  return s;
+}
+
 // torch/optim/sgd.py, _single_tensor_sgd: one float rounding per torch op, and
 // `x.add(y, alpha=a)` as the fused multiply-add fma(a, y, x) that torch's vectorised CPU kernels
 // compute. p, buf: updated in place (buf untouched when momentum == 0; its old value unread on

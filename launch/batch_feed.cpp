@@ -12,7 +12,7 @@ BatchFeed::BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_
                      int workers)
     : input_(input), epoch_(epoch) {
   loader_.emplace(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch,
-                  /*prefetch=*/3, input ? data::raw_format_of(ds) : data::BatchFormat::Transformed, workers);
+                  /*prefetch=*/3, input ? data::raw_format_of(ds) : data::host_format_of(ds), workers);
   if (input_) pull();  // the first batch starts its way to the device now
 }
 

@@ -42,10 +42,11 @@ class BatchFeed {
   ~BatchFeed();
 
   struct Item {
-    Tensor x;       // model input: f32 on the CPU; compute dtype (and layout) on the GPU
-    Tensor y;       // i32 labels, on the model's device
-    Tensor y_host;  // the same labels on the CPU (metrics)
-    int64_t n = 0;
+    Tensor x;       // model input: f32 on the CPU; compute dtype (and layout) on the GPU; token windows:
+                    // i32 (n, T) token ids on the model's device
+    Tensor y;       // i32 labels (n), on the model's device; token windows: i32 (n, T) targets
+    Tensor y_host;  // the same labels on the CPU (metrics); undefined for token windows on a GPU
+    int64_t n = 0;  // samples (token windows: windows, each of T positions)
   };
   // The next batch, or false at the end of the order.
   bool next(Item& out);

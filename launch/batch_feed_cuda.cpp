@@ -24,6 +24,7 @@ void DeviceInputDeleter::operator()(DeviceInput* p) const { delete p; }
 
 DeviceInputPtr make_device_input(GpuRun& gpu, const data::Transform& transform, const data::Dataset& ds,
                                  int64_t max_batch, uint64_t seed) {
+  if (ds.holds_tokens()) return DeviceInputPtr(new DeviceInput(*gpu.exec(), ds.sample_numel(), max_batch));
   const DType raw = data::raw_format_of(ds) == data::BatchFormat::RawU8 ? DType::U8 : DType::F32;
   return DeviceInputPtr(new DeviceInput(*gpu.exec(), transform, ds.sample_shape(), max_batch, gpu.compute(),
                                         gpu.channels_last(), seed, raw));
@@ -37,7 +38,7 @@ bool BatchFeed::pull() {
   }
   // submit() copies the batch into pinned memory before it returns, so host_ can be reused.
   input_->submit(host_, epoch_);
-  pending_labels_.push_back(host_.y.clone());
+  pending_labels_.push_back(host_.y.defined() ? host_.y.clone() : Tensor());  // token windows: targets on the device only
   return true;
 }
 

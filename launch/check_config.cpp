@@ -10,6 +10,7 @@
 #include "launch/datasets.h"
 #include "launch/size_context.h"
 #include "launch/train_setup.h"
+#include "runtime/data/token_dataset.h"
 #include "models/build.h"
 #include "runtime/enum_names.h"
 
@@ -37,15 +38,22 @@ struct ScratchDir {
 int check_config(const Config& cfg, const std::string& cfg_path) {
   Datasets ds;
   const ScratchDir scratch;
-  with_size_context("opening the data", data_size_keys(cfg.data),
-                    [&] { ds = open_datasets(cfg.data, scratch.path + "/tar-index"); });
+  with_size_context("opening the data", data_size_keys(cfg.data), [&] {
+    ds = open_datasets(cfg.data, scratch.path + "/tar-index", token_windows_of(cfg.model));
+  });
+  // Training reads token windows lazily (runtime/data/token_dataset.h); --check reads every token.
+  if (ds.tokens()) {
+    data::scan_token_vocabulary(*ds.train.dataset);
+    data::scan_token_vocabulary(*ds.eval.dataset);
+  }
   std::unique_ptr<Graph> model;
   // On the CPU whatever train.device says: the shapes and the parameter count are the same.
   with_size_context("building the model", model_size_keys(cfg.model), [&] {
     model = models::build_model(cfg.model, ds.train.dataset->sample_shape(), static_cast<uint64_t>(cfg.run.seed));
   });
-  check_model_fits_data(*model, ds.train.dataset->num_classes());
-  make_optimizer(cfg.train, model->num_parameters());
+  if (ds.tokens()) check_model_fits_data(*model, cfg.model.vocab_size, cfg.model.block_size);
+  else check_model_fits_data(*model, ds.train.dataset->num_classes());
+  make_optimizer(cfg.train, model->params());
   std::printf("%s: ok (nothing written)\n", cfg_path.c_str());
   std::printf("data: train %s (%zu samples used), eval %zu samples\n", ds.train.dataset->describe().c_str(),
               ds.train.indices.size(), ds.eval.indices.size());

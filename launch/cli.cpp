@@ -18,6 +18,7 @@
 #include "models/build.h"
 #include "models/registry.h"
 #include "runtime/config.h"
+#include "runtime/data/byte_shards.h"
 #include "runtime/device_error.h"
 #include "runtime/log.h"
 #include "runtime/suggest.h"
@@ -313,6 +314,34 @@ int print_layer_list() {
   return 0;
 }
 
+// `dptrain make-shards INPUT --out DIR`: byte-level token shards of any file (runtime/data/byte_shards.h).
+struct MakeShardsArgs {
+  std::string input, out;
+  data::ByteShardsOptions o;
+};
+
+CLI::App* add_make_shards_command(CLI::App& app, MakeShardsArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "make-shards", "write byte-level token shards (llm.c's format, vocabulary 256: each byte one token) of any file "
+                     "into --out as train_NNNNNN.bin and val_NNNNNN.bin, to train a language model without a tokenizer");
+  c->add_option("input", a.input, "any file, e.g. a text")->required();
+  c->add_option("--out", a.out, "the folder of the shards (created)")->required();
+  c->add_option("--val-fraction", a.o.val_fraction, "the share of the bytes (at the end of the file) that evaluate "
+                "(default 0.1)");
+  c->add_option("--shard-tokens", a.o.shard_tokens, "tokens per shard at most (default 100000000, as llm.c)");
+  return c;
+}
+
+int make_shards(const MakeShardsArgs& a) {
+  const data::ByteShards r = data::make_byte_shards(a.input, a.out, a.o);
+  std::printf("%s: %lld training tokens in %zu shard(s) (%s ...), %lld evaluation tokens in %zu shard(s) (%s ...); "
+              "vocabulary 256 (bytes)\ntrain on them with: [data] dataset = \"tokens\", path = \"%s/train_*.bin\", "
+              "val_path = \"%s/val_*.bin\"; [model] vocab_size = 256\n",
+              a.input.c_str(), static_cast<long long>(r.train_tokens), r.train.size(), r.train.front().c_str(),
+              static_cast<long long>(r.val_tokens), r.val.size(), r.val.front().c_str(), a.out.c_str(), a.out.c_str());
+  return 0;
+}
+
 // One rank's training run and its exit status. Stopped by a signal after a checkpoint: SIGUSR1
 // (checkpoint, requeue) is a planned stop, exit 0; SIGTERM/SIGINT exit as a signalled program
 // does (128 + signal), so a scheduler or script sees the run did not finish.
@@ -335,7 +364,9 @@ int run_cli(int argc, char** argv) {
                "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
                "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
                "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample\n"
-               "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model"};
+               "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model\n"
+
+               "  dptrain make-shards INPUT --out DIR   byte-level token shards of a file (language models)"};
   app.set_version_flag("--version", "dptrain 0.1.0");
   app.footer(tunables_help());
   RunArgs run_args;
@@ -363,6 +394,8 @@ int run_cli(int argc, char** argv) {
   CLI::App* predict = add_inference_command(app, predict_args, true);
   SampleArgs sample_args;
   CLI::App* sample_cmd = add_sample_command(app, sample_args);
+  MakeShardsArgs shard_args;
+  CLI::App* shards = add_make_shards_command(app, shard_args);
 
   try {
     app.parse(argc, argv);
@@ -372,6 +405,7 @@ int run_cli(int argc, char** argv) {
   take_config_from_sets(run_args);
   take_config_from_sets(sub_args);
   if (sub->parsed()) return reporting_errors([&] { return submit(sub_args, slurm, dry_run); });
+  if (shards->parsed()) return reporting_errors([&] { return make_shards(shard_args); });
   // --nproc N: this process launches N workers (our arguments minus --nproc) and supervises
   // them, after checking once what can be checked (the cfg). The launcher's variables in our
   // environment mean we are a worker already.

@@ -9,6 +9,7 @@
 #include "runtime/data/image_folder.h"
 #include "runtime/data/npy.h"
 #include "runtime/data/tar_shards.h"
+#include "runtime/data/token_dataset.h"
 #include "runtime/log.h"
 
 namespace dp::launch {
@@ -57,9 +58,19 @@ void image_folders(const DataConfig& cfg, std::shared_ptr<const data::Dataset>& 
   data::check_same_classes(*tr, train_dir, *ev, val_dir);
 }
 
+// llm.c's token shards: data.path the training shards, data.val_path the evaluation shards, each
+// split's windows in file order (evaluation: the first data.eval_limit of them).
+void token_shards(const DataConfig& cfg, const TokenWindows& w, std::shared_ptr<const data::Dataset>& tr,
+                  std::shared_ptr<const data::Dataset>& ev) {
+  data::TokenShardsOptions o{w.block_size, w.vocab_size, "data.path"};
+  tr = data::open_token_shards(cfg.path, o);
+  o.key = "data.val_path";
+  ev = data::open_token_shards(cfg.val_path, o);
+}
+
 // The data set of data.dataset, opened: training files first (so theirs is the error a user sees
 // when both are missing).
-Datasets open_kind(const DataConfig& cfg, const std::string& index_dir) {
+Datasets open_kind(const DataConfig& cfg, const std::string& index_dir, const TokenWindows& tokens) {
   std::shared_ptr<const data::Dataset> tr, ev;
   switch (cfg.dataset) {
     case data::DatasetKind::Synthetic: return synthetic(cfg);
@@ -87,6 +98,7 @@ Datasets open_kind(const DataConfig& cfg, const std::string& index_dir) {
         DP_THROW_USER("{}/val_x.npy has samples of shape {} but train_x.npy {}; expected the same", cfg.path,
                       shape_str(ev->sample_shape()), shape_str(tr->sample_shape()));
       break;
+    case data::DatasetKind::Tokens: token_shards(cfg, tokens, tr, ev); break;
   }
   DP_CHECK(tr && ev, "data set kind {} is not handled", static_cast<int>(cfg.dataset));
   Datasets d;
@@ -96,9 +108,17 @@ Datasets open_kind(const DataConfig& cfg, const std::string& index_dir) {
 }
 }  // namespace
 
-Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir) {
-  Datasets d = open_kind(cfg, index_dir.empty() ? std::string("tar-index") : index_dir);
+TokenWindows token_windows_of(const ModelConfig& m) { return {m.block_size, m.vocab_size}; }
+
+Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir, const TokenWindows& tokens) {
+  Datasets d = open_kind(cfg, index_dir.empty() ? std::string("tar-index") : index_dir, tokens);
   const Shape s = d.train.dataset->sample_shape();
+  if (d.tokens()) {
+    if (!cfg.mean.empty() || cfg.crop_padding != 0 || cfg.hflip)
+      DP_THROW_USER("data.mean, data.std, data.crop_padding and data.hflip do not apply to data.dataset = \"tokens\"; "
+                    "leave them out of the cfg");
+    return d;
+  }
   if (!cfg.mean.empty() && static_cast<int64_t>(cfg.mean.size()) != s[0])
     DP_THROW_USER("data.mean and data.std have {} values but the {} data has {} channels; give one per channel",
                   cfg.mean.size(), enum_name(cfg.dataset), s[0]);
@@ -140,6 +160,7 @@ data::Transform transform_of(const DataConfig& d, bool train) {
 }
 
 std::vector<std::string> data_classes(const Datasets& ds) {
+  if (ds.tokens()) return {};
   std::vector<std::string> names = ds.train.dataset->class_names();
   const int k = std::max(ds.train.dataset->num_classes(), ds.eval.dataset->num_classes());
   for (int c = static_cast<int>(names.size()); c < k; ++c) names.push_back(std::to_string(c));

@@ -22,10 +22,19 @@ struct DataSplit {
 
 struct Datasets {
   DataSplit train, eval;
+  bool tokens() const { return train.dataset && train.dataset->holds_tokens(); }
 };
 
+// What token windows take from the model: its context T (model.block_size) and vocabulary
+// (model.vocab_size). Unused by the other data set kinds.
+struct TokenWindows {
+  int64_t block_size = 0, vocab_size = 0;
+};
+TokenWindows token_windows_of(const ModelConfig& m);
+
 // index_dir: where tar shard indices are cached (tar_index_dir(cfg)); unused by other kinds.
-Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir = "");
+// tokens: data.dataset = "tokens" only (token_windows_of(cfg.model)).
+Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir = "", const TokenWindows& tokens = {});
 
 // The generator of data.dataset = "synthetic" (data::make_synthetic's arguments but the size):
 // what the GPU generator (data.synthetic_device = "cuda", launch/synthetic_input.h) needs to make

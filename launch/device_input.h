@@ -11,6 +11,11 @@
 //   next():  record released[previous slot] on compute; compute waits ready[s]
 // The batch next() hands out is in use by the compute stream until the following next() call,
 // so its slot is written again only after the work the compute stream had queued by then.
+//
+// Token windows (a language model's data, data::BatchFormat::RawTokens) take the same path with
+// another last step: each row's T + 1 uint16 tokens are uploaded as stored (half the bytes of the
+// i32 inputs and targets) and split on the device into x i32 (B, T) and y i32 (B, T)
+// (kernels/cuda/tokens.h) instead of augmented.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -94,6 +99,9 @@ class DeviceInput {
   // slots >= 2. Allocates every buffer now (pinned and device), uploads mean/std once.
   DeviceInput(cuda::ExecContext& gpu, const data::Transform& t, const Shape& sample_shape, int64_t max_batch,
               DType compute, bool channels_last, uint64_t seed, DType raw_dtype = DType::F32, int slots = 2);
+  // Token windows of block_size + 1 tokens (a Loader's RawTokens batches: x u8 (B, 2 (T + 1))),
+  // handed out as x i32 (B, T) inputs and y i32 (B, T) targets on the device.
+  DeviceInput(cuda::ExecContext& gpu, int64_t block_size, int64_t max_batch, int slots = 2);
   // Waits for the data stream (a submitted copy may still read the pinned slots). Never throws.
   ~DeviceInput();
   DeviceInput(const DeviceInput&) = delete;
@@ -107,8 +115,9 @@ class DeviceInput {
   void submit(const data::Batch& raw, uint64_t epoch);
 
   struct DeviceBatch {
-    Tensor x;  // (B, C, H, W) compute dtype on the device, stored NHWC when channels_last (4-D)
-    Tensor y;  // i32 (B) on the device
+    Tensor x;  // (B, C, H, W) compute dtype on the device, stored NHWC when channels_last (4-D);
+               // token windows: i32 (B, T) inputs
+    Tensor y;  // i32 (B) on the device; token windows: i32 (B, T) targets
     int64_t size = 0;
     std::vector<int64_t> indices;  // (B) dataset indices of the rows
   };
@@ -124,8 +133,13 @@ class DeviceInput {
 
  private:
   struct Slot;  // one slot's pinned and device buffers and its events (device_input_cuda.cpp)
+  void allocate_slots(int slots);
+  void check_raw(const data::Batch& raw, int64_t& rows, size_t& row_bytes) const;
+  // The last step on the data stream, after the copy: augmentation, or the token split.
+  void finish_on_device(Slot& s, const data::Batch& raw, int64_t rows);
 
   cuda::ExecContext& gpu_;
+  const bool tokens_ = false;  // token windows (the second constructor)
   const data::Transform t_;
   const Shape sample_shape_;
   const int64_t max_batch_, sample_numel_;

@@ -17,29 +17,41 @@ namespace dp::launch {
 
 class GpuRun;
 
+// loss, top1 and top5 are means over the scored positions: the samples, or for token windows
+// every position of every window (loss: mean cross-entropy in nats per token; top1: token accuracy).
 struct EvalResult {
   double loss = 0, top1 = 0, top5 = 0;
-  int64_t samples = 0;
+  int64_t samples = 0;    // samples (token windows: windows)
+  int64_t positions = 0;  // scored rows: samples, or samples x T for token windows
+  bool tokens = false;    // token windows
+  double ppl() const;     // exp(loss): perplexity
 };
+
+// The scores and labels of a batch as rows: logits (N, K) and labels (N) as they are; a language
+// model's logits (N, T, K) as (N T, K) and its targets (N, T) as (N T): the loss and the hits over
+// every position (views, no copy).
+Tensor score_rows(const Tensor& logits);
+Tensor label_rows(const Tensor& labels);
 
 // Adds one batch's top-1 and top-5 hits: logits (N, K) f32 on the CPU, labels (N) i32. The
 // true class's rank is the number of classes scoring strictly higher (ties count for it).
 void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
 
 // Rank r evaluates samples r, r+W, ... of the split (no padding, so no sample counts twice) in
-// eval mode; loss sums, hit counts and sample counts are all-reduced. Every rank calls it.
-// gpu: the run's GPU side when the model is on a GPU (the batches go through a DeviceInput, the
-// logits come back to the host for the loss and the hits), else null.
+// eval mode; loss sums, hit counts and sample and position counts are all-reduced, so the result
+// is one process's. Every rank calls it. gpu: the run's GPU side when the model is on a GPU (the
+// batches go through a DeviceInput; the loss and the hits are computed there), else null.
 // workers: the loader's threads.
 EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataSplit& split, const Config& cfg,
                     uint64_t step, Communicator& comm, GpuRun* gpu = nullptr, int workers = 1);
 
 // The model in eval mode over `order` (indices into ds), in batches of train.batch_size with the
 // evaluation transform (data.mean/std, no augmentation); for each batch, `on_batch` gets the
-// logits (N, K) f32 on the CPU, the batch (its host labels) and the position in `order` of its
-// first sample. gpu and workers as for evaluate.
+// logits (N, K) f32 on the CPU (host_logits, the default) or where the model is, the batch (its
+// host labels) and the position in `order` of its first sample. gpu and workers as for evaluate.
 using BatchLogits = std::function<void(const Tensor& logits, const BatchFeed::Item& batch, int64_t first)>;
 void forward_in_eval_mode(Graph& model, const data::Dataset& ds, std::vector<int64_t> order, const Config& cfg,
-                          uint64_t step, GpuRun* gpu, int workers, const BatchLogits& on_batch);
+                          uint64_t step, GpuRun* gpu, int workers, const BatchLogits& on_batch,
+                          bool host_logits = true);
 
 }  // namespace dp::launch

@@ -44,6 +44,11 @@ class GpuRun {
   double loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                        Tensor& dlogits, double weight) const;
 
+  // Top-1 and top-5 hits (kernels/cpu/label_rank.h's rule) of scores (rows, K) f32 against labels
+  // (rows) i32, both on this GPU, counted there (the logits stay on the device); the host waits for
+  // the counts.
+  void count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5);
+
   // After the gradients are reduced: with fp16, unscales the fp32 gradient arena in place,
   // looks for inf/NaN (the host waits for the compute stream) and updates the scale; returns
   // false when the optimizer step must be skipped. Without fp16: true, no wait.

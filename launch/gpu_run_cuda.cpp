@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/label_rank.h"
 #include "launch/gpu_run.h"
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/check.h"
@@ -33,6 +34,9 @@ struct GpuRun::Impl {
   cuda::LossScaler scaler;
   cuda::DeviceBuffer found_inf;  // one float: GradScaler's found_inf flag
   cuda::PinnedBuffer found_host;
+  // count_hits: the rows' label ranks on the device and their host copy (grown as needed).
+  cuda::DeviceBuffer ranks;
+  cuda::PinnedBuffer ranks_host;
   std::unique_ptr<metrics::CaptureRange> capture;
 };
 
@@ -65,6 +69,26 @@ double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tens
     CHECK_CUDA(kernels::cuda::scale(g, g, static_cast<float>(f), dlogits.numel(), s));
   }
   return l;
+}
+
+void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5) {
+  const int64_t rows = scores.dim(0), k = scores.dim(1);
+  DP_CHECK(scores.ndim() == 2 && scores.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
+               labels.numel() == rows && scores.device().is_cuda() && labels.device().is_cuda(),
+           "count_hits of scores {} and labels {}: want f32 (rows, K) and i32 (rows) on the GPU", scores.describe(),
+           labels.describe());
+  const cudaStream_t s = impl_->exec.compute();
+  const size_t bytes = static_cast<size_t>(rows) * sizeof(int32_t);
+  if (impl_->ranks.bytes() < bytes) {
+    impl_->ranks = cuda::DeviceBuffer(bytes, s);
+    impl_->ranks_host = cuda::PinnedBuffer(bytes);
+  }
+  CHECK_CUDA(kernels::cuda::label_ranks(static_cast<const float*>(scores.raw()), static_cast<const int32_t*>(labels.raw()),
+                                        rows, k, 5, impl_->ranks.as<int32_t>(), s));
+  CHECK_CUDA(cudaMemcpyAsync(impl_->ranks_host.data(), impl_->ranks.data(), bytes, cudaMemcpyDeviceToHost, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  const int32_t* r = impl_->ranks_host.as<int32_t>();
+  for (int64_t i = 0; i < rows; ++i) top1 += r[i] < 1, top5 += r[i] < 5;
 }
 
 bool GpuRun::unscale_and_update(Graph& model) {

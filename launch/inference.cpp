@@ -126,21 +126,27 @@ std::vector<std::pair<int64_t, double>> softmax_top_k(const float* z, int64_t nu
 
 int run_eval(const Config& cfg, const InferenceOptions& o) {
   Inference inf(cfg);
-  const Datasets ds = open_datasets(cfg.data, tar_index_dir(cfg));
+  const Datasets ds = open_datasets(cfg.data, tar_index_dir(cfg), token_windows_of(cfg.model));
   const auto classes = static_cast<int64_t>(data_classes(ds).size());
-  inf.build(ds.train.dataset->sample_shape(), o.weights, resolve_num_classes(cfg.model.num_classes, classes));
+  inf.build(ds.train.dataset->sample_shape(), o.weights,
+            ds.tokens() ? cfg.model.num_classes : resolve_num_classes(cfg.model.num_classes, classes));
   models::SoftmaxCrossEntropy loss(cfg.train.label_smoothing);
   const EvalResult e = evaluate(inf.model(), loss, ds.eval, cfg, 0, inf.comm(), inf.gpu(), inf.workers());
   if (inf.rank() != 0) return 0;
-  std::printf("eval %s: loss %.6f top1 %.6f top5 %.6f (%lld samples)\n", o.weights.c_str(), e.loss, e.top1, e.top5,
-              static_cast<long long>(e.samples));
+  if (e.tokens)
+    std::printf("eval %s: loss %.6f ppl %.4f token top1 %.6f top5 %.6f (%lld windows, %lld tokens)\n",
+                o.weights.c_str(), e.loss, e.ppl(), e.top1, e.top5, static_cast<long long>(e.samples),
+                static_cast<long long>(e.positions));
+  else
+    std::printf("eval %s: loss %.6f top1 %.6f top5 %.6f (%lld samples)\n", o.weights.c_str(), e.loss, e.top1, e.top5,
+                static_cast<long long>(e.samples));
   std::fflush(stdout);
   if (o.out.empty()) return 0;
   WholeFile f(o.out);
-  f.write(nlohmann::ordered_json{{"weights", o.weights}, {"loss", e.loss}, {"top1", e.top1}, {"top5", e.top5},
-                         {"samples", e.samples}, {"ranks", inf.world()}}
-              .dump() +
-          "\n");
+  nlohmann::ordered_json j{{"weights", o.weights}, {"loss", e.loss}, {"top1", e.top1}, {"top5", e.top5},
+                           {"samples", e.samples}, {"ranks", inf.world()}};
+  if (e.tokens) j["ppl"] = e.ppl(), j["tokens"] = e.positions;
+  f.write(j.dump() + "\n");
   f.commit();
   return 0;
 }
@@ -201,6 +207,9 @@ int64_t predict_num_classes(const Config& cfg) {
 }  // namespace
 
 int run_predict(const Config& cfg, const InferenceOptions& o) {
+  if (cfg.data.dataset == data::DatasetKind::Tokens)
+    DP_THROW_USER("dptrain predict gives the classes of images and arrays; a language model (data.dataset = "
+                  "\"tokens\") continues text with dptrain sample, and dptrain eval gives its loss and perplexity");
   Inference inf(cfg);
   const PredictInput in = open_predict_input(o.input, image_options(cfg.data), tar_index_dir(cfg));
   inf.build(in.samples->sample_shape(), o.weights, predict_num_classes(cfg));

@@ -33,6 +33,7 @@ std::string data_size_keys(const DataConfig& d) {
   switch (d.dataset) {
     case data::DatasetKind::ImageFolder:
     case data::DatasetKind::TarShards: return fmt::format("data.image_size = {}, data.workers = {}", d.image_size, d.workers);
+    case data::DatasetKind::Tokens: return "data.path / data.val_path (token shards are memory-mapped, not read whole)";
     default: return "data.train_limit / data.eval_limit (the data set's files are read whole)";
   }
 }

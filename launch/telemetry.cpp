@@ -29,7 +29,9 @@ std::string hms(double s) {
 
 void LogWindow::add(const StepTally& s) {
   loss += s.loss * s.samples, samples += s.samples, hits += s.top1, ++steps;
+  positions += s.positions > 0 ? s.positions : s.samples;
   step_s += s.step_s, comm_s += s.comm_s, exposed_s += s.exposed_s, data_s += s.data_s;
+  if (!std::isnan(s.grad_norm)) grad_norm += s.grad_norm, ++norm_steps;
 }
 
 Telemetry::Telemetry(const Config& cfg, int rank, int world, const std::string& tb_dir, TimePoint run_start)
@@ -97,8 +99,9 @@ void Telemetry::show_progress(const StepPosition& at) {
   const LogWindow& w = log_window_;
   metrics::ProgressState ps;
   ps.epoch = at.epoch + 1, ps.epochs = at.epochs, ps.step = at.step, ps.total_steps = at.total;
-  ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.samples;
+  ps.loss = w.loss / w.samples, ps.accuracy = static_cast<double>(w.hits) / w.positions;
   ps.samples_per_s = w.samples * world_ / std::max(dt, 1e-9);
+  if (tokens_per_sample_ > 0) ps.tokens_per_s = ps.samples_per_s * static_cast<double>(tokens_per_sample_);
   ps.eta_s = metrics::eta_seconds(at.step, at.total, dt / w.steps);
   ps.data_share = w.data_s / std::max(w.step_s, 1e-9);
   ps.straggler = straggler_note_;
@@ -110,7 +113,7 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
   const double dt = seconds_since(w.start);
   const double sps = w.samples * world_ / std::max(dt, 1e-9);  // all ranks
   const double eta = (at.total - at.step) * (dt / w.steps);
-  const double loss = w.loss / w.samples, accuracy = static_cast<double>(w.hits) / w.samples;
+  const double loss = w.loss / w.samples, accuracy = static_cast<double>(w.hits) / w.positions;
   end_progress_line();
   scalars(at.step, {{"train/loss", loss},
                     {"train/accuracy", accuracy},
@@ -121,16 +124,24 @@ void Telemetry::write_train_line(const StepPosition& at, RunDir& run) {
                     {"perf/comm_exposed_ms", 1e3 * w.exposed_s / w.steps},
                     {"perf/data_wait_ms", 1e3 * w.data_s / w.steps}});
   if (at.scaling) scalars(at.step, {{"train/loss_scale", at.loss_scale}});
+  const double tps = sps * static_cast<double>(tokens_per_sample_);
+  const double norm = w.norm_steps > 0 ? w.grad_norm / static_cast<double>(w.norm_steps) : 0;
+  if (tokens_per_sample_ > 0) scalars(at.step, {{"perf/tokens_per_s", tps}});
+  if (w.norm_steps > 0) scalars(at.step, {{"train/grad_norm", norm}});
   auto lg = log::get("train");
   const double stall = w.data_s / std::max(w.step_s, 1e-9);
-  lg->info("epoch {}/{} step {}/{} loss {:.4f} acc {:.4f} lr {:.3g} {:.0f} samples/s data wait {:.0f}% ETA {}",
-           at.epoch + 1, at.epochs, at.step, at.total, loss, accuracy, at.lr, sps, 100.0 * stall, hms(eta));
+  const std::string rate = tokens_per_sample_ > 0 ? fmt::format("{:.0f} tokens/s", tps) : fmt::format("{:.0f} samples/s", sps);
+  lg->info("epoch {}/{} step {}/{} loss {:.4f} {} {:.4f} lr {:.3g}{} {} data wait {:.0f}% ETA {}", at.epoch + 1,
+           at.epochs, at.step, at.total, loss, tokens_per_sample_ > 0 ? "token acc" : "acc", accuracy, at.lr,
+           w.norm_steps > 0 ? fmt::format(" grad norm {:.4g}", norm) : "", rate, 100.0 * stall, hms(eta));
   nlohmann::json line = {{"split", "train"}, {"step", at.step}, {"epoch", at.epoch + 1}, {"loss", loss},
                          {"accuracy", accuracy}, {"lr", at.lr}, {"samples_per_s", sps},
                          {"step_time_s", w.step_s / w.steps}, {"comm_total_s", w.comm_s / w.steps},
                          {"comm_exposed_s", w.exposed_s / w.steps}, {"data_wait_s", w.data_s / w.steps},
                          {"data_stall", stall}, {"loss_scale", at.loss_scale},
                          {"skipped_steps", at.skipped_steps}, {"time", seconds_since(run_start_)}};
+  if (tokens_per_sample_ > 0) line.update({{"tokens_per_s", tps}, {"accuracy_over", "tokens"}});
+  if (w.norm_steps > 0) line["grad_norm"] = norm;
   report_stragglers(line);  // collective: every rank
   if (rank_ == 0) run.append_metrics(line);
   lg->flush();  // the rank's log file follows the run window by window

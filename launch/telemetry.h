@@ -11,6 +11,7 @@
 // step costs a few vector pushes.
 #pragma once
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,11 +40,13 @@ std::string hms(double seconds);
 struct StepTally {
   double loss = 0;       // mean over the step's samples
   int64_t samples = 0;   // this rank's samples of the step
-  int64_t top1 = 0;      // top-1 hits among them
+  int64_t top1 = 0;      // top-1 hits among its scored positions
+  int64_t positions = 0; // scored positions: the samples, or samples x T for token windows
   double step_s = 0;     // the step's wall time
   double comm_s = 0;     // its gradient all-reduces' time on the wire (0 with one rank)
   double exposed_s = 0;  // the part of comm_s that backward did not hide
   double data_s = 0;     // its waits for the next batch (the data-loading stall)
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();  // before clipping (train.grad_clip); NaN: not measured
 };
 
 // Where the run is after a step, and what its train line shows besides the window's means.
@@ -64,8 +67,10 @@ struct StepPosition {
 struct LogWindow {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double loss = 0;  // sum over samples of the loss
-  int64_t samples = 0, hits = 0, steps = 0;
+  int64_t samples = 0, hits = 0, steps = 0, positions = 0;
   double step_s = 0, comm_s = 0, exposed_s = 0, data_s = 0;  // per-step times summed over the window
+  double grad_norm = 0;      // summed over the steps that measured it
+  int64_t norm_steps = 0;    // how many did
   void add(const StepTally& s);
 };
 
@@ -90,6 +95,9 @@ class Telemetry {
   void step_done(const StepTally& tally, const StepPosition& at, RunDir& run);
   // Starts an empty log window now (the first one begins when training does, after set-up).
   void restart_window() { log_window_ = LogWindow{}; }
+  // Samples are token windows of `per_sample` positions: the progress and train lines add
+  // tokens/s (metrics.jsonl tokens_per_s) and call the accuracy a token accuracy.
+  void count_tokens(int64_t per_sample) { tokens_per_sample_ = per_sample; }
   // Every train line also gathers the straggler report (collectives/straggler.h: a collective
   // over `comm`, so every rank calls this, or none): rank 0 adds it to its metrics.jsonl train
   // line (bucket_skew_ms, last_rank, last_host, last_count, last_of, lateness_ms, straggler) and,
@@ -134,6 +142,7 @@ class Telemetry {
   // The train lines.
   int world_;
   int64_t log_every_;
+  int64_t tokens_per_sample_ = 0;  // count_tokens; 0: samples are not token windows
   TimePoint run_start_;
   LogWindow log_window_;
   // The straggler report (watch_stragglers): its watch, every rank's host, the progress note.

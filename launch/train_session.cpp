@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "collectives/bootstrap/common.h"
 #include "collectives/bootstrap/factory.h"
@@ -25,6 +27,7 @@
 #include "runtime/device_error.h"
 #include "runtime/fault_injection.h"
 #include "runtime/log.h"
+#include "runtime/optim/param_groups.h"
 #include "runtime/suggest.h"
 #include "runtime/tunables.h"
 
@@ -155,12 +158,18 @@ void TrainSession::choose_the_device() {
 }
 
 void TrainSession::open_data_and_build_model() {
-  with_size_context("opening the data", data_size_keys(cfg_.data),
-                    [&] { ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_)); });
+  with_size_context("opening the data", data_size_keys(cfg_.data), [&] {
+    ds_ = open_datasets(cfg_.data, tar_index_dir(cfg_), token_windows_of(cfg_.model));
+  });
   lg()->info("data: train {} ({} samples), eval {} samples", ds_.train.dataset->describe(), ds_.train.indices.size(),
              ds_.eval.indices.size());
-  classes_ = data_classes(ds_);
-  cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
+  if (ds_.tokens())
+    lg()->info("token windows of model.block_size + 1 = {} tokens: the loss and the accuracy are over every position "
+               "(token accuracy)",
+               cfg_.model.block_size + 1);
+  classes_ = data_classes(ds_);  // none for token windows: their classes are the vocabulary
+  if (!ds_.tokens())
+    cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
   with_size_context("building the model", model_size_keys(cfg_.model), [&] {
     model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
@@ -179,13 +188,21 @@ void TrainSession::open_data_and_build_model() {
   lg()->info("model {}: {} parameters\n{}",
              cfg_.model.preset == PresetKind::None ? "from [[layer]] list" : enum_name(cfg_.model.preset),
              model_->num_parameters(), model_->summary());
-  check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
+  if (ds_.tokens()) check_model_fits_data(*model_, cfg_.model.vocab_size, cfg_.model.block_size);
+  else check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
   loss_.emplace(cfg_.train.label_smoothing);
-  opt_ = make_optimizer(cfg_.train, model_->num_parameters());
+  opt_ = make_optimizer(cfg_.train, model_->params());
+  if (cfg_.train.weight_decay != 0)
+    lg()->info("{}", optim::decay_summary(model_->params(), cfg_.train.decay_params, cfg_.train.weight_decay));
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
   // Mixed precision: the optimizer's pass also writes the layers' 16-bit weights (one read of
   // each parameter per step instead of the update's and refresh_compute_params' cast).
   if (gpu_) opt_->write_compute_copy(model_->compute_params());
+  if (cfg_.train.grad_clip > 0) {
+    clip_.emplace(cfg_.train.grad_clip);
+    lg()->info("gradients clipped to a global L2 norm of {} after the all-reduce (train.grad_clip)",
+               cfg_.train.grad_clip);
+  }
   sched_ = schedule_of(cfg_.train);
   plan_ = plan_steps(cfg_, static_cast<int64_t>(ds_.train.indices.size()), world_);
 }
@@ -356,6 +373,7 @@ void TrainSession::announce_training() {
              plan_.accum > 1 ? fmt::format(" x {} micro-batches", plan_.accum) : "", enum_name(cfg_.train.optimizer),
              cfg_.train.lr, enum_name(cfg_.train.schedule));
   tel_ = std::make_unique<Telemetry>(cfg_, rank_, world_, rank_ == 0 ? run_->path() : "", t_start_);
+  if (ds_.tokens()) tel_->count_tokens(cfg_.model.block_size);
   tel_->watch_stragglers(*comm_, cfg_.dist.straggler_ms);
   watch_layers();
 }
@@ -417,7 +435,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   if (step_ + 1 == oom_at_) arm_device_oom_fault(fmt::format("DPTRAIN_FAULT_DEVICE_OOM_AT_STEP={}", oom_at_));
   const double lr = optim::lr_at(sched_, step_, plan_.total);
   StepTally tally = compute_gradients(data);
-  optimizer_step(lr);
+  tally.grad_norm = optimizer_step(lr);
   if (buffer_bcast_) {
     const auto t0 = Clock::now();
     buffer_bcast_->run(*comm_, gpu_.get());  // one model on every rank at every step boundary
@@ -467,6 +485,7 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   StepTally tally;
   tally.loss = l / static_cast<double>(n);
   tally.samples = n, tally.top1 = top1;
+  tally.positions = ds_.tokens() ? n * cfg_.model.block_size : n;  // what the hits are counted over
   if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
   tally.data_s = step_data_s_;
   return tally;
@@ -494,28 +513,28 @@ Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) 
 
 // One micro-batch's loss (returned), its gradient w.r.t. the logits weighted by `weight` (its
 // share of the step; on fp16 also times the loss scale) into dlogits() on the model's device,
-// and its hits. On a GPU the loss runs there and the logits come to the host for the hits.
+// and its hits. On a GPU the loss and the hits are computed there. A language model's logits
+// (N, T, V) and targets (N, T) count as N T rows: the mean over every position.
 double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int64_t& top1,
                                    int64_t& top5) {
   double lb = 0;
-  const Tensor* z = &logits;
+  const Tensor z = score_rows(logits), y = label_rows(b.y);
+  Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
+  if (!dz.defined() || dz.shape() != logits.shape()) dz = Tensor::zeros(logits.shape(), DType::F32, logits.device());
+  Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
-    lb = gpu_->loss_and_grad(*loss_, logits, b.y, dlogits_dev_, weight);  // waits for the forward
-    if (!logits_host_.defined() || logits_host_.shape() != logits.shape()) logits_host_ = Tensor::zeros(logits.shape());
-    logits_host_.copy_from(logits);
-    z = &logits_host_;
+    lb = gpu_->loss_and_grad(*loss_, z, y, dz_rows, weight);  // waits for the forward
+    gpu_->count_hits(z, y, top1, top5);
   } else {
-    if (!dlogits_.defined() || dlogits_.shape() != logits.shape()) dlogits_ = Tensor::zeros(logits.shape());
-    lb = loss_->forward_backward(logits, b.y, &dlogits_);
-    if (weight != 1.0)
-      kernels::cpu::scale(dlogits_.data<float>(), dlogits_.data<float>(), static_cast<float>(weight), dlogits_.numel());
+    lb = loss_->forward_backward(z, y, &dz_rows);
+    if (weight != 1.0) kernels::cpu::scale(dz.data<float>(), dz.data<float>(), static_cast<float>(weight), dz.numel());
+    count_hits(z, y, top1, top5);
   }
   // Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
   // inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
   if (!std::isfinite(lb) && !(gpu_ && gpu_->scaling()))
     throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step_,
                               identity_string()));
-  count_hits(*z, b.y_host, top1, top5);
   return lb;
 }
 
@@ -538,19 +557,27 @@ void TrainSession::backward(const StepContext& ctx, bool last_micro_batch, Clock
   }
 }
 
-void TrainSession::optimizer_step(double lr) {
+// fp16: unscale the reduced gradients (an inf/NaN skips the step and lowers the scale); then
+// train.grad_clip, then the update. Returns the gradient norm before clipping (NaN without
+// clipping or for a skipped step).
+double TrainSession::optimizer_step(double lr) {
   const auto t_opt = Clock::now();
+  double norm = std::nan("");
   {
     cuda::NvtxRange r("optimizer", gpu_ != nullptr);
     layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
     const bool stepped = !gpu_ || gpu_->unscale_and_update(*model_);
-    if (stepped) opt_->step(model_->params().flat(), model_->grads().flat(), lr);
+    if (stepped) {
+      if (clip_) norm = clip_->clip(model_->grads().flat(), gpu_ ? gpu_->compute_stream() : nullptr);
+      opt_->step(model_->params().flat(), model_->grads().flat(), lr);
+    }
     // The 16-bit weights follow the masters: written by the optimizer's own pass, else cast here.
     if (!stepped || !opt_->writes_compute_copy()) model_->refresh_compute_params();
     layers_->end();
   }
   tel_->phase("optimizer", t_opt, Clock::now());
+  return norm;
 }
 
 StepPosition TrainSession::position(int64_t epoch, double lr) const {
@@ -602,12 +629,19 @@ void TrainSession::evaluate_and_log(const std::string& what, int64_t epoch) {
   result_.final_eval = evaluate(*model_, *loss_, ds_.eval, cfg_, step_, *comm_, gpu_.get(), workers_);
   const EvalResult& e = result_.final_eval;
   tel_->end_progress_line();
-  lg()->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, e.loss, e.top1, e.top5, e.samples);
+  if (e.tokens)
+    lg()->info("eval {}: loss {:.4f} ppl {:.3f} token top1 {:.4f} top5 {:.4f} ({} windows, {} tokens)", what, e.loss,
+               e.ppl(), e.top1, e.top5, e.samples, e.positions);
+  else
+    lg()->info("eval {}: loss {:.4f} top1 {:.4f} top5 {:.4f} ({} samples)", what, e.loss, e.top1, e.top5, e.samples);
   if (step_ == eval_logged_at_) return;  // resumed at a step whose evaluation the files hold already
   tel_->scalars(step_, {{"eval/loss", e.loss}, {"eval/accuracy", e.top1}, {"eval/top5", e.top5}});
-  if (rank_ == 0)
-    run_->append_metrics({{"split", "eval"}, {"step", step_}, {"epoch", epoch + 1}, {"loss", e.loss}, {"top1", e.top1},
-                          {"top5", e.top5}, {"samples", e.samples}, {"time", seconds_since(t_start_)}});
+  if (e.tokens) tel_->scalars(step_, {{"eval/ppl", e.ppl()}});
+  if (rank_ != 0) return;
+  nlohmann::json line = {{"split", "eval"}, {"step", step_},      {"epoch", epoch + 1},      {"loss", e.loss},
+                         {"top1", e.top1},  {"top5", e.top5},     {"samples", e.samples},    {"time", seconds_since(t_start_)}};
+  if (e.tokens) line.update({{"ppl", e.ppl()}, {"tokens", e.positions}, {"accuracy_over", "tokens"}});
+  run_->append_metrics(line);
 }
 
 // Runs f; when it fails, every rank hears why through the communicator's abort (the others are
@@ -734,8 +768,13 @@ TrainResult TrainSession::finish() {
   if (gpu_) report_gpu_memory();
   result_.seconds = seconds_since(t_start_);
   if (cfg_.checkpoint.final && writer_) write_final_weights();
-  lg()->info("done: {} in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", counted(step_, "step"), hms(result_.seconds),
-             result_.final_eval.top1, result_.final_eval.top5, result_.final_eval.loss);
+  const EvalResult& e = result_.final_eval;
+  if (e.tokens)
+    lg()->info("done: {} in {}, final eval loss {:.4f} ppl {:.3f} token top1 {:.4f}", counted(step_, "step"),
+               hms(result_.seconds), e.loss, e.ppl(), e.top1);
+  else
+    lg()->info("done: {} in {}, final eval top1 {:.4f} top5 {:.4f} loss {:.4f}", counted(step_, "step"),
+               hms(result_.seconds), e.top1, e.top5, e.loss);
   return result_;
 }
 

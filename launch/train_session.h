@@ -41,6 +41,7 @@
 #include "runtime/config.h"
 #include "runtime/graph.h"
 #include "runtime/metrics/layer_profile.h"
+#include "runtime/optim/grad_clip.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/optim/schedule.h"
 
@@ -121,7 +122,7 @@ class TrainSession {
   double loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int64_t& top1, int64_t& top5);
   const Tensor& dlogits() const { return gpu_ ? dlogits_dev_ : dlogits_; }
   void backward(const StepContext& ctx, bool last_micro_batch, Clock::time_point t_bwd);
-  void optimizer_step(double lr);
+  double optimizer_step(double lr);
   StepPosition position(int64_t epoch, double lr) const;
 
   // After a step.
@@ -170,6 +171,7 @@ class TrainSession {
   std::unique_ptr<metrics::LayerProfiler> layers_;  // profile.layers (observes model_)
   std::optional<models::SoftmaxCrossEntropy> loss_;
   std::unique_ptr<optim::Optimizer> opt_;
+  std::optional<optim::GradClipper> clip_;  // train.grad_clip > 0
   optim::ScheduleOptions sched_;
   StepPlan plan_;
   std::unique_ptr<RunDir> run_;
@@ -197,9 +199,8 @@ class TrainSession {
   std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;
-  // The loss gradient w.r.t. the logits (on the CPU; on the GPU) and the logits' host copy on a
-  // GPU (for the hits).
-  Tensor dlogits_, logits_host_, dlogits_dev_;
+  // The loss gradient w.r.t. the logits (on the CPU; on the GPU).
+  Tensor dlogits_, dlogits_dev_;
   DeviceInputPtr train_input_;  // the GPU's input pipeline (pinned slots, device slots)
   std::unique_ptr<SyntheticInput> synth_input_;  // or synthetic batches made on the GPU
 };

@@ -13,6 +13,7 @@
 #include "runtime/log.h"
 #include "runtime/metrics/step_range.h"
 #include "runtime/optim/adamw.h"
+#include "runtime/optim/param_groups.h"
 #include "runtime/optim/sgd.h"
 #include "runtime/suggest.h"
 
@@ -65,7 +66,9 @@ std::string cpu_threads_summary() {
                      omp_get_max_threads(), wait.empty() ? "libgomp's default spin" : wait);
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel) {
+namespace {
+
+std::unique_ptr<optim::Optimizer> make_rule(const TrainConfig& t, int64_t numel) {
   switch (t.optimizer) {
     case optim::OptimizerKind::Sgd: {
       optim::SgdOptions o;
@@ -88,6 +91,14 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t n
   }
   DP_CHECK(false, "train.optimizer {} is not handled", static_cast<int>(t.optimizer));
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, const Arena& params) {
+  std::unique_ptr<optim::Optimizer> opt = make_rule(t, params.numel());
+  if (t.weight_decay != 0) opt->skip_decay(optim::decay_skip_spans(params, t.decay_params));
+  return opt;
 }
 
 optim::ScheduleOptions schedule_of(const TrainConfig& t) {
@@ -164,7 +175,15 @@ ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {
   return ro;
 }
 
-void check_model_fits_data(const Graph& model, int64_t num_classes) {
+void check_model_fits_data(const Graph& model, int64_t num_classes, int64_t block_size) {
+  if (block_size > 0) {
+    const Shape& out = model.output_shape();
+    if (out.size() != 2 || out[0] != block_size || out[1] < num_classes)
+      DP_THROW_USER("the model's output has per-sample shape {}; token windows need scores per position [T, V] = [{}, "
+                    "{}] (model.block_size, model.vocab_size): a language model's logits",
+                    shape_str(out), block_size, num_classes);
+    return;
+  }
   if (model.output_shape().size() != 1)
     DP_THROW_USER("the model's output has per-sample shape {}; the loss needs class scores [K] (end with a linear layer)",
                   shape_str(model.output_shape()));

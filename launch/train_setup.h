@@ -38,9 +38,10 @@ void set_cpu_threads(int64_t threads);
 // "CPU threads: 2 (OpenMP, shared by oneDNN, OpenBLAS and the own kernels; waits: GOMP_SPINCOUNT=10000)".
 std::string cpu_threads_summary();
 
-// train.optimizer and its options -> the optimizer over `numel` parameters. Throws UserError for
-// Nesterov without momentum or with dampening (as torch.optim.SGD does).
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, int64_t numel);
+// train.optimizer and its options -> the optimizer over the parameter arena `params`, weight decay
+// left out of the parameters train.decay_params excludes (runtime/optim/param_groups.h). Throws
+// UserError for Nesterov without momentum or with dampening (as torch.optim.SGD does).
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, const Arena& params);
 
 // train.schedule and its options -> the learning-rate schedule.
 optim::ScheduleOptions schedule_of(const TrainConfig& t);
@@ -77,8 +78,9 @@ WeightsLoad init_model_weights(const ModelConfig& m, Graph& model);
 ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu);
 
 // The loss needs class scores [K] with K at least the data set's classes: throws UserError
-// (saying what to change) otherwise.
-void check_model_fits_data(const Graph& model, int64_t num_classes);
+// (saying what to change) otherwise. Token windows (block_size > 0: the data's T): scores per
+// position [T, K] with K at least the vocabulary (num_classes).
+void check_model_fits_data(const Graph& model, int64_t num_classes, int64_t block_size = 0);
 
 // Collective (bootstrap allgather): every rank must have built the same model: names, dtypes
 // and shapes, compared with rank 0's. Throws UserError naming the first difference.

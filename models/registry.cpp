@@ -18,8 +18,10 @@
 
 namespace dp::models {
 
-const LayerRegistry& layer_registry() {
-  static const LayerRegistry reg = [] {
+namespace {
+
+LayerRegistry& registry() {
+  static LayerRegistry reg = [] {
     LayerRegistry r;
     register_linear(r);
     register_conv2d(r);
@@ -39,6 +41,14 @@ const LayerRegistry& layer_registry() {
     return r;
   }();
   return reg;
+}
+
+}  // namespace
+
+const LayerRegistry& layer_registry() { return registry(); }
+
+void add_layer_type_for_tests(const std::string& type, std::vector<ArgSpec> args, LayerFactory factory) {
+  registry().add(type, std::move(args), std::move(factory));
 }
 
 }  // namespace dp::models

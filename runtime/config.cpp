@@ -67,9 +67,11 @@ std::vector<Field> schema(Config& c) {
       {"data", "dataset", "data set kind", &c.data.dataset},
       {"data", "path",
        "where the data is: a folder (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin; image_folder: train/<class>/<image> "
-       "and val/...; npy: {train,val}_{x,y}.npy) or, for tar_shards, the training shards (\"train-{000000..000146}.tar\")",
+       "and val/...; npy: {train,val}_{x,y}.npy) or, for tar_shards, the training shards (\"train-{000000..000146}.tar\"); "
+       "for tokens, the training token shards (a file, a brace pattern or a glob: \"data/train_*.bin\")",
        &c.data.path},
-      {"data", "val_path", "image_folder: the evaluation folder (empty: <path>/val); tar_shards: the evaluation shards",
+      {"data", "val_path",
+       "image_folder: the evaluation folder (empty: <path>/val); tar_shards and tokens: the evaluation shards",
        &c.data.val_path},
       {"data", "mean",
        "per-channel normalisation mean (inputs scaled to [0, 1] first); image_folder and tar_shards default to "
@@ -144,9 +146,11 @@ std::vector<Field> schema(Config& c) {
       {"model", "n_head", "gpt2: attention heads per block (n_embd must be a multiple of n_head)", &c.model.n_head, 1,
        65536},
       {"model", "n_embd", "gpt2: width of the residual stream (embedding dimension)", &c.model.n_embd, 1, 1048576},
-      {"model", "block_size", "gpt2: context length, the positions the model takes (its samples are block_size token ids)",
+      {"model", "block_size", "gpt2: context length T, the positions the model takes; data.dataset = \"tokens\" makes samples of T + 1 "
+       "tokens (inputs: the first T, targets: the last T)",
        &c.model.block_size, 1, 1048576},
-      {"model", "vocab_size", "gpt2: vocabulary size: token ids are in [0, vocab_size) (256 for bytes; GPT-2's 50257)",
+      {"model", "vocab_size", "gpt2: vocabulary size: token ids are in [0, vocab_size) (256 for bytes; GPT-2's 50257); every token of the "
+       "data must be below it",
        &c.model.vocab_size, 1, 2147483647},
       {"model", "bias", "gpt2: biases in the linear layers and LayerNorms (nanoGPT's bias flag)", &c.model.bias},
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
@@ -158,6 +162,10 @@ std::vector<Field> schema(Config& c) {
       {"train", "dampening", "SGD dampening", &c.train.dampening, 0, 1},
       {"train", "nesterov", "SGD Nesterov momentum", &c.train.nesterov},
       {"train", "weight_decay", "weight decay (SGD: L2 in the gradient; AdamW: decoupled)", &c.train.weight_decay, 0, 1e3},
+      {"train", "decay_params", "which parameters weight decay applies to: all, or matrices (nanoGPT's rule: parameters "
+       "of two or more dimensions decay, biases and normalisation parameters do not)", &c.train.decay_params},
+      {"train", "grad_clip", "clip the gradients to this global L2 norm after the all-reduce (torch's "
+       "clip_grad_norm_), the same on every rank; 0 = off", &c.train.grad_clip, 0, 1e9},
       {"train", "beta1", "AdamW beta1", &c.train.beta1, 0, 0.999999},
       {"train", "beta2", "AdamW beta2", &c.train.beta2, 0, 0.999999999},
       {"train", "eps", "AdamW epsilon", &c.train.eps, 0, 1},
@@ -490,7 +498,8 @@ void resolve_defaults(Config& c) {
     if (!given("data.mean")) c.data.mean = {0.485, 0.456, 0.406};
     if (!given("data.std")) c.data.std = {0.229, 0.224, 0.225};
     if (!given("data.hflip")) c.data.hflip = true;
-  } else if (k == data::DatasetKind::Npy && !given("data.mean") && !given("data.std")) {
+  } else if ((k == data::DatasetKind::Npy || k == data::DatasetKind::Tokens) && !given("data.mean") &&
+             !given("data.std")) {
     c.data.mean.clear();
     c.data.std.clear();
   }
@@ -514,6 +523,10 @@ void validate_images(const Config& c, const std::string& src) {
   if (c.data.dataset == data::DatasetKind::TarShards && c.data.val_path.empty())
     DP_THROW_USER("{}: data.dataset = \"tar_shards\" needs data.val_path, the evaluation shards (e.g. "
                   "\"val-{{0000..0006}}.tar\")",
+                  src);
+  if (c.data.dataset == data::DatasetKind::Tokens && c.data.val_path.empty())
+    DP_THROW_USER("{}: data.dataset = \"tokens\" needs data.val_path, the evaluation token shards (e.g. "
+                  "\"data/val_*.bin\")",
                   src);
 }
 

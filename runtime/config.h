@@ -22,6 +22,7 @@
 #include "runtime/grad_compress.h"
 #include "runtime/layer_registry.h"
 #include "runtime/log_level.h"
+#include "runtime/optim/decay_params.h"
 #include "runtime/optim/optimizer_kind.h"
 #include "runtime/optim/schedule.h"
 #include "runtime/precision.h"
@@ -57,7 +58,7 @@ struct DataConfig {
   int64_t synthetic_classes = 10;
   data::SyntheticDevice synthetic_device = data::SyntheticDevice::Cpu;  // where synthetic batches are made
   // Image data sets (image_folder, tar_shards): torchvision's transforms.
-  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards: its shards
+  std::string val_path;             // image_folder: the evaluation folder ("" = <path>/val); tar_shards, tokens: its shards
   int64_t image_size = 224;         // the side of the square samples the model sees
   int64_t resize = 0;               // evaluation: Resize(resize) then CenterCrop(image_size); 0 = image_size * 8 / 7
   bool random_resized_crop = true;  // training: RandomResizedCrop(image_size) (false: as evaluation)
@@ -85,8 +86,8 @@ struct ModelConfig {
   int64_t n_layer = 12;            // transformer blocks
   int64_t n_head = 12;             // attention heads (n_embd must be a multiple)
   int64_t n_embd = 768;            // width of the residual stream
-  int64_t block_size = 1024;       // context length: positions of the position embedding
-  int64_t vocab_size = 50257;      // token ids in [0, vocab_size)
+  int64_t block_size = 1024;       // context length T: positions of the position embedding; token windows are T + 1 tokens
+  int64_t vocab_size = 50257;      // token ids in [0, vocab_size); every token of the data must be below it
   bool bias = true;                // biases in the linear layers and LayerNorms (nanoGPT's bias flag)
 };
 
@@ -100,6 +101,8 @@ struct TrainConfig {
   double dampening = 0.0;
   bool nesterov = false;
   double weight_decay = 0.0;
+  optim::DecayParams decay_params = optim::DecayParams::All;  // which parameters weight decay applies to
+  double grad_clip = 0.0;          // > 0: clip gradients to this global L2 norm (0 = off)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   optim::ScheduleKind schedule = optim::ScheduleKind::Constant;
   int64_t warmup_steps = 0;

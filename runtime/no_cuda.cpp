@@ -7,6 +7,7 @@
 #include "runtime/graph.h"
 #include "runtime/metrics/mark_source.h"
 #include "runtime/optim/adamw.h"
+#include "runtime/optim/grad_clip.h"
 #include "runtime/optim/sgd.h"
 
 namespace dp {
@@ -49,6 +50,7 @@ std::unique_ptr<MarkSource> cuda_event_marks(void*) { no_cuda("a GPU layer profi
 namespace optim {
 void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }
 void Sgd::step_device(const Tensor&, const Tensor&, float*, const kernels::SgdScalars&) { no_cuda("an sgd GPU step"); }
+double GradClipper::clip_device(const Tensor&, void*) { no_cuda("GPU gradient clipping"); }
 }  // namespace optim
 
 }  // namespace dp

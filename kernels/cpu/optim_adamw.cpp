@@ -19,4 +19,16 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const A
     adamw_chunk(p + c, g + c, m + c, v + c, std::min(kChunk, n - c), s);
 }
 
+void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s,
+                const DecaySkips& skips) {
+  // Runs of elements with and without decay, each one pass of the plain step.
+  int64_t at = 0;
+  for (int32_t k = 0; k <= skips.count; ++k) {
+    const int64_t begin = k < skips.count ? skips.bounds[2 * k] : n, end = k < skips.count ? skips.bounds[2 * k + 1] : n;
+    if (begin > at) adamw_step(p + at, g + at, m + at, v + at, begin - at, s);
+    if (end > begin) adamw_step(p + begin, g + begin, m + begin, v + begin, end - begin, without_decay(s));
+    at = end;
+  }
+}
+
 }  // namespace dp::kernels::cpu

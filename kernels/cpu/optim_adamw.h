@@ -16,5 +16,8 @@ namespace dp::kernels::cpu {
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // p: (n,) parameters, updated; g: (n,) gradients; m, v: (n,) first/second moments, updated.
 void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
+// The same, without the decay term on the elements of `skips` (host memory).
+void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s,
+                const DecaySkips& skips);
 
 }  // namespace dp::kernels::cpu

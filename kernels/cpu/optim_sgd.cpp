@@ -26,4 +26,14 @@ void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars&
     sgd_chunk(p + c, g + c, buf ? buf + c : nullptr, std::min(kChunk, n - c), s);
 }
 
+void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s, const DecaySkips& skips) {
+  int64_t at = 0;
+  for (int32_t k = 0; k <= skips.count; ++k) {
+    const int64_t begin = k < skips.count ? skips.bounds[2 * k] : n, end = k < skips.count ? skips.bounds[2 * k + 1] : n;
+    if (begin > at) sgd_step(p + at, g + at, buf ? buf + at : nullptr, begin - at, s);
+    if (end > begin) sgd_step(p + begin, g + begin, buf ? buf + begin : nullptr, end - begin, without_decay(s));
+    at = end;
+  }
+}
+
 }  // namespace dp::kernels::cpu

@@ -16,5 +16,7 @@ namespace dp::kernels::cpu {
 // p: (n,) parameters, updated; g: (n,) gradients; buf: (n,) momentum buffer, updated; may be
 // null when momentum == 0.
 void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s);
+// The same, without the decay term on the elements of `skips` (host memory).
+void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s, const DecaySkips& skips);
 
 }  // namespace dp::kernels::cpu

@@ -35,7 +35,8 @@ __device__ __forceinline__ void write_copy(uint16_t* lp, int64_t i, const Pack<f
 // every thread.
 template <Copy16 C>
 __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdScalars s, uint16_t* lp,
-                           VecSplit split) {
+                           VecSplit split, DecaySkips skips) {
+  const SgdScalars plain = without_decay(s);
   vec_for_each<kW>(n, split, [&](int64_t i, auto w) {
     constexpr int V = decltype(w)::value;
     Pack<float, V> pi = load_pack<V>(p + i), bi;
@@ -43,7 +44,8 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdS
     if (buf && !s.first_step) bi = load_pack<V>(buf + i);
     else
       for (int k = 0; k < V; ++k) bi.v[k] = 0.0f;
-    for (int k = 0; k < V; ++k) sgd_update(pi.v[k], gi.v[k], bi.v[k], s);
+    for (int k = 0; k < V; ++k)
+      sgd_update(pi.v[k], gi.v[k], bi.v[k], skips.count > 0 && decay_skipped(skips, i + k) ? plain : s);
     store_pack<V>(p + i, pi);
     if (buf) store_pack<V>(buf + i, bi);
     write_copy<C, V>(lp, i, pi);
@@ -52,12 +54,14 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, int64_t n, SgdS
 
 template <Copy16 C>
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, AdamWScalars s, uint16_t* lp,
-                             VecSplit split) {
+                             VecSplit split, DecaySkips skips) {
+  const AdamWScalars plain = without_decay(s);
   vec_for_each<kW>(n, split, [&](int64_t i, auto w) {
     constexpr int V = decltype(w)::value;
     Pack<float, V> pi = load_pack<V>(p + i), mi = load_pack<V>(m + i), vi = load_pack<V>(v + i);
     const Pack<float, V> gi = load_pack<V>(g + i);
-    for (int k = 0; k < V; ++k) adamw_update(pi.v[k], gi.v[k], mi.v[k], vi.v[k], s);
+    for (int k = 0; k < V; ++k)
+      adamw_update(pi.v[k], gi.v[k], mi.v[k], vi.v[k], skips.count > 0 && decay_skipped(skips, i + k) ? plain : s);
     store_pack<V>(p + i, pi);
     store_pack<V>(m + i, mi);
     store_pack<V>(v + i, vi);
@@ -84,25 +88,27 @@ cudaError_t with_copy_kind(const ParamCopy16& c, Fn&& fn) {
 }  // namespace
 
 cudaError_t sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s, cudaStream_t stream,
-                     ParamCopy16 copy) {
-  if (n < 0 || (s.momentum != 0.0f && !buf)) return cudaErrorInvalidValue;
+                     ParamCopy16 copy, DecaySkips skips) {
+  if (n < 0 || (s.momentum != 0.0f && !buf) || skips.count < 0 || (skips.count > 0 && !skips.bounds))
+    return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   float* b = s.momentum != 0.0f ? buf : nullptr;
   const VecSplit sp = vec_split(n, kW, {{p, 4}, {g, 4}, {b, 4}, {copy.dst, 2}});
   return with_copy_kind(copy, [&](auto c) {
-    DP_LAUNCH(sgd_kernel<decltype(c)::value>, pass_grid(sp, n), kThreads, 0, stream)(p, g, b, n, s, copy.dst, sp);
+    DP_LAUNCH(sgd_kernel<decltype(c)::value>, pass_grid(sp, n), kThreads, 0, stream)(p, g, b, n, s, copy.dst, sp,
+                                                                                      skips);
     DP_RETURN_LAUNCH();
   });
 }
 
 cudaError_t adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s,
-                       cudaStream_t stream, ParamCopy16 copy) {
-  if (n < 0) return cudaErrorInvalidValue;
+                       cudaStream_t stream, ParamCopy16 copy, DecaySkips skips) {
+  if (n < 0 || skips.count < 0 || (skips.count > 0 && !skips.bounds)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const VecSplit sp = vec_split(n, kW, {{p, 4}, {g, 4}, {m, 4}, {v, 4}, {copy.dst, 2}});
   return with_copy_kind(copy, [&](auto c) {
     DP_LAUNCH(adamw_kernel<decltype(c)::value>, pass_grid(sp, n), kThreads, 0, stream)(p, g, m, v, n, s, copy.dst,
-                                                                                        sp);
+                                                                                        sp, skips);
     DP_RETURN_LAUNCH();
   });
 }

@@ -11,6 +11,10 @@
 // its bytes (get_u8), so that the GPU path uploads a quarter of the floats' size. An image
 // sample is made on demand (decoded, cropped, resized to (3, S, S)), and its random crop depends
 // on the epoch: get_u8 takes the crop to apply and the keys of its random draws.
+//
+// A data set of token windows (holds_tokens(): llm.c's token shards, token_dataset.h) hands out a
+// sample as its window of T + 1 uint16 tokens (get_tokens): the model's input is the first T, the
+// targets (one label per position) the last T. sample_shape() is {T}, num_classes() the vocabulary.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -50,6 +54,12 @@ class Dataset {
   // returns the label. Thread-safe. Others: holds_bytes() is false and get_u8 throws DpError.
   virtual bool holds_bytes() const { return false; }
   virtual int32_t get_u8(int64_t index, const SampleKey& key, uint8_t* out) const;
+  // Data sets of token windows: get_tokens writes the window_tokens() = sample_numel() + 1 tokens
+  // of window `index` and throws UserError naming the file and position for a token outside the
+  // vocabulary. Thread-safe. Others: holds_tokens() is false and get_tokens throws DpError.
+  virtual bool holds_tokens() const { return false; }
+  virtual void get_tokens(int64_t index, uint16_t* out) const;
+  int64_t window_tokens() const { return sample_numel() + 1; }
 
   int64_t sample_numel() const { return shape_numel(sample_shape()); }
 };

@@ -13,8 +13,9 @@ namespace dp::data {
 // (runtime/data/cifar10.h); Synthetic: random class-dependent samples generated in memory;
 // ImageFolder: <path>/train/<class>/<image> and <path>/val/... (runtime/data/image_folder.h);
 // TarShards: WebDataset tar shards (runtime/data/tar_shards.h); Npy: .npy arrays
-// (runtime/data/npy.h).
-enum class DatasetKind { FashionMnist, Idx, Cifar10, Synthetic, ImageFolder, TarShards, Npy };
+// (runtime/data/npy.h); Tokens: llm.c's token shards, samples are windows of model.block_size + 1
+// tokens (runtime/data/token_dataset.h).
+enum class DatasetKind { FashionMnist, Idx, Cifar10, Synthetic, ImageFolder, TarShards, Npy, Tokens };
 
 inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {{DatasetKind::FashionMnist, "fashion_mnist"},
                                                               {DatasetKind::Idx, "idx"},
@@ -22,7 +23,8 @@ inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {{DatasetKind::Fash
                                                               {DatasetKind::Synthetic, "synthetic"},
                                                               {DatasetKind::ImageFolder, "image_folder"},
                                                               {DatasetKind::TarShards, "tar_shards"},
-                                                              {DatasetKind::Npy, "npy"}};
+                                                              {DatasetKind::Npy, "npy"},
+                                                              {DatasetKind::Tokens, "tokens"}};
 constexpr std::span<const EnumName<DatasetKind>> enum_names(DatasetKind) { return kDatasetKindNames; }
 
 // Cpu: the loader's threads compute synthetic samples and the input pipeline uploads them (the

@@ -4,9 +4,18 @@
 #include <chrono>
 #include <cstring>
 
+#include "kernels/cpu/tokens.h"
+
 namespace dp::data {
 
-BatchFormat raw_format_of(const Dataset& ds) { return ds.holds_bytes() ? BatchFormat::RawU8 : BatchFormat::RawF32; }
+BatchFormat raw_format_of(const Dataset& ds) {
+  if (ds.holds_tokens()) return BatchFormat::RawTokens;
+  return ds.holds_bytes() ? BatchFormat::RawU8 : BatchFormat::RawF32;
+}
+
+BatchFormat host_format_of(const Dataset& ds) {
+  return ds.holds_tokens() ? BatchFormat::Tokens : BatchFormat::Transformed;
+}
 
 Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
                uint64_t seed, uint64_t epoch, int prefetch, BatchFormat format, int workers)
@@ -22,11 +31,7 @@ Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, 
   if (batch_size < 1) DP_THROW_USER("batch size {} < 1", batch_size);
   if (prefetch < 1) DP_THROW_USER("loader prefetch {} < 1, expected at least one batch in flight", prefetch);
   if (workers < 1) DP_THROW_USER("loader workers {} < 1, expected at least one thread", workers);
-  check_transform(transform_, sample_shape_);
-  if (format_ == BatchFormat::RawU8 && !ds_.holds_bytes())
-    DP_THROW_USER("raw u8 batches need a dataset of bytes, and {} is not one; use raw f32 batches "
-                  "(data::raw_format_of picks the right one)",
-                  ds_.describe());
+  check_format();
   const int64_t n = static_cast<int64_t>(indices_.size()), size = ds_.size();
   for (int64_t i = 0; i < n; ++i)
     if (indices_[i] < 0 || indices_[i] >= size)
@@ -36,6 +41,26 @@ Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, 
   total_rows_ = std::min<int64_t>(n, num_batches_ * batch_size_);
   const int threads = static_cast<int>(std::min<int64_t>(workers, std::max<int64_t>(total_rows_, 1)));
   for (int w = 0; w < threads; ++w) threads_.emplace_back([this] { work(); });
+}
+
+void Loader::check_format() const {
+  if (tokens() != ds_.holds_tokens())
+    DP_THROW_USER("{} {} token windows: load it with {} batches (data::host_format_of and raw_format_of pick the "
+                  "right one)",
+                  ds_.describe(), ds_.holds_tokens() ? "holds" : "does not hold",
+                  ds_.holds_tokens() ? "Tokens or RawTokens" : "image or array");
+  if (tokens()) {
+    if (!transform_.is_identity() || transform_.crop)
+      DP_THROW_USER("data.mean, data.std, data.crop_padding and data.hflip do not apply to token windows ({}); "
+                    "leave them out of the cfg",
+                    ds_.describe());
+    return;
+  }
+  check_transform(transform_, sample_shape_);
+  if (format_ == BatchFormat::RawU8 && !ds_.holds_bytes())
+    DP_THROW_USER("raw u8 batches need a dataset of bytes, and {} is not one; use raw f32 batches "
+                  "(data::raw_format_of picks the right one)",
+                  ds_.describe());
 }
 
 Loader::~Loader() {
@@ -55,8 +80,15 @@ Batch Loader::allocate(int64_t b) const {
   Shape xs{rows};
   xs.insert(xs.end(), sample_shape_.begin(), sample_shape_.end());
   Batch out;
-  out.x = Tensor::zeros(xs, format_ == BatchFormat::RawU8 ? DType::U8 : DType::F32);
-  out.y = Tensor::zeros({rows}, DType::I32);
+  if (format_ == BatchFormat::Tokens) {
+    out.x = Tensor::zeros(xs, DType::I32);
+    out.y = Tensor::zeros(xs, DType::I32);
+  } else if (format_ == BatchFormat::RawTokens) {
+    out.x = Tensor::zeros({rows, 2 * ds_.window_tokens()}, DType::U8);
+  } else {
+    out.x = Tensor::zeros(xs, format_ == BatchFormat::RawU8 ? DType::U8 : DType::F32);
+    out.y = Tensor::zeros({rows}, DType::I32);
+  }
   out.indices.assign(indices_.begin() + begin, indices_.begin() + begin + rows);
   return out;
 }
@@ -66,6 +98,18 @@ Batch Loader::allocate(int64_t b) const {
 // its get() would (float(b) / 255), so either way gives the same floats.
 void Loader::make_row(const Batch& batch, int64_t r, Scratch& s) const {
   const int64_t index = batch.indices[r], numel = shape_numel(sample_shape_);
+  if (format_ == BatchFormat::RawTokens) {
+    // The row's bytes hold uint16 tokens: the tensor's storage is aligned, and 2 (T + 1) bytes a row
+    // keep every row 2-byte aligned.
+    ds_.get_tokens(index, reinterpret_cast<uint16_t*>(batch.x.data<uint8_t>() + r * 2 * (numel + 1)));
+    return;
+  }
+  if (format_ == BatchFormat::Tokens) {
+    ds_.get_tokens(index, s.tokens.data());
+    kernels::cpu::split_token_windows(s.tokens.data(), 1, numel, batch.x.data<int32_t>() + r * numel,
+                                      batch.y.data<int32_t>() + r * numel);
+    return;
+  }
   const SampleKey key{transform_.crop ? &*transform_.crop : nullptr, seed_, epoch_};
   int32_t label = 0;
   if (format_ == BatchFormat::RawU8) {
@@ -92,7 +136,8 @@ void Loader::make_row(const Batch& batch, int64_t r, Scratch& s) const {
 
 void Loader::work() {
   const size_t numel = static_cast<size_t>(shape_numel(sample_shape_));
-  Scratch scratch{std::vector<float>(numel), std::vector<uint8_t>(numel)};
+  Scratch scratch{std::vector<float>(tokens() ? 0 : numel), std::vector<uint8_t>(tokens() ? 0 : numel),
+                  std::vector<uint16_t>(tokens() ? numel + 1 : 0)};
   for (;;) {
     int64_t pos = 0, b = 0;
     Slot* slot = nullptr;

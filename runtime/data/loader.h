@@ -14,6 +14,11 @@
 // For the GPU input pipeline (launch/device_input.h) the loader can hand out raw samples
 // instead (BatchFormat::RawF32 / RawU8): the dataset's values without the transform, which the
 // device applies; indices and labels are the same as in the transformed batches.
+//
+// A data set of token windows (Dataset::holds_tokens) is loaded as BatchFormat::Tokens (the model's
+// i32 inputs and per-position i32 targets) or, for the GPU, RawTokens (the windows' bytes as stored:
+// T + 1 little-endian uint16 tokens per sample, widened on the device); its transform must be the
+// identity.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -30,8 +35,10 @@
 namespace dp::data {
 
 struct Batch {
-  Tensor x;                      // f32 (B, C, H, W) on cpu (B, *sample_shape in general); u8 for RawU8
-  Tensor y;                      // i32 (B)
+  Tensor x;                      // f32 (B, C, H, W) on cpu (B, *sample_shape in general); u8 for RawU8;
+                                 // Tokens: i32 (B, T) inputs; RawTokens: u8 (B, 2 (T + 1)), the
+                                 // windows' bytes (T + 1 uint16 tokens each, as the shard stores them)
+  Tensor y;                      // i32 (B); Tokens: i32 (B, T) targets; RawTokens: undefined
   std::vector<int64_t> indices;  // (B) dataset indices of the rows
 };
 
@@ -42,11 +49,16 @@ enum class BatchFormat : uint8_t {
   RawU8,        // u8, the dataset's bytes untransformed (holds_bytes() only; images cropped by the
                 // transform's crop): a quarter of RawF32's bytes to copy and upload; the device
                 // scales them as get() does, float(b) / 255
+  Tokens,       // token windows (holds_tokens() only): x i32 (B, T) inputs, y i32 (B, T) targets
+  RawTokens,    // token windows as stored: x u8 (B, 2 (T + 1)) bytes of uint16 tokens, no y (the device
+                // widens and splits them)
 };
 
-// RawU8 when `ds` keeps its samples as bytes (holds_bytes(): IDX, CIFAR-10, u8 arrays, images),
-// else RawF32.
+// RawTokens for token windows; RawU8 when `ds` keeps its samples as bytes (holds_bytes(): IDX,
+// CIFAR-10, u8 arrays, images); else RawF32.
 BatchFormat raw_format_of(const Dataset& ds);
+// The CPU path's batches: Tokens for token windows, else Transformed.
+BatchFormat host_format_of(const Dataset& ds);
 
 class Loader {
  public:
@@ -54,7 +66,9 @@ class Loader {
   // last, shorter batch is kept unless drop_last. Augmentation is keyed by (seed, epoch,
   // dataset index). Throws UserError for an index outside the dataset or a transform that does
   // not fit its samples. `format` other than Transformed: raw batches (the transform is still
-  // checked, since the device will apply it); RawU8 needs a data set of bytes (else UserError).
+  // checked, since the device will apply it); RawU8 needs a data set of bytes (else UserError);
+  // Tokens and RawTokens need token windows and an identity transform, and token windows need
+  // one of them (else UserError).
   // workers >= 1 threads (prefetch is raised to at least workers, so that each has a batch).
   Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
          uint64_t seed, uint64_t epoch, int prefetch = 3, BatchFormat format = BatchFormat::Transformed,
@@ -83,10 +97,13 @@ class Loader {
   struct Scratch {
     std::vector<float> f;
     std::vector<uint8_t> u8;
+    std::vector<uint16_t> tokens;  // one window
   };
   void work();
   Batch allocate(int64_t b) const;
   void make_row(const Batch& batch, int64_t row, Scratch& s) const;
+  void check_format() const;
+  bool tokens() const { return format_ == BatchFormat::Tokens || format_ == BatchFormat::RawTokens; }
 
   const Dataset& ds_;
   const std::vector<int64_t> indices_;

@@ -27,8 +27,11 @@ std::string format_progress(const ProgressState& s) {
   std::string out = s.epochs > 0 ? fmt::format("epoch {}/{}", s.epoch, s.epochs) : fmt::format("epoch {}", s.epoch);
   out += s.total_steps > 0 ? fmt::format("  step {}/{}", s.step, s.total_steps) : fmt::format("  step {}", s.step);
   if (!std::isnan(s.loss)) out += fmt::format("  loss {:.4f}", s.loss);
-  if (!std::isnan(s.accuracy)) out += fmt::format("  acc {:.2f}%", 100.0 * s.accuracy);
-  if (s.samples_per_s >= 0)
+  if (!std::isnan(s.accuracy)) out += fmt::format("  {} {:.2f}%", s.tokens_per_s >= 0 ? "token acc" : "acc", 100.0 * s.accuracy);
+  if (s.tokens_per_s >= 0)
+    out += s.tokens_per_s >= 100 ? fmt::format("  {:.0f} tokens/s", s.tokens_per_s)
+                                 : fmt::format("  {:.1f} tokens/s", s.tokens_per_s);
+  else if (s.samples_per_s >= 0)
     out += s.samples_per_s >= 100 ? fmt::format("  {:.0f} samples/s", s.samples_per_s)
                                   : fmt::format("  {:.1f} samples/s", s.samples_per_s);
   if (s.data_share >= 0) out += fmt::format("  data {:.0f}%", 100.0 * s.data_share);

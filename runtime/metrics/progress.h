@@ -28,12 +28,14 @@ struct ProgressState {
   double loss = std::numeric_limits<double>::quiet_NaN();      // NaN = not shown
   double accuracy = std::numeric_limits<double>::quiet_NaN();  // fraction in [0, 1]; NaN = not shown
   double samples_per_s = -1;                                   // < 0 = not shown
+  double tokens_per_s = -1;  // language models: shown instead of samples/s when >= 0
   double eta_s = -1;                                           // < 0 = not shown
   double data_share = -1;  // share of the step time spent waiting for data, in [0, 1]; < 0 = not shown
   std::string straggler;   // "rank 5 on h3 +52ms" (collectives/straggler.h); "" = not shown
 };
 
 // "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  1234 samples/s  data 3%  ETA 3m12s"
+// (a language model: "... token acc 41.20%  52133 tokens/s ..." instead of acc and samples/s)
 // (+ "  straggler rank 5 on h3 +52ms" when the last straggler report named one)
 // (fields that are unknown are left out; samples/s without decimals from 100 up, else with one).
 std::string format_progress(const ProgressState& s);

@@ -38,7 +38,7 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
     step_device(params, grads, s);
   else
     kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
-                             exp_avg_sq_.data<float>(), numel_, s);
+                             exp_avg_sq_.data<float>(), numel_, s, decay_skips());
   ++steps_;
 }
 

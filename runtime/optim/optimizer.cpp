@@ -1,5 +1,6 @@
 #include "runtime/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -17,6 +18,35 @@ void Optimizer::place(Device device, void* cuda_stream) {
   copy_ = Tensor();  // a copy on the old device is no longer this optimizer's to write
   device_ = device;
   stream_ = cuda_stream;
+  skip_bounds_device_ = Tensor();
+  if (device.is_cuda() && !skip_bounds_.empty()) {
+    Tensor host = Tensor::zeros({static_cast<int64_t>(skip_bounds_.size())}, DType::I64);
+    std::copy(skip_bounds_.begin(), skip_bounds_.end(), host.data<int64_t>());
+    skip_bounds_device_ = Tensor::zeros(host.shape(), DType::I64, device);
+    skip_bounds_device_.copy_from(host);
+  }
+}
+
+void Optimizer::skip_decay(const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  int64_t at = 0;
+  for (const auto& [b, e] : spans) {
+    DP_CHECK(b >= at && e > b && e <= numel_,
+             "{} optimizer: decay skip [{}, {}) is not sorted, disjoint, non-empty and within the {} parameters", name(),
+             b, e, numel_);
+    at = e;
+  }
+  DP_CHECK(device_.is_cpu(), "{} optimizer: skip_decay after place() on {}", name(), device_.str());
+  skip_spans_ = spans;
+  skip_bounds_.clear();
+  for (const auto& [b, e] : spans) skip_bounds_.push_back(b), skip_bounds_.push_back(e);
+}
+
+kernels::DecaySkips Optimizer::decay_skips() const {
+  kernels::DecaySkips d;
+  d.count = static_cast<int32_t>(skip_spans_.size());
+  if (d.count == 0) return d;
+  d.bounds = skip_bounds_device_.defined() ? static_cast<const int64_t*>(skip_bounds_device_.raw()) : skip_bounds_.data();
+  return d;
 }
 
 void Optimizer::write_compute_copy(const Tensor& copy) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/optim_math.h"
 #include "runtime/tensor.h"
 
 namespace dp::optim {
@@ -49,6 +50,11 @@ class Optimizer {
   // tensor that does not fit, or an optimizer not placed on a GPU.
   void write_compute_copy(const Tensor& copy);
   bool writes_compute_copy() const { return copy_.defined(); }
+  // Weight decay leaves these spans of the flat arena out (train.decay_params = "matrices",
+  // runtime/optim/param_groups.h): sorted, disjoint, non-empty [begin, end) element ranges within
+  // numel(). Call before place(). DpError for spans that are not so.
+  void skip_decay(const std::vector<std::pair<int64_t, int64_t>>& spans);
+  const std::vector<std::pair<int64_t, int64_t>>& decay_skipped() const { return skip_spans_; }
   // State as named flat F32 tensors ("momentum_buffer"; "exp_avg", "exp_avg_sq"); with steps()
   // that is everything needed to resume bitwise. The tensors are views of the live state: write
   // or clone them before the next step().
@@ -72,12 +78,19 @@ class Optimizer {
   // null without one; and whether it is bf16 (else f16).
   void* copy_data() const { return copy_.defined() ? copy_.raw() : nullptr; }
   bool copy_is_bf16() const { return copy_.defined() && copy_.dtype() == DType::BF16; }
+  // The spans of skip_decay for the kernels: host bounds on the CPU, a device copy on a GPU.
+  kernels::DecaySkips decay_skips() const;
 
   int64_t numel_ = 0;
   int64_t steps_ = 0;
   Device device_;
   void* stream_ = nullptr;  // cudaStream_t of step() on a GPU
   Tensor copy_;             // write_compute_copy's 16-bit copy, or undefined
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> skip_spans_;
+  std::vector<int64_t> skip_bounds_;  // (2 * spans): begin, end, begin, end, ...
+  Tensor skip_bounds_device_;         // i64 (2 * spans) on the device place() gave, when a GPU
 };
 
 // Both throw UserError for out-of-range options (the same ranges torch accepts).

@@ -31,7 +31,7 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   s.first_step = steps_ == 0;
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
   if (device_.is_cuda()) step_device(params, grads, buf, s);
-  else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s);
+  else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s, decay_skips());
   ++steps_;
 }
 

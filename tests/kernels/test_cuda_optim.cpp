@@ -6,6 +6,7 @@
 // room for a host compiler that contracted a multiply-add in the twin).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -102,6 +103,18 @@ TEST(CudaOptimMath, AdamWElementEqualsTheCpuTwinBitForBit) {
   }
 }
 
+// decay_skipped (the fused kernels' per-element lookup) against a linear scan of the spans.
+TEST(CudaOptimMath, DecaySkippedFindsExactlyTheElementsOfTheSpans) {
+  const std::vector<int64_t> bounds = {3, 5, 5, 6, 10, 20, 40, 41};  // [3, 5) [5, 6) [10, 20) [40, 41)
+  const DecaySkips d{bounds.data(), 4};
+  for (int64_t i = -1; i < 50; ++i) {
+    bool in = false;
+    for (size_t k = 0; k < bounds.size(); k += 2) in = in || (i >= bounds[k] && i < bounds[k + 1]);
+    EXPECT_EQ(decay_skipped(d, i), in) << i;
+  }
+  EXPECT_FALSE(decay_skipped(DecaySkips{}, 0));
+}
+
 #ifdef DPTRAIN_HAVE_CUDA
 TEST(CudaOptim, ArgumentsAreCheckedBeforeAnyLaunch) {
   SgdScalars s;
@@ -110,6 +123,56 @@ TEST(CudaOptim, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, -1, SgdScalars{}, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, 0, SgdScalars{}, nullptr), cudaSuccess);
   EXPECT_EQ(adamw_step(nullptr, nullptr, nullptr, nullptr, -1, AdamWScalars{}, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(adamw_step(nullptr, nullptr, nullptr, nullptr, 4, AdamWScalars{}, nullptr, {}, DecaySkips{nullptr, 2}),
+            cudaErrorInvalidValue);  // spans without bounds
+  EXPECT_EQ(sgd_step(nullptr, nullptr, nullptr, 4, SgdScalars{}, nullptr, {}, DecaySkips{nullptr, -1}),
+            cudaErrorInvalidValue);
+}
+
+// train.decay_params = "matrices": one launch over the arena, each element looking up its span,
+// equals the CPU twin's runs of the same spans bit for bit.
+DP_GPU_TEST(CudaOptimGpu, FusedUpdatesWithDecaySkipsEqualTheCpuTwin) {
+  dp::cuda::CudaStream stream(0);
+  const cudaStream_t st = stream.get();
+  const uint64_t seed = test::fresh_seed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937_64 g(seed);
+  const int64_t n = 60013;
+  std::vector<int64_t> bounds;  // spans of random lengths, alternating with decayed runs
+  std::uniform_int_distribution<int64_t> len(1, 700);
+  for (int64_t at = len(g); at < n;) {
+    const int64_t end = std::min(n, at + len(g));
+    bounds.push_back(at), bounds.push_back(end);
+    at = end + len(g);
+  }
+  const DecaySkips host{bounds.data(), static_cast<int32_t>(bounds.size() / 2)};
+  test::Guarded<int64_t> bounds_(bounds, st);
+  const DecaySkips dev{bounds_.get(), host.count};
+  for (bool adam : {true, false}) {
+    auto p = test::normal_floats(n, g);
+    const auto p0 = p;
+    std::vector<float> m(n, 0.0f), v(n, 0.0f);
+    test::Guarded<float> p_(p, st), m_(m, st), v_(v, st), g_(n, st);
+    SgdScalars sgd{-0.1f, 0.05f, 0.9f, 1.0f, false, true};
+    for (int t = 1; t <= 3; ++t) {
+      const auto grad = test::normal_floats(n, g, 1e-2f);
+      g_.upload(grad);
+      if (adam) {
+        const auto sc = adamw_scalars(1e-2, 0.9, 0.999, 1e-8, 0.5, t);
+        cpu::adamw_step(p.data(), grad.data(), m.data(), v.data(), n, sc, host);
+        CHECK_CUDA(adamw_step(p_.get(), g_.get(), m_.get(), v_.get(), n, sc, st, {}, dev));
+      } else {
+        sgd.first_step = t == 1;
+        cpu::sgd_step(p.data(), grad.data(), m.data(), n, sgd, host);
+        CHECK_CUDA(sgd_step(p_.get(), g_.get(), m_.get(), n, sgd, st, {}, dev));
+      }
+    }
+    const auto got = p_.download();
+    int64_t exact = 0;
+    for (int64_t i = 0; i < n; ++i) exact += test::same_bits(got[i], p[i]);
+    EXPECT_EQ(exact, n) << (adam ? "adamw" : "sgd") << ": elements equal to the CPU twin's bit for bit";
+    EXPECT_TRUE(p_.guards_intact() && m_.guards_intact() && bounds_.guards_intact());
+  }
 }
 
 void expect_within_ulp(const std::vector<float>& got, const std::vector<float>& want, const char* what) {

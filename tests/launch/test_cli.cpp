@@ -135,7 +135,8 @@ TEST_F(Cli, ConfigAfterSetIsTheConfig) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: " + p +
                        ":4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
-                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, "
+                       "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, "
+                       "beta1, beta2, eps, "
                        "schedule, warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, "
                        "eval_every, log_every, device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, "
                        "loss_scale_growth_interval\n");
@@ -168,7 +169,8 @@ TEST_F(Cli, HelpListsEveryOptionAndTheSubmitCommand) {
   auto r = run({"--help"});
   EXPECT_EQ(r.code, 0);
   for (const char* opt : {"--set", "--name", "--run-dir", "--log-level", "--dump-replicas", "--nproc",
-                          "--print-config-reference", "--list-layers", "--reset", "--version", "--help", "submit"})
+                          "--print-config-reference", "--list-layers", "--reset", "--version", "--help", "submit",
+                          "make-shards"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from --help:\n" << r.out;
   for (const auto& s : tunable_specs())  // and every environment tunable
     EXPECT_NE(r.out.find("  " + std::string(s.name) + " "), std::string::npos) << s.name << " missing from --help";
@@ -178,6 +180,26 @@ TEST_F(Cli, HelpListsEveryOptionAndTheSubmitCommand) {
                           "--time", "--account", "--qos", "--nodelist", "--dry-run", "--set", "--name", "--run-dir",
                           "--log-level", "--dump-replicas"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << " missing from submit --help:\n" << r.out;
+}
+
+// dptrain make-shards: byte-level shards of a file, a summary line saying how to train on them;
+// a bad input is one error line, exit 2.
+TEST_F(Cli, MakeShardsWritesByteShardsAndSaysHowToUseThem) {
+  const std::string in = (dir_ / "text.txt").string(), out = (dir_ / "shards").string();
+  std::ofstream(in) << std::string(1000, 'a') + std::string(100, 'b');
+  auto r = run({"make-shards", in, "--out", out, "--val-fraction", "0.1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, in + ": 990 training tokens in 1 shard(s) (" + out + "/train_000000.bin ...), 110 evaluation "
+                   "tokens in 1 shard(s) (" + out + "/val_000000.bin ...); vocabulary 256 (bytes)\ntrain on them with: "
+                   "[data] dataset = \"tokens\", path = \"" + out + "/train_*.bin\", val_path = \"" + out +
+                   "/val_*.bin\"; [model] vocab_size = 256\n");
+  EXPECT_EQ(std::filesystem::file_size(out + "/val_000000.bin"), 1024u + 2 * 110);
+  r = run({"make-shards", in, "--out", out, "--val-fraction", "1.5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dptrain: error: --val-fraction 1.5: the evaluation split's share of the bytes must be between 0 "
+                   "and 1 (e.g. 0.1)\n");
+  r = run({"make-shards", in});
+  EXPECT_NE(r.code, 0);  // --out is required (CLI11's message)
 }
 
 // A bad DPTRAIN_* value stops dptrain with one error line, exit 2, before any run directory:

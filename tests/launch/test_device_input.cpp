@@ -11,8 +11,11 @@
 #include "launch/device_input.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -20,6 +23,8 @@
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/exec_context.h"
+#include "runtime/data/token_dataset.h"
+#include "runtime/data/token_shard.h"
 #include "runtime/data/u8_dataset.h"
 #include "runtime/device_memory.h"
 #include "tests/gpu_test.h"
@@ -293,6 +298,52 @@ DP_GPU_TEST_F(DeviceInputGpu, RefusesWhatDoesNotFit) {
   EXPECT_THROW(in.submit(r, 0), DpError);
   EXPECT_THROW(DeviceInput(*gpu_, t_, kShape, kBatch, DType::I32, false, seed_), UserError);
   CHECK_CUDA(cudaStreamSynchronize(gpu_->compute()));
+}
+
+// Token windows: the windows' bytes uploaded in one copy and split on the device give the CPU
+// loader's i32 inputs and targets (data::BatchFormat::Tokens), batch after batch.
+class TokenInputGpu : public DeviceInputGpu {};
+
+DP_GPU_TEST_F(TokenInputGpu, WindowsSplitOnTheDeviceEqualTheCpuLoadersInputsAndTargets) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("dp-token-input-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::vector<uint16_t> tokens(3001);
+  std::mt19937 gen(5);
+  for (auto& t : tokens) t = static_cast<uint16_t>(gen() % 50257);
+  data::write_token_shard(dir + "/train_000000.bin", tokens);
+  {
+    const int64_t T = 64;
+    auto ds = data::open_token_shards(dir + "/train_*.bin", {T, 50257, "data.path"});
+    std::vector<int64_t> order(static_cast<size_t>(ds->size()));
+    for (int64_t i = 0; i < ds->size(); ++i) order[i] = (i * 17) % ds->size();
+    DeviceInput in(*gpu_, T, kBatch);
+    data::Loader cpu(*ds, order, kBatch, false, data::Transform{}, 0, 0, 3, data::BatchFormat::Tokens);
+    data::Loader raw(*ds, order, kBatch, false, data::Transform{}, 0, 0, 3, data::BatchFormat::RawTokens);
+    data::Batch r, want;
+    ASSERT_TRUE(raw.next(r));
+    in.submit(r, 0);
+    int64_t batches = 0;
+    for (int64_t b = 0; b < raw.num_batches(); ++b) {
+      const DeviceInput::DeviceBatch got = in.next();
+      if (raw.next(r)) in.submit(r, 0);
+      ASSERT_TRUE(cpu.next(want));
+      ASSERT_EQ(got.size, want.x.dim(0));
+      EXPECT_EQ(got.indices, want.indices);
+      EXPECT_EQ(got.x.shape(), (Shape{want.x.dim(0), T}));
+      EXPECT_EQ(got.x.dtype(), DType::I32);
+      EXPECT_EQ(download(got.x), host_bytes(want.x)) << "inputs of batch " << b;
+      EXPECT_EQ(download(got.y), host_bytes(want.y)) << "targets of batch " << b;
+      ++batches;
+    }
+    EXPECT_EQ(batches, (ds->size() + kBatch - 1) / kBatch);
+    // A batch that is not token windows of this block size is refused.
+    data::Batch bad = want;
+    bad.x = Tensor::zeros({2, 2 * (T + 2)}, DType::U8);
+    bad.indices = {0, 1};
+    EXPECT_THROW(in.submit(bad, 0), DpError);
+    CHECK_CUDA(cudaStreamSynchronize(gpu_->compute()));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 #endif  // DPTRAIN_HAVE_CUDA

@@ -130,6 +130,24 @@ TEST(LogWindow, SumsLossOverSamplesAndTimesOverSteps) {
   EXPECT_DOUBLE_EQ(w.exposed_s, 0.5);
 }
 
+// Token windows: hits are counted over positions (samples x T), so the accuracy divides by them;
+// the gradient norm is averaged over the steps that measured it (clipping on, step not skipped).
+TEST(LogWindow, TokenHitsCountOverPositionsAndTheNormOverMeasuredSteps) {
+  dp::launch::LogWindow w;
+  w.add({.loss = 2.0, .samples = 4, .top1 = 30, .positions = 64, .grad_norm = 1.5});
+  w.add({.loss = 1.0, .samples = 4, .top1 = 34, .positions = 64});  // NaN: a skipped fp16 step
+  w.add({.loss = 1.0, .samples = 4, .top1 = 0, .positions = 64, .grad_norm = 0.5});
+  EXPECT_EQ(w.samples, 12);
+  EXPECT_EQ(w.positions, 192);
+  EXPECT_DOUBLE_EQ(static_cast<double>(w.hits) / w.positions, 64.0 / 192);
+  EXPECT_EQ(w.norm_steps, 2);
+  EXPECT_DOUBLE_EQ(w.grad_norm / w.norm_steps, 1.0);
+  dp::launch::LogWindow images;  // no positions given: one per sample
+  images.add({.loss = 1.0, .samples = 10, .top1 = 3});
+  EXPECT_EQ(images.positions, 10);
+  EXPECT_EQ(images.norm_steps, 0);
+}
+
 TEST(Hms, RoundsToTheNearestSecond) {
   EXPECT_EQ(dp::launch::hms(0.4), "0s");
   EXPECT_EQ(dp::launch::hms(41.6), "42s");

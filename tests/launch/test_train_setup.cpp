@@ -122,15 +122,17 @@ TEST(ReducerOptionsOf, BucketBytesOverlapAndWireFromDist) {
 }
 
 TEST(MakeOptimizer, NesterovNeedsMomentumAndNoDampening) {
+  Arena ten;
+  ten.add("w", {10});
   TrainConfig t;
   t.optimizer = optim::OptimizerKind::Sgd, t.nesterov = true, t.momentum = 0;
-  EXPECT_THROW(make_optimizer(t, 10), UserError);
+  EXPECT_THROW(make_optimizer(t, ten), UserError);
   t.momentum = 0.9, t.dampening = 0.1;
-  EXPECT_THROW(make_optimizer(t, 10), UserError);
+  EXPECT_THROW(make_optimizer(t, ten), UserError);
   t.dampening = 0;
-  EXPECT_EQ(make_optimizer(t, 10)->name(), "sgd");
+  EXPECT_EQ(make_optimizer(t, ten)->name(), "sgd");
   t.optimizer = optim::OptimizerKind::AdamW;
-  EXPECT_EQ(make_optimizer(t, 10)->name(), "adamw");
+  EXPECT_EQ(make_optimizer(t, ten)->name(), "adamw");
 }
 
 }  // namespace

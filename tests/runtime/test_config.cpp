@@ -100,7 +100,8 @@ TEST(Config, BnImplAndGpuFusionAreParsedOnce) {
 TEST(Config, UnknownKeySuggestsClosest) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\nlrr = 0.1\n"),
             "m.cfg:4: unknown key 'train.lrr' (did you mean 'train.lr'?); valid keys in [train]: epochs, steps, "
-            "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, schedule, "
+            "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, beta1, "
+            "beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
             "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, loss_scale_growth_interval");
 }
@@ -236,6 +237,32 @@ TEST(Config, FloatsPrintShortestAndRoundTripExactly) {
   const std::string ref = config_reference();
   EXPECT_NE(ref.find("| `mean` | `[0.286]` |"), std::string::npos);
   EXPECT_NE(ref.find("| `beta1` | `0.9` |"), std::string::npos);
+}
+
+// The language-model keys: token shards need their evaluation shards and take no normalisation;
+// train.grad_clip and train.decay_params are checked and round-trip.
+TEST(Config, TokensGradClipAndDecayParams) {
+  const std::string tokens = std::string(kMin) + "block_size = 64\nvocab_size = 256\n[data]\ndataset = \"tokens\"\n"
+                             "path = \"d/train_*.bin\"\n";
+  EXPECT_EQ(error_of(tokens), "m.cfg: data.dataset = \"tokens\" needs data.val_path, the evaluation token shards (e.g. "
+                              "\"data/val_*.bin\")");
+  Config c = parse_config(tokens + "val_path = \"d/val_*.bin\"\n[train]\ngrad_clip = 1.0\ndecay_params = \"matrices\"\n",
+                          "m.cfg");
+  EXPECT_TRUE(c.data.mean.empty() && c.data.std.empty());  // no normalisation of token ids
+  EXPECT_EQ(c.model.block_size, 64);
+  EXPECT_EQ(c.model.vocab_size, 256);
+  EXPECT_EQ(c.train.grad_clip, 1.0);
+  EXPECT_EQ(c.train.decay_params, optim::DecayParams::Matrices);
+  Config back = parse_config(to_toml(c), "resolved.toml");
+  EXPECT_EQ(back.train.decay_params, optim::DecayParams::Matrices);
+  EXPECT_EQ(back.train.grad_clip, 1.0);
+  const Config d = parse_config(kMin, "m.cfg");  // defaults: today's behaviour
+  EXPECT_EQ(d.train.decay_params, optim::DecayParams::All);
+  EXPECT_EQ(d.train.grad_clip, 0.0);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ngrad_clip = -1\n"), "m.cfg:4: train.grad_clip = -1 is out of range [0, 1000000000]");
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ndecay_params = \"matrix\"\n"),
+            "m.cfg:4: train.decay_params = \"matrix\" is not allowed (did you mean \"matrices\"?); use one of: all, "
+            "matrices");
 }
 
 TEST(Config, InitAndInitSkip) {

@@ -85,7 +85,7 @@ TEST(EnumNames, AChoiceKeyTakesAStringAndOnlyItsWords) {
             "none, bf16, fp16");
   EXPECT_EQ(error_of("[model]\npreset = \"mlp\"\n[data]\ndataset = \"cifar\"\n"),
             "m.cfg:4: data.dataset = \"cifar\" is not allowed (did you mean \"cifar10\"?); use one of: fashion_mnist, "
-            "idx, cifar10, synthetic, image_folder, tar_shards, npy");
+            "idx, cifar10, synthetic, image_folder, tar_shards, npy, tokens");
 }
 
 }  // namespace

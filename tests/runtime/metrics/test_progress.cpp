@@ -21,6 +21,15 @@ TEST(Progress, FormatsEveryField) {
   EXPECT_EQ(format_progress(s), "epoch 2/10  step 1200/4690  loss 0.4123  acc 85.21%  42.3 samples/s  ETA 3m12s");
 }
 
+// A language model's progress: token accuracy and tokens/s instead of samples/s.
+TEST(Progress, TokenWindowsShowTokenAccuracyAndTokensPerSecond) {
+  auto s = full();
+  s.tokens_per_s = 1234.4 * 64;
+  EXPECT_EQ(format_progress(s), "epoch 2/10  step 1200/4690  loss 0.4123  token acc 85.21%  79002 tokens/s  ETA 3m12s");
+  s.tokens_per_s = 12.34;
+  EXPECT_EQ(format_progress(s), "epoch 2/10  step 1200/4690  loss 0.4123  token acc 85.21%  12.3 tokens/s  ETA 3m12s");
+}
+
 // The data-loading stall: the share of the step time spent waiting for the next batch.
 TEST(Progress, ShowsTheDataStall) {
   auto s = full();

@@ -1,0 +1,27 @@
+#include "runtime/optim/grad_clip.h"
+
+#include <cmath>
+
+#include "kernels/cpu/grad_norm.h"
+
+namespace dp::optim {
+
+GradClipper::GradClipper(double max_norm) : max_norm_(max_norm) {
+  if (!(max_norm > 0) || !std::isfinite(max_norm))
+    DP_THROW_USER("train.grad_clip = {}: the largest gradient norm must be a finite value > 0 (0 turns clipping off)",
+                  max_norm);
+}
+
+GradClipper::~GradClipper() = default;
+
+double GradClipper::clip(const Tensor& grads, void* cuda_stream) {
+  DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.ndim() == 1,
+           "gradient clipping of {}: want the flat f32 gradient arena", grads.defined() ? grads.describe() : "nothing");
+  if (grads.device().is_cuda()) return clip_device(grads, cuda_stream);
+  float* g = grads.data<float>();
+  const double sum_sq = kernels::cpu::sum_of_squares(g, grads.numel());
+  kernels::cpu::clip_by_norm(g, grads.numel(), sum_sq, max_norm_);
+  return std::sqrt(sum_sq);
+}
+
+}  // namespace dp::optim
