@@ -210,7 +210,8 @@ TEST(GptGraph, BadIdsAndFloatsIntoAnEmbeddingAreErrors) {
   Tensor x = token_ids(2, 4, 11, 1);
   x.data<int32_t>()[6] = 11;
   EXPECT_EQ(error_of([&] { g->forward(StepContext{}, x); }),
-            "layer 'transformer.wte' (embedding): id 11 at sample 1, position 2 is outside [0, 11) (num_embeddings; "
+            "layer 'transformer.wte' (embedding), forward: id 11 at sample 1, position 2 is outside [0, 11) "
+            "(num_embeddings; "
             "for a GPT model model.vocab_size): the data holds ids the model has no row for");
   const std::string f = error_of([&] { g->forward(StepContext{}, Tensor::zeros({2, 4})); });
   EXPECT_NE(f.find("layer 'transformer.wte' (embedding): input is f32[2, 4] on cpu, but an embedding takes integer "

@@ -30,9 +30,10 @@ void Embedding::check_ids(const Tensor& ids) const {
   const int64_t per_sample = shape_numel(in_);
   for (int64_t i = 0; i < ids.numel(); ++i)
     if (p[i] < 0 || p[i] >= num_)
-      DP_THROW_USER("{}: id {} at sample {}, position {} is outside [0, {}) (num_embeddings; for a GPT model "
+      // Layer::forward names the layer and the pass.
+      DP_THROW_USER("id {} at sample {}, position {} is outside [0, {}) (num_embeddings; for a GPT model "
                     "model.vocab_size): the data holds ids the model has no row for",
-                    layer_str(*this), p[i], i / per_sample, i % per_sample, num_);
+                    p[i], i / per_sample, i % per_sample, num_);
 }
 
 void Embedding::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
