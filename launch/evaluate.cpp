@@ -64,8 +64,7 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
       model, *split.dataset, std::move(shard), cfg, step, gpu, workers,
       [&](const Tensor& logits, const BatchFeed::Item& b, int64_t) {
         const Tensor z = score_rows(logits), y = label_rows(gpu ? b.y : b.y_host);
-        const double mean = gpu ? loss.forward_backward(z, y, nullptr, gpu->compute_stream())
-                                : loss.forward_backward(z, y, nullptr);
+        const double mean = gpu ? gpu->mean_loss(loss, z, y) : loss.forward_backward(z, y, nullptr);
         loss_sum += mean * static_cast<double>(z.dim(0));
         if (gpu) gpu->count_hits(z, y, top1, top5);
         else count_hits(z, y, top1, top5);

@@ -43,6 +43,8 @@ class GpuRun {
   // loss scale. Returns the mean loss (the host waits for it).
   double loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                        Tensor& dlogits, double weight) const;
+  // The same mean loss without a gradient (evaluation).
+  double mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels) const;
 
   // Top-1 and top-5 hits (kernels/cpu/label_rank.h's rule) of scores (rows, K) f32 against labels
   // (rows) i32, both on this GPU, counted there (the logits stay on the device); the host waits for

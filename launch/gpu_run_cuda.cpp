@@ -71,6 +71,10 @@ double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tens
   return l;
 }
 
+double GpuRun::mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels) const {
+  return loss.forward_backward(logits, labels, nullptr, impl_->exec.compute());
+}
+
 void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5) {
   const int64_t rows = scores.dim(0), k = scores.dim(1);
   DP_CHECK(scores.ndim() == 2 && scores.dtype() == DType::F32 && labels.dtype() == DType::I32 &&

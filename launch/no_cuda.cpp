@@ -42,6 +42,7 @@ float GpuRun::loss_scale() const { return 1.0f; }
 double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&, Tensor&, double) const {
   return 0;
 }
+double GpuRun::mean_loss(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&) const { return 0; }
 void GpuRun::count_hits(const Tensor&, const Tensor&, int64_t&, int64_t&) {}
 bool GpuRun::unscale_and_update(Graph&) { return true; }
 void GpuRun::synchronize() const {}
