@@ -4,7 +4,7 @@
 // loss is the mean cross-entropy over every position, and sharded over 2 ranks it equals 1 rank's;
 // 2 ranks equal 1 rank at twice the batch with clipping on, replicas identical; a stopped and
 // resumed run is bitwise the straight one. The same through dptrain's GPT models, and against
-// PyTorch: tests/oracle/test_gpt_train_torch.py and the gpt_tiny end-to-end tests.
+// PyTorch: tests/oracle/test_gpt_train_torch.py and tests/integration/test_gpt_tiny.sh.
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <unistd.h>

@@ -280,7 +280,8 @@ TEST(Config, InitAndInitSkip) {
 }
 
 TEST(Config, ExampleConfigsParse) {
-  for (const char* f : {"fmnist_cnn.cfg", "fmnist_mlp.cfg", "cifar_resnet18.cfg", "resnet50.cfg"}) {
+  for (const char* f :
+       {"fmnist_cnn.cfg", "fmnist_mlp.cfg", "cifar_resnet18.cfg", "resnet50.cfg", "gpt2.cfg", "gpt_tiny.cfg"}) {
     EXPECT_NO_THROW(load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/" + f)) << f;
   }
 }
