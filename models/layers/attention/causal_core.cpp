@@ -99,7 +99,8 @@ void causal_forward(float* att, float* P, const float* qkv, int64_t N, int64_t H
     const int64_t n = nh / H, h = nh % H;
     const HeadView hv = head_view(qkv, n, h, T, C, D);
     float* out = att + n * T * C + h * D;
-    float* pd = scratch + omp_get_thread_num() * CausalBlocks::kBlockRows * T;
+    // No scratch without dropout (null: no offset may be applied to it).
+    float* pd = drop.p > 0 ? scratch + omp_get_thread_num() * CausalBlocks::kBlockRows * T : nullptr;
     for (int64_t b = 0; b < cb.count; ++b) {
       const int64_t r0 = cb.first(b), rows = cb.rows(b), L = cb.keys(b);
       float* S = P + nh * cb.packed + cb.offset[b];
