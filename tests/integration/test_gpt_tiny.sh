@@ -64,7 +64,9 @@ train() {
 }
 
 "$dptrain" make-shards "$text" --out data/gpl3 >"$work/shards.out" 2>&1 || { cat "$work/shards.out" >&2; fail "make-shards failed"; }
-[ -f data/gpl3/train_000000.bin ] && [ -f data/gpl3/val_000000.bin ] || fail "make-shards wrote no train_000000.bin / val_000000.bin"
+if [ ! -f data/gpl3/train_000000.bin ] || [ ! -f data/gpl3/val_000000.bin ]; then
+  fail "make-shards wrote no train_000000.bin / val_000000.bin"
+fi
 
 # --- readme: the cfg as it stands
 train readme || fail "the README's gpt_tiny run failed"

@@ -21,7 +21,13 @@ Models (architectures as models/presets.cpp builds them, optimizers as the model
                   10 classes; SGD lr 0.1 momentum 0.9 Nesterov wd 5e-4
   fmnist_cnn      conv3x3(1->32, no bias) BN ReLU maxpool2 conv3x3(32->64, no bias) BN ReLU maxpool2,
                   flatten, linear 3136->128, ReLU, linear 128->10; 1x28x28; AdamW lr 0.002 wd 1e-4
-dtypes: bf16 = autocast(bfloat16), fp16 = autocast(float16) + GradScaler, both channels_last;
+  gpt2            GPT-2 124M (models/gpt2.cfg: 12 layers, 12 heads, 768 dims, context 1024, vocabulary
+                  50257, biases, tied head): tests/oracle/gpt_torch.py's nanoGPT model, attention
+                  through F.scaled_dot_product_attention (flash attention on the GPU); inputs and
+                  targets random token ids (batch, 1024); AdamW lr 6e-4 betas (0.9, 0.95) wd 0.1 with
+                  nanoGPT's groups (decay on 2-D parameters only) and fused=True on the GPU, as nanoGPT;
+                  img_s is sequences/s (tokens/s = 1024 x that, in the tokens_s field)
+dtypes: bf16 = autocast(bfloat16), fp16 = autocast(float16) + GradScaler, both channels_last (images);
 fp32 = no autocast, NCHW, PyTorch's default TF32 settings unless --tf32 says otherwise.
 Master weights and optimizer state are fp32 in every case (what AMP does).
 
@@ -53,8 +59,11 @@ MODELS = {
     "resnet50": (3, 224, 224, 1000, dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=False, weight_decay=1e-4)),
     "cifar_resnet18": (3, 32, 32, 10, dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)),
     "fmnist_cnn": (1, 28, 28, 10, dict(opt="adamw", lr=0.002, weight_decay=1e-4)),
+    # gpt2: C H W = 1 1 block_size (the sample is block_size token ids), classes = the vocabulary
+    "gpt2": (1, 1, 1024, 50257, dict(opt="adamw_gpt", lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)),
 }
-DEFAULT_BATCH = {"resnet50": 256, "cifar_resnet18": 128, "fmnist_cnn": 128}
+DEFAULT_BATCH = {"resnet50": 256, "cifar_resnet18": 128, "fmnist_cnn": 128, "gpt2": 16}
+GPT2 = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024, vocab_size=50257)
 
 
 def clean(s, limit=160):
@@ -63,8 +72,15 @@ def clean(s, limit=160):
     return "".join(c if c.isalnum() or c in "._-:/,()[]'" else "_" for c in s)[:limit] or "-"
 
 
-def build_model(name, num_classes):
+def build_model(name, num_classes, block_size=1024):
     import torch.nn as nn
+
+    if name == "gpt2":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "oracle"))
+        from gpt_torch import GPT
+
+        g = dict(GPT2, block_size=block_size, vocab_size=num_classes)
+        return GPT(g["n_layer"], g["n_head"], g["n_embd"], g["block_size"], g["vocab_size"], bias=True, dropout=0.0)
     import torchvision
 
     if name == "resnet50":
@@ -83,7 +99,13 @@ def build_model(name, num_classes):
     raise ValueError(name)
 
 
-def make_optimizer(torch, params, spec):
+def make_optimizer(torch, model, spec, cuda):
+    params = model.parameters()
+    if spec["opt"] == "adamw_gpt":  # nanoGPT's configure_optimizers: decay on 2-D parameters only
+        ps = [p for p in model.parameters() if p.requires_grad]
+        groups = [dict(params=[p for p in ps if p.dim() >= 2], weight_decay=spec["weight_decay"]),
+                  dict(params=[p for p in ps if p.dim() < 2], weight_decay=0.0)]
+        return torch.optim.AdamW(groups, lr=spec["lr"], betas=spec["betas"], fused=cuda)
     if spec["opt"] == "sgd":
         return torch.optim.SGD(params, lr=spec["lr"], momentum=spec["momentum"], nesterov=spec["nesterov"],
                                weight_decay=spec["weight_decay"])
@@ -107,15 +129,22 @@ def run_mode(torch, args, mode, dev):
         torch.cuda.reset_peak_memory_stats()
 
     torch.manual_seed(0)
-    model = build_model(args.model, classes).to(dev).to(memory_format=fmt)
+    gpt = args.model == "gpt2"
+    if gpt:
+        fmt = torch.contiguous_format
+    model = build_model(args.model, classes, w).to(dev).to(memory_format=fmt)
     model.train()
-    opt = make_optimizer(torch, model.parameters(), spec)
+    opt = make_optimizer(torch, model, spec, cuda)
     scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
     loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator(device=dev).manual_seed(1)
-    xs = [torch.randn(args.batch, c, h, w, device=dev, generator=gen).contiguous(memory_format=fmt)
-          for _ in range(args.input_sets)]
-    ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
+    if gpt:  # token ids in, the next tokens as targets at every position
+        xs = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
+        ys = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
+    else:
+        xs = [torch.randn(args.batch, c, h, w, device=dev, generator=gen).contiguous(memory_format=fmt)
+              for _ in range(args.input_sets)]
+        ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
 
     fwd = model
     if torch.distributed.is_initialized():
@@ -127,7 +156,8 @@ def run_mode(torch, args, mode, dev):
         x, y = xs[i % len(xs)], ys[i % len(ys)]
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=sixteen):
-            loss = loss_fn(fwd(x), y)
+            out = fwd(x)
+            loss = loss_fn(out.view(-1, out.size(-1)), y.view(-1)) if gpt else loss_fn(out, y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
@@ -175,6 +205,8 @@ def run_mode(torch, args, mode, dev):
     world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
     res["img_s"] = f"{world * args.batch * steps_per_window / med:.1f}"
     res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
+    if gpt:
+        res["tokens_s"] = f"{w * world * args.batch * steps_per_window / med:.0f}"
     res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
     res["steps"] = f"{args.windows}x{steps_per_window}"
     res["inputs_bytes"] = str(sum(x.numel() * x.element_size() + y.numel() * y.element_size() for x, y in zip(xs, ys)))
@@ -220,7 +252,7 @@ def main():
         args.batch = args.batch or 2
         args.warmup, args.windows, args.steps, args.input_sets = 2, 2, 1, 2
         if not args.image_size and args.model != "fmnist_cnn":  # its classifier needs 28x28
-            args.image_size = 16
+            args.image_size = 16  # gpt2: a context of 16 tokens
     if not args.batch:
         args.batch = DEFAULT_BATCH[args.model]
     modes = [m for m in args.modes.split(",") if m]
