@@ -410,6 +410,14 @@ EOF
     for f in logs/gtest/test_kernels.log logs/gtest/test_kernels.json logs/kernels/kernels.csv logs/info.log; do
       tar -tzf "$tmp/out/logs.tar.gz" 2>/dev/null | grep -cx "$f" >/dev/null || { bad=1; fail "run_all.sh rehearsal: no $f in \$OUT/logs.tar.gz"; }
     done
+    # keep_run.sh files the summary as docs/gpu-runs/<date>-<gpu>.txt, verbatim, and never twice.
+    kept=$(GPU_RUNS_DIR=$tmp/gpu-runs bash tools/gpu/keep_run.sh "$sum" 2>&1)
+    want_kept="$tmp/gpu-runs/$(date -u +%F)-stand-in-gpu.txt"
+    if [[ $kept != "$want_kept" ]] || ! cmp -s "$sum" "$want_kept"; then
+      bad=1; fail "keep_run.sh: printed '$kept', want '$want_kept' holding the summary"
+    elif GPU_RUNS_DIR=$tmp/gpu-runs bash tools/gpu/keep_run.sh "$sum" >/dev/null 2>&1; then
+      bad=1; fail "keep_run.sh overwrote $want_kept"
+    fi
     ((rc == 1)) || { bad=1; fail "run_all.sh rehearsal: exit $rc, want 1 (the gtest step's flagged skips)"; }
     if ((bad)); then cat "$tmp/run_all.log" >&2; else
       pass "pack.sh + run_all.sh rehearsal in $((SECONDS - t_rehearsal)) s (stand-in GPU tools${bench[*]:+, no bench})"
