@@ -50,13 +50,13 @@ rc=$?
 if ((rc != 0)); then fail "run_all.sh --dry-run exit $rc: $plan"; fi
 filter='*Gpu.*:*Gpu/*.*'
 [[ -s tools/gpu/gtest_filter.txt ]] && filter=$(grep -m1 -v '^[[:space:]]*#' tools/gpu/gtest_filter.txt | tr -d '[:space:]')
-for want in "run_all plan (dry run" "setup [share 10s]" "info [share 10s]" "gtest [share 100s]" \
+for want in "run_all plan (dry run" "setup [share 10s]" "info [share 10s]" "gtest [share 130s]" \
   "--gtest_filter='$filter'" "--gtest_output=json:" "DPTRAIN_FASHION_MNIST_DIR=" "compute-sanitizer --tool memcheck" \
   "fmnist [share 45s]: for each of fp32 bf16 fp16" "train.device=cuda" \
   "vs CPU 0.912 (given): fp32 within 0.005 bf16 within 0.01 fp16 within 0.01" \
   "profile [share 60s]" "resnet50 batch 256 bf16 on synthetic data, cuda, 10 steps, profile.layers=6-10; the top 15" \
   "bench [share 190s]" "tools/bench/gpu_vs_torch.sh" "resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16" \
-  "variants: none (VARIANTS)" "sanitizer [share 45s]" "kernels [share 85s]" \
+  "variants: none (VARIANTS)" "sanitizer [share 40s]" "kernels [share 60s]" \
   "--profile-from-start off --metrics gpu__time_duration.sum --cache-control none --clock-control none" \
   "profile.steps=3-3" "--csv --page details" "the top 20 kernels"; do
   [[ $plan == *"$want"* ]] || fail "run_all.sh --dry-run does not say '$want'; it printed:

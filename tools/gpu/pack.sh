@@ -219,7 +219,7 @@ Device tool call (one command; about 9 minutes; results in \$OUT/summary.txt and
 With benchmark variants (docs/gpu-runbook.md, section 6):
   command:   VARIANTS='graph:train.cudnn_api=graph' bash tools/gpu/run_all.sh
 A second, short look (gtest, fmnist, profile):
-  command:   bash tools/gpu/run_all.sh --only gtest,fmnist,profile --budget 240      (timeout_s 280)
+  command:   bash tools/gpu/run_all.sh --only gtest,fmnist,profile --budget 270      (timeout_s 310)
 Split over two calls when one is not enough:
   command:   bash tools/gpu/run_all.sh --skip bench,sanitizer,kernels
   command:   bash tools/gpu/run_all.sh --only bench,sanitizer,kernels --budget 570

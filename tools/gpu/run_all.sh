@@ -136,7 +136,7 @@ RESERVE=15  # seconds kept for the summary and the last log archive
 # docs/gpu-runbook.md) and the least time worth starting it with, which it gets while that much
 # is left even beyond its share: setup and info, which everything needs, take 2-5 s on the GPU
 # host but may take up to 30 and 20 s before the later steps go without.
-declare -A SHARE=([setup]=10 [info]=10 [gtest]=100 [fmnist]=45 [profile]=60 [bench]=190 [sanitizer]=45 [kernels]=85)
+declare -A SHARE=([setup]=10 [info]=10 [gtest]=130 [fmnist]=45 [profile]=60 [bench]=190 [sanitizer]=40 [kernels]=60)
 declare -A MIN=([setup]=30 [info]=20 [gtest]=20 [fmnist]=20 [profile]=30 [bench]=60 [sanitizer]=20 [kernels]=45)
 
 enabled() {
