@@ -20,6 +20,10 @@ class Gelu : public Layer {
   // (gelu_onednn.cpp); otherwise gelu_ref.h. The backward uses x (the layer's input).
   DP_LAYER_CPU_PATH();
 
+  // GPU path (gelu_cuda.cpp): gelu_kernels.h on the compute stream, in ctx.compute (f32, bf16,
+  // f16); element-wise, so the same whatever the memory layout.
+  DP_LAYER_CUDA_PATH();
+
  private:
   bool tanh_;
   Shape shape_;
