@@ -23,6 +23,10 @@ class LayerNorm : public Layer {
   // the reference kernels (layernorm_ref.h: f64 sums; the backward recomputes the statistics).
   DP_LAYER_CPU_PATH();
 
+  // GPU path (layernorm_cuda.cpp): layernorm_kernels.h on the compute stream, x and y in
+  // ctx.compute, the parameters f32; the backward recomputes the statistics as the CPU's does.
+  DP_LAYER_CUDA_PATH();
+
  private:
   double eps_;
   bool bias_;
@@ -35,6 +39,9 @@ class LayerNorm : public Layer {
   OnednnState& onednn_state();
   void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y);
   void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);
+  // The GPU side: the backward's per-row statistics scratch (layernorm_cuda.cpp).
+  struct GpuScratch;
+  PimplPtr<GpuScratch> gpu_;
 };
 
 // eps (float, 1e-5, > 0), bias (bool, true).

@@ -1,0 +1,136 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/convert.cuh"
+#include "kernels/cuda/dispatch.cuh"
+#include "kernels/cuda/kernel_launch.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/shared_memory.cuh"
+#include "models/layers/layernorm/layernorm_kernels.h"
+
+namespace dp::kernels::cuda {
+namespace {
+
+constexpr int64_t kMaxRowBlocks = 65535;
+
+// The sum of every thread's v over the block, in a fixed tree order; every thread gets it.
+template <typename Part>
+__device__ float block_sum(Part&& part, float v) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) part[threadIdx.x] = part[threadIdx.x] + part[threadIdx.x + w];
+    __syncthreads();
+  }
+  const float r = part[0];
+  __syncthreads();  // part is reused by the next sum
+  return r;
+}
+
+// A row's mean and rstd (two passes: the mean, then the squared deviations from it).
+template <typename T, typename Part>
+__device__ void row_stats(Part&& part, const T* xr, int64_t C, float eps, float& mean, float& rstd) {
+  float s = 0.0f;
+  for (int64_t c = threadIdx.x; c < C; c += kThreads) s += to_f32(xr[c]);
+  mean = block_sum(part, s) / static_cast<float>(C);
+  float q = 0.0f;
+  for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+    const float d = to_f32(xr[c]) - mean;
+    q += d * d;
+  }
+  rstd = 1.0f / sqrtf(block_sum(part, q) / static_cast<float>(C) + eps);
+}
+
+template <typename T>
+__global__ void forward_kernel(T* y, const T* x, const float* w, const float* b, int64_t M, int64_t C, float eps) {
+  DP_SHARED(float, part, [kThreads]);
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    const T* xr = x + m * C;
+    T* yr = y + m * C;
+    float mean, rstd;
+    row_stats(part, xr, C, eps, mean, rstd);
+    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+      const float v = (to_f32(xr[c]) - mean) * rstd * w[c];
+      yr[c] = from_f32<T>(b ? v + b[c] : v);
+    }
+  }
+}
+
+// Per row: its statistics into stats, and dx unless null.
+template <typename T>
+__global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const float* w, int64_t M, int64_t C, float eps,
+                                     float* stats) {
+  DP_SHARED(float, part, [kThreads]);
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    const T *xr = x + m * C, *gr = dy + m * C;
+    float mean, rstd;
+    row_stats(part, xr, C, eps, mean, rstd);
+    if (threadIdx.x == 0) stats[2 * m] = mean, stats[2 * m + 1] = rstd;
+    if (!dx) continue;
+    float sg = 0.0f, sgx = 0.0f;
+    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+      const float g = to_f32(gr[c]) * w[c];
+      sg += g;
+      sgx += g * ((to_f32(xr[c]) - mean) * rstd);
+    }
+    const float mg = block_sum(part, sg) / static_cast<float>(C);
+    const float mgx = block_sum(part, sgx) / static_cast<float>(C);
+    T* dr = dx + m * C;
+    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+      const float xhat = (to_f32(xr[c]) - mean) * rstd;
+      dr[c] = from_f32<T>(rstd * (to_f32(gr[c]) * w[c] - mg - xhat * mgx));
+    }
+  }
+}
+
+// One thread per column, down the rows in order: dw += sum dy * xhat, db += sum dy.
+template <typename T>
+__global__ void backward_params_kernel(float* dw, float* db, const T* dy, const T* x, int64_t M, int64_t C,
+                                       const float* stats) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+    float sw = 0.0f, sb = 0.0f;
+    for (int64_t m = 0; m < M; ++m) {
+      const float g = to_f32(dy[m * C + c]);
+      sw += g * ((to_f32(x[m * C + c]) - stats[2 * m]) * stats[2 * m + 1]);
+      sb += g;
+    }
+    dw[c] += sw;
+    if (db) db[c] += sb;
+  }
+}
+
+unsigned row_blocks(int64_t M) { return static_cast<unsigned>(std::min(M, kMaxRowBlocks)); }
+
+}  // namespace
+
+cudaError_t layernorm_forward(DType dtype, void* y, const void* x, const float* w, const float* b, int64_t M,
+                              int64_t C, float eps, cudaStream_t stream) {
+  if (M < 0 || C < 0 || !(eps > 0.0f)) return cudaErrorInvalidValue;
+  return dispatch_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (M == 0 || C == 0) return cudaSuccess;
+    DP_LAUNCH(forward_kernel<T>, row_blocks(M), kThreads, 0, stream)
+    (static_cast<T*>(y), static_cast<const T*>(x), w, b, M, C, eps);
+    DP_RETURN_LAUNCH();
+  });
+}
+
+cudaError_t layernorm_backward(DType dtype, void* dx, float* dw, float* db, const void* dy, const void* x,
+                               const float* w, int64_t M, int64_t C, float eps, float* stats, cudaStream_t stream) {
+  if (M < 0 || C < 0 || !(eps > 0.0f)) return cudaErrorInvalidValue;
+  return dispatch_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (M == 0 || C == 0) return cudaSuccess;
+    DP_LAUNCH(backward_rows_kernel<T>, row_blocks(M), kThreads, 0, stream)
+    (static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), w, M, C, eps, stats);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    DP_LAUNCH(backward_params_kernel<T>, grid_1d(C), kThreads, 0, stream)
+    (dw, db, static_cast<const T*>(dy), static_cast<const T*>(x), M, C, stats);
+    DP_RETURN_LAUNCH();
+  });
+}
+
+}  // namespace dp::kernels::cuda
