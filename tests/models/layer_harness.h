@@ -59,10 +59,11 @@ inline std::vector<LayerCase> layer_cases() {
       {"dropout_train", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 4, true},
       {"dropout_eval", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 2, false},
       {"add", "add", A{}, {{3, 4, 4}, {3, 4, 4}}, 2},
-      // The GPT layers (GELU and LayerNorm with a CUDA path, the others not yet) and linear over a sequence [T, C].
+      // The GPT layers (position embedding, LayerNorm and GELU with a CUDA path; embedding and
+      // attention not yet) and linear over a sequence [T, C].
       {"linear_seq", "linear", A{{"out_features", I(5)}}, {{4, 7}}, 3},
       {"embedding", "embedding", A{{"num_embeddings", I(11)}, {"embedding_dim", I(6)}}, {{5}}, 3, true, 11, false},
-      {"position_embedding", "position_embedding", A{{"num_positions", I(7)}}, {{5, 6}}, 2, true, 0, false},
+      {"position_embedding", "position_embedding", A{{"num_positions", I(7)}}, {{5, 6}}, 2, true, 0, true},
       {"layernorm", "layernorm", A{}, {{5, 8}}, 2, true, 0, true},
       {"layernorm_nobias", "layernorm", A{{"bias", ArgValue{false}}, {"eps", ArgValue{1e-3}}}, {{7}}, 3, true, 0, true},
       {"gelu_tanh", "gelu", A{}, {{4, 6}}, 2, true, 0, true},

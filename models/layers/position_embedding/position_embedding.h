@@ -20,6 +20,10 @@ class PositionEmbedding : public Layer {
   // (samples summed in order).
   DP_LAYER_CPU_PATH();
 
+  // GPU path (position_embedding_cuda.cpp): position_embedding_kernels.h on the compute stream,
+  // x and y in ctx.compute, the table f32.
+  DP_LAYER_CUDA_PATH();
+
  private:
   int64_t num_, T_ = 0, C_ = 0;
   double init_std_;
