@@ -68,7 +68,8 @@ order=$(sed -n 's/^  \([a-z]*\) \[share .*/\1/p' <<<"$plan" | tr '\n' ' ')
 # The shares and the reserve add up to the default budget, and docs/gpu-runbook.md's table says the same.
 sum=$(sed -n 's/^  [a-z]* \[share \([0-9]*\)s\].*/\1/p' <<<"$plan" | awk '{ s += $1 } END { print s + 15 }')
 ((sum == 560)) || fail "run_all.sh's shares + 15 s reserve add up to $sum s, not the default budget 560"
-for row in "setup 10" "info 10" "gtest 100" "fmnist 45" "profile 60" "bench 190" "sanitizer 45" "kernels 85" "(summary) 15"; do
+mapfile -t rows < <(sed -n 's/^  \([a-z]*\) \[share \([0-9]*\)s\].*/\1 \2/p' <<<"$plan")
+for row in "${rows[@]}" "(summary) 15"; do
   grep -qF -- "| ${row% *} | ${row#* } s |" docs/gpu-runbook.md || fail "docs/gpu-runbook.md's step table has no '| ${row% *} | ${row#* } s |' row"
 done
 [[ -e $out || -e $tmp/work-never-made ]] && fail "run_all.sh --dry-run created \$OUT or \$WORK"
