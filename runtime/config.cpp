@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <variant>
@@ -52,8 +53,8 @@ struct Field {
   const EnumRef* choice() const { return std::get_if<EnumRef>(&ptr); }
 };
 
-// The schema, bound to one Config. Order here is the order of the resolved file and the docs.
-std::vector<Field> schema(Config& c) {
+// [run]
+std::vector<Field> run_fields(Config& c) {
   return {
       {"run", "name", "run name: the run directory is <run.dir>/<run.name>", &c.run.name},
       {"run", "dir", "root folder of run directories", &c.run.dir},
@@ -64,6 +65,12 @@ std::vector<Field> schema(Config& c) {
       {"run", "tensorboard", "rank 0 writes TensorBoard event files (events.out.tfevents.*) into the run directory", &c.run.tensorboard},
       {"run", "progress_every_s", "seconds between plain progress lines when stdout is not a terminal (0 = none)",
        &c.run.progress_every_s, 0, 1e9},
+  };
+}
+
+// [data]
+std::vector<Field> data_fields(Config& c) {
+  return {
       {"data", "dataset", "data set kind", &c.data.dataset},
       {"data", "path",
        "where the data is: a folder (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin; image_folder: train/<class>/<image> "
@@ -126,6 +133,12 @@ std::vector<Field> schema(Config& c) {
        "or cuda (a kernel makes each training batch on the GPU, the same values, no loader and no copy: the inputs "
        "resident on the GPU that PyTorch benchmarks use; no crop or flip)",
        &c.data.synthetic_device},
+  };
+}
+
+// [model]
+std::vector<Field> model_fields(Config& c) {
+  return {
       {"model", "preset", "built-in model; empty to use the [[layer]] list", &c.model.preset},
       {"model", "num_classes", "output classes of a preset (0: the data set's class count)", &c.model.num_classes, 0,
        1e9},
@@ -153,6 +166,12 @@ std::vector<Field> schema(Config& c) {
        "data must be below it",
        &c.model.vocab_size, 1, 2147483647},
       {"model", "bias", "gpt2: biases in the linear layers and LayerNorms (nanoGPT's bias flag)", &c.model.bias},
+  };
+}
+
+// [train]
+std::vector<Field> train_fields(Config& c) {
+  return {
       {"train", "epochs", "passes over the training set", &c.train.epochs, 1, 1e9},
       {"train", "steps", "stop after this many steps (0 = run all epochs)", &c.train.steps, 0, 9.2e18},
       {"train", "batch_size", "samples per step per rank", &c.train.batch_size, 1, 1e9},
@@ -206,6 +225,12 @@ std::vector<Field> schema(Config& c) {
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",
        &c.train.loss_scale_growth_interval, 1, 9.2e18},
+  };
+}
+
+// [dist]
+std::vector<Field> dist_fields(Config& c) {
+  return {
       {"dist", "bootstrap", "how ranks find each other: auto, pmix, pmi2, env, slurm, single or file:///shared/dir",
        &c.dist.bootstrap},
       {"dist", "backend", "collectives backend", &c.dist.backend},
@@ -225,6 +250,12 @@ std::vector<Field> schema(Config& c) {
       {"dist", "iface", "network interface the job uses (e.g. \"eth0\"; NCCL_SOCKET_IFNAME's role): rank 0's TCP "
        "store and every ring listener bind its IPv4 address, which is what ranks advertise; \"\" = MASTER_ADDR for "
        "the store, this host's address for the ring (docs/multi-host.md)", &c.dist.iface},
+  };
+}
+
+// [checkpoint]
+std::vector<Field> checkpoint_fields(Config& c) {
+  return {
       {"checkpoint", "final", "write <run>/final.safetensors (weights and buffers) at the end", &c.checkpoint.final},
       {"checkpoint", "every_steps", "write <run>/checkpoints/step-<N>.safetensors every N steps (0 = only at the end)",
        &c.checkpoint.every_steps, 0, 9.2e18},
@@ -234,6 +265,12 @@ std::vector<Field> schema(Config& c) {
        &c.checkpoint.resume},
       {"checkpoint", "replicas", "also write <run>/replicas/replica-rank<r>.safetensors (for tools/diffckpt --all)",
        &c.checkpoint.replicas},
+  };
+}
+
+// [profile]
+std::vector<Field> profile_fields(Config& c) {
+  return {
       {"profile", "steps", "\"A-B\": cudaProfilerStart/Stop around steps A..B (nsys --capture-range=cudaProfilerApi)",
        &c.profile.steps},
       {"profile", "trace_steps", "\"A-B\": write <run>/trace.json (Chrome trace, opens in Perfetto) for steps A..B",
@@ -242,6 +279,17 @@ std::vector<Field> schema(Config& c) {
        "data waits over steps A..B (CUDA events on a GPU, a clock on the CPU); rank 0 logs the table and writes "
        "<run>/layers.json", &c.profile.layers},
   };
+}
+
+// The schema, bound to one Config. Order here is the order of the resolved file and the docs:
+// the sections in kSections' order, each section's keys in its table.
+std::vector<Field> schema(Config& c) {
+  std::vector<Field> all;
+  for (auto* section : {&run_fields, &data_fields, &model_fields, &train_fields, &dist_fields, &checkpoint_fields, &profile_fields}) {
+    std::vector<Field> f = section(c);
+    all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+  }
+  return all;
 }
 
 const std::vector<std::string> kSections = {"run", "data", "model", "train", "dist", "checkpoint", "profile", "layer"};
