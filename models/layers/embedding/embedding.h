@@ -22,6 +22,14 @@ class Embedding : public Layer {
   // [0, num_embeddings) is a UserError naming the layer, the id and where it is.
   DP_LAYER_CPU_PATH();
 
+  // GPU path (embedding_cuda.cpp): embedding_kernels.h on the compute stream; ids i32 on the
+  // device, y and dy in ctx.compute, the table and its gradient f32 (under mixed precision a tied
+  // LM head reads the 16-bit copy of the same slot). Ids are not checked on the device (that
+  // would cost a host wait per step): the data path checks them against the vocabulary before
+  // upload (the tokens dataset: "token N >= vocab_size"), and an id that still falls outside the
+  // table gives a NaN row, so the step's loss is NaN and the non-finite check stops the run.
+  DP_LAYER_CUDA_PATH();
+
  private:
   void check_ids(const Tensor& ids) const;
   int64_t num_, dim_;
