@@ -59,22 +59,25 @@ inline std::vector<LayerCase> layer_cases() {
       {"dropout_train", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 4, true},
       {"dropout_eval", "dropout", A{{"p", ArgValue{0.3}}}, {{4, 5, 6}}, 2, false},
       {"add", "add", A{}, {{3, 4, 4}, {3, 4, 4}}, 2},
-      // The GPT layers (position embedding, LayerNorm and GELU with a CUDA path; embedding and
-      // attention not yet) and linear over a sequence [T, C].
+      // The GPT layers and linear over a sequence [T, C].
       {"linear_seq", "linear", A{{"out_features", I(5)}}, {{4, 7}}, 3},
-      {"embedding", "embedding", A{{"num_embeddings", I(11)}, {"embedding_dim", I(6)}}, {{5}}, 3, true, 11, false},
+      {"embedding", "embedding", A{{"num_embeddings", I(11)}, {"embedding_dim", I(6)}}, {{5}}, 3, true, 11},
       {"position_embedding", "position_embedding", A{{"num_positions", I(7)}}, {{5, 6}}, 2, true, 0, true},
       {"layernorm", "layernorm", A{}, {{5, 8}}, 2, true, 0, true},
       {"layernorm_nobias", "layernorm", A{{"bias", ArgValue{false}}, {"eps", ArgValue{1e-3}}}, {{7}}, 3, true, 0, true},
       {"gelu_tanh", "gelu", A{}, {{4, 6}}, 2, true, 0, true},
       {"gelu_erf", "gelu", A{{"approximate", ArgValue{std::string("none")}}}, {{3, 5}}, 2, true, 0, true},
-      {"attention", "causal_self_attention", A{{"n_head", I(2)}}, {{5, 8}}, 2, true, 0, false},
-      {"attention_nobias_h4", "causal_self_attention", A{{"n_head", I(4)}, {"bias", ArgValue{false}}}, {{9, 8}}, 2, true,
-       0, false},
+      {"attention", "causal_self_attention", A{{"n_head", I(2)}}, {{5, 8}}, 2},
+      {"attention_nobias_h4", "causal_self_attention", A{{"n_head", I(4)}, {"bias", ArgValue{false}}}, {{9, 8}}, 2},
       // More rows than one causal block of the oneDNN path (64): a full block and a partial one.
-      {"attention_blocks", "causal_self_attention", A{{"n_head", I(2)}}, {{70, 4}}, 1, true, 0, false},
+      {"attention_blocks", "causal_self_attention", A{{"n_head", I(2)}}, {{70, 4}}, 1},
       {"attention_dropout", "causal_self_attention",
-       A{{"n_head", I(2)}, {"dropout", ArgValue{0.3}}, {"resid_dropout", ArgValue{0.2}}}, {{6, 4}}, 2, true, 0, false},
+       A{{"n_head", I(2)}, {"dropout", ArgValue{0.3}}, {"resid_dropout", ArgValue{0.2}}}, {{6, 4}}, 2},
+      // Head dim 8: on the GPU in bf16/f16 cuDNN's fused attention runs ("auto"), and the own
+      // kernel when told to ("own"); f32 runs the own kernel either way.
+      {"attention_d8", "causal_self_attention", A{{"n_head", I(2)}}, {{6, 16}}, 2},
+      {"attention_d8_own", "causal_self_attention", A{{"n_head", I(2)}, {"sdpa", ArgValue{std::string("own")}}},
+       {{6, 16}}, 2},
   };
 }
 

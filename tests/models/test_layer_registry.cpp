@@ -46,7 +46,7 @@ TEST(LayerRegistry, ArgumentNamesAndDefaults) {
   EXPECT_EQ(names("layernorm"), (std::vector<std::string>{"eps", "bias"}));
   EXPECT_EQ(names("gelu"), (std::vector<std::string>{"approximate"}));
   EXPECT_EQ(names("causal_self_attention"), (std::vector<std::string>{"n_head", "bias", "dropout", "resid_dropout",
-                                                                      "init_std", "proj_init_std"}));
+                                                                      "init_std", "proj_init_std", "sdpa"}));
   EXPECT_EQ(names("conv2d"),
             (std::vector<std::string>{"out_channels", "kernel", "stride", "padding", "groups", "bias", "init"}));
   EXPECT_EQ(names("batchnorm2d"), (std::vector<std::string>{"momentum", "eps"}));

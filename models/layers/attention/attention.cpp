@@ -1,5 +1,6 @@
 #include "models/layers/attention/attention.h"
 
+#include "models/layers/attention/attention_gpu_core.h"
 #include "models/layers/attention/attention_ref.h"
 #include "models/layers/attention/attention_saved.h"
 #include "models/layers/common.h"
@@ -118,15 +119,27 @@ void CausalSelfAttention::backward_ref(const StepContext& ctx, const Tensor& x, 
   });
 }
 
+namespace {
+ArgSpec sdpa_arg() {
+  ArgSpec a;
+  a.name = "sdpa";
+  a.kind = ArgKind::String;
+  a.default_value = ArgValue{std::string("auto")};
+  return a;
+}
+}  // namespace
+
 void register_causal_self_attention(LayerRegistry& r) {
   r.add("causal_self_attention",
         {int_arg("n_head", std::nullopt, 1), bool_arg("bias", true), float_arg("dropout", 0.0, 0.0, 0.999),
          float_arg("resid_dropout", 0.0, 0.0, 0.999), float_arg("init_std", 0.02, 0.0),
-         float_arg("proj_init_std", 0.02, 0.0)},
+         float_arg("proj_init_std", 0.02, 0.0), sdpa_arg()},
         [](const std::string& name, const LayerArgs& a) {
           CausalSelfAttention::Options o;
           o.n_head = a.i("n_head"), o.bias = a.b("bias"), o.dropout = a.f("dropout");
           o.resid_dropout = a.f("resid_dropout"), o.init_std = a.f("init_std"), o.proj_init_std = a.f("proj_init_std");
+          o.sdpa = a.s("sdpa");
+          parse_sdpa_preference(o.sdpa);  // a bad word is the cfg's error, at build time
           return std::make_unique<CausalSelfAttention>(name, o);
         });
 }

@@ -19,6 +19,7 @@ class CausalSelfAttention : public Layer {
     double resid_dropout = 0;  // on the output (training only)
     double init_std = 0.02;       // c_attn.weight ~ N(0, init_std^2); biases 0
     double proj_init_std = 0.02;  // c_proj.weight (nanoGPT: 0.02 / sqrt(2 n_layer))
+    std::string sdpa = "auto";    // the GPU's attention core: "auto" or "own" (attention_gpu_core.h)
   };
   CausalSelfAttention(std::string name, const Options& o);
   const char* type() const override { return "causal_self_attention"; }
@@ -30,6 +31,8 @@ class CausalSelfAttention : public Layer {
   std::vector<ParamDecl> declare_params() const override;
   bool cpu_channels_last() const override { return true; }  // no 4-D activations: no layout
   bool has_onednn_path() const override { return true; }
+  // The projections run in the compute dtype on the GPU (cuBLASLt), as Linear's.
+  bool low_precision_params() const override { return true; }
 
   // The masks' Philox streams at `step` (Dropout::mask_stream of "<name>.attn_dropout" and
   // "<name>.resid_dropout"): element (n, h, i, j) of the attention probabilities is dropped by
@@ -45,6 +48,14 @@ class CausalSelfAttention : public Layer {
   //   probabilities of the causal blocks only (causal_core.h: a BLAS call per block of query
   //   rows, own softmax); otherwise the reference kernels (linear_ref.h, attention_ref.h).
   DP_LAYER_CPU_PATH();
+
+  // GPU path (attention_cuda.cpp), x, y, the projections' parameters and gradients in ctx.compute:
+  // the projections on cuBLASLt (models/layers/linear/lt_matmul.h, the biases as epilogues), the
+  // core on cuDNN's fused attention or the own kernel (attention_gpu_core.h chooses; under 16-bit
+  // data the own kernel runs on f32 copies), the residual dropout on dropout_kernels.h. The forward
+  // keeps qkv, the heads' output and the core's softmax record (cuDNN: the rows' log-sum-exp; own:
+  // the probabilities, f32) for the backward of the same input.
+  DP_LAYER_CUDA_PATH();
 
  private:
   using Saved = AttentionSaved;
@@ -63,10 +74,16 @@ class CausalSelfAttention : public Layer {
   OnednnState& onednn_state();
   void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor* y);
   void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);
+
+  struct CudaState;  // attention_cuda.cpp: what the GPU forward keeps, the backward's buffers
+  PimplPtr<CudaState> cuda_;
+  void forward_gpu(const StepContext& ctx, const Tensor& x, Tensor* y);
+  void core_forward_gpu(const StepContext& ctx);
+  void core_backward_gpu(const StepContext& ctx);
 };
 
 // n_head (int, required, >= 1), bias (bool, true), dropout (float, 0), resid_dropout (float, 0),
-// init_std (float, 0.02), proj_init_std (float, 0.02).
+// init_std (float, 0.02), proj_init_std (float, 0.02), sdpa (string, "auto" or "own").
 void register_causal_self_attention(LayerRegistry& r);
 
 }  // namespace dp::models
