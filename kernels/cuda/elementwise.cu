@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/convert.cuh"
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/host_device.h"
@@ -52,7 +53,7 @@ __global__ void add_kernel(T* y, const T* a, const T* b, int64_t n, VecSplit spl
 }
 
 // One block per channel (grid-stride over channels): each thread sums its strided share of the
-// (outer, inner) elements in f32, then a fixed shared-memory tree; thread 0 adds to db once.
+// (outer, inner) elements in f32, then block_sum's fixed tree; thread 0 adds to db once.
 template <typename T>
 __global__ void bias_grad_kernel(T* db, const T* dy, int64_t outer, int64_t channels, int64_t inner) {
   DP_SHARED(float, part, [kThreads]);
@@ -63,14 +64,8 @@ __global__ void bias_grad_kernel(T* db, const T* dy, int64_t outer, int64_t chan
       const int64_t o = j / inner, i = j % inner;
       s = fp::add(s, to_f32(dy[(o * channels + c) * inner + i]));
     }
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = kThreads / 2; w > 0; w >>= 1) {
-      if (threadIdx.x < w) part[threadIdx.x] = fp::add(part[threadIdx.x], part[threadIdx.x + w]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) db[c] = from_f32<T>(fp::add(to_f32(db[c]), part[0]));
-    __syncthreads();  // part is reused by the next channel
+    const float total = block_sum(part, s);
+    if (threadIdx.x == 0) db[c] = from_f32<T>(fp::add(to_f32(db[c]), total));
   }
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/cuda/dispatch.cuh"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/shared_memory.cuh"
 #include "models/layers/layernorm/layernorm_kernels.h"
 
@@ -14,20 +15,6 @@ namespace dp::kernels::cuda {
 namespace {
 
 constexpr int64_t kMaxRowBlocks = 65535;
-
-// The sum of every thread's v over the block, in a fixed tree order; every thread gets it.
-template <typename Part>
-__device__ float block_sum(Part&& part, float v) {
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) part[threadIdx.x] = part[threadIdx.x] + part[threadIdx.x + w];
-    __syncthreads();
-  }
-  const float r = part[0];
-  __syncthreads();  // part is reused by the next sum
-  return r;
-}
 
 // A row's mean and rstd (two passes: the mean, then the squared deviations from it).
 template <typename T, typename Part>

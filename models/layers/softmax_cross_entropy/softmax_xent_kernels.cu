@@ -1,5 +1,6 @@
 #include "models/layers/softmax_cross_entropy/softmax_xent_kernels.h"
 
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/host_device.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -57,18 +58,13 @@ __global__ void xent_rows_kernel(const float* logits, const int32_t* labels, flo
   }
 }
 
-// One block: thread t sums rows t, t + 256, ... in double, then a fixed tree; loss = total / N.
+// One block: thread t sums rows t, t + 256, ... in double, then block_sum's fixed tree; loss = total / N.
 __global__ void mean_kernel(const float* row_loss, float* loss, int64_t N) {
   DP_SHARED(double, part, [kThreads]);
   double s = 0;
   for (int64_t n = threadIdx.x; n < N; n += kThreads) s += row_loss[n];
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) loss[0] = N > 0 ? static_cast<float>(part[0] / static_cast<double>(N)) : 0.0f;
+  const double total = block_sum(part, s);
+  if (threadIdx.x == 0) loss[0] = N > 0 ? static_cast<float>(total / static_cast<double>(N)) : 0.0f;
 }
 
 }  // namespace
