@@ -3,8 +3,8 @@
 // (F32, BF16 or F16: raw 16-bit bits; another is cudaErrorInvalidValue): a 16-bit y is the row
 // rounded to nearest even once, a 16-bit dy is widened before it is added. Bit for bit the CPU
 // twin's results on the same values: the forward copies, the backward adds the rows in the twin's
-// order (m ascending) with one thread owning each column d of the whole table, so no two threads
-// touch one element and no atomics are used.
+// order (m ascending) with one thread owning each column d of a range of table rows, so no two
+// threads touch one element and no atomics are used.
 // Returns the launch status (check with CHECK_CUDA).
 #pragma once
 #include <cuda_runtime_api.h>
@@ -22,7 +22,7 @@ namespace dp::kernels::cuda {
                                             int64_t V, int64_t D, cudaStream_t stream);
 
 // dw (V, D) += dy[m, :] at row ids[m], m in order (ids outside [0, V) skipped).
-// Straightforward: D threads, each walking all M rows.
+// D x R threads (R id ranges), each walking all M ids and adding the rows of its range.
 [[nodiscard]] cudaError_t embedding_backward(DType dtype, float* dw, const int32_t* ids, const void* dy, int64_t M,
                                              int64_t V, int64_t D, cudaStream_t stream);
 
