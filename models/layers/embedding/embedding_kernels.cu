@@ -26,7 +26,7 @@ __global__ void embedding_forward_kernel(T* y, const int32_t* ids, const float* 
 // Thread (d, r) owns column d of the table rows in id range r (ids [r V / R, (r + 1) V / R)): it
 // walks every id in order and adds the rows whose id falls in its range, so each dw element gets
 // its rows in m order, as the twin, and no two threads touch one element. The ranges multiply the
-// parallelism beyond D threads (GPT-2: 768 columns x 65 ranges) at the cost of each thread reading
+// parallelism beyond D threads (GPT-2: 768 columns x 85 ranges) at the cost of each thread reading
 // all M ids, which every thread of a warp reads at once (one broadcast load).
 template <typename T>
 __global__ void embedding_backward_kernel(float* __restrict__ dw, const int32_t* __restrict__ ids,
