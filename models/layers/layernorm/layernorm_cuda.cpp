@@ -9,10 +9,11 @@
 
 namespace dp::models {
 
-// The backward's statistics: 2 floats per row, grown to the largest row count seen.
+// The backward's scratch (each row's statistics, the parameter sums' partials), grown to the
+// largest size seen.
 struct LayerNorm::GpuScratch {
   cudaStream_t stream = nullptr;
-  int64_t rows = 0;
+  int64_t floats = 0;
   cuda::DeviceBuffer stats;
 };
 
@@ -41,10 +42,11 @@ void LayerNorm::backward_cuda(const StepContext& ctx, const std::vector<Tensor>&
   const int64_t rows = x[0].numel() / C_;
   if (!gpu_) gpu_.emplace();
   GpuScratch& g = *gpu_;
-  if (g.rows < rows || g.stream != stream) {
+  const int64_t floats = kernels::cuda::layernorm_backward_scratch_floats(rows, C_);
+  if (g.floats < floats || g.stream != stream) {
     g.stats = cuda::DeviceBuffer();  // freed in the old stream's order
-    g.stats = cuda::DeviceBuffer(static_cast<size_t>(2 * rows) * sizeof(float), stream);
-    g.rows = rows, g.stream = stream;
+    g.stats = cuda::DeviceBuffer(static_cast<size_t>(floats) * sizeof(float), stream);
+    g.floats = floats, g.stream = stream;
   }
   CHECK_CUDA(kernels::cuda::layernorm_backward(ctx.compute, dx[0].defined() ? dx[0].raw() : nullptr,
                                                grads_[0].data<float>(), bias_ ? grads_[1].data<float>() : nullptr,

@@ -15,6 +15,7 @@ namespace dp::kernels::cuda {
 namespace {
 
 constexpr int64_t kMaxRowBlocks = 65535;
+constexpr int64_t kParamChunkRows = 64;  // rows per partial sum of the parameter gradients
 
 // A row's mean and rstd (two passes: the mean, then the squared deviations from it).
 template <typename T, typename Part>
@@ -72,25 +73,48 @@ __global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const float
   }
 }
 
-// One thread per column, down the rows in order: dw += sum dy * xhat, db += sum dy.
+// The parameter gradients in two deterministic stages. Stage 1: thread (c, k) sums column c over
+// the rows of chunk k (kParamChunkRows of them, in order) into the partials, w's at [k C + c], b's
+// at [(K + k) C + c]; consecutive threads read consecutive columns.
 template <typename T>
-__global__ void backward_params_kernel(float* dw, float* db, const T* dy, const T* x, int64_t M, int64_t C,
-                                       const float* stats) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+__global__ void backward_param_chunks_kernel(float* partial, const T* dy, const T* x, int64_t M, int64_t C, int64_t K,
+                                             const float* stats) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < C * K; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = t % C, k = t / C;
+    const int64_t end = (k + 1) * kParamChunkRows, m1 = end < M ? end : M;
     float sw = 0.0f, sb = 0.0f;
-    for (int64_t m = 0; m < M; ++m) {
+    for (int64_t m = k * kParamChunkRows; m < m1; ++m) {
       const float g = to_f32(dy[m * C + c]);
       sw += g * ((to_f32(x[m * C + c]) - stats[2 * m]) * stats[2 * m + 1]);
       sb += g;
+    }
+    partial[k * C + c] = sw;
+    partial[(K + k) * C + c] = sb;
+  }
+}
+
+// Stage 2: column c adds its K partials in chunk order: dw += sum dy * xhat, db += sum dy.
+__global__ void backward_param_sums_kernel(float* dw, float* db, const float* partial, int64_t C, int64_t K) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+    float sw = 0.0f, sb = 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      sw += partial[k * C + c];
+      sb += partial[(K + k) * C + c];
     }
     dw[c] += sw;
     if (db) db[c] += sb;
   }
 }
 
+int64_t param_chunks(int64_t M) { return (M + kParamChunkRows - 1) / kParamChunkRows; }
+
 unsigned row_blocks(int64_t M) { return static_cast<unsigned>(std::min(M, kMaxRowBlocks)); }
 
 }  // namespace
+
+int64_t layernorm_backward_scratch_floats(int64_t M, int64_t C) {
+  return M <= 0 || C <= 0 ? 0 : 2 * M + 2 * param_chunks(M) * C;
+}
 
 cudaError_t layernorm_forward(DType dtype, void* y, const void* x, const float* w, const float* b, int64_t M,
                               int64_t C, float eps, cudaStream_t stream) {
@@ -114,8 +138,13 @@ cudaError_t layernorm_backward(DType dtype, void* dx, float* dw, float* db, cons
     (static_cast<T*>(dx), static_cast<const T*>(dy), static_cast<const T*>(x), w, M, C, eps, stats);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    DP_LAUNCH(backward_params_kernel<T>, grid_1d(C), kThreads, 0, stream)
-    (dw, db, static_cast<const T*>(dy), static_cast<const T*>(x), M, C, stats);
+    const int64_t K = param_chunks(M);
+    float* partial = stats + 2 * M;
+    DP_LAUNCH(backward_param_chunks_kernel<T>, grid_1d(C * K), kThreads, 0, stream)
+    (partial, static_cast<const T*>(dy), static_cast<const T*>(x), M, C, K, stats);
+    const cudaError_t e2 = cudaGetLastError();
+    if (e2 != cudaSuccess) return e2;
+    DP_LAUNCH(backward_param_sums_kernel, grid_1d(C), kThreads, 0, stream)(dw, db, partial, C, K);
     DP_RETURN_LAUNCH();
   });
 }

@@ -67,7 +67,7 @@ class CudaLayerNormGpu : public test::GpuTest {
     cpu::layernorm_forward<double>(yd.data(), xd.data(), wd.data(), bias ? bd.data() : nullptr, M, C, eps);
     cpu::layernorm_backward<double>(dxd.data(), dwd.data(), bias ? dbd.data() : nullptr, dyd.data(), xd.data(),
                                     wd.data(), M, C, eps);
-    test::Guarded<float> w_(w, s()), b_(b, s()), dw_(dw0, s()), db_(db0, s()), stats_(2 * M, s());
+    test::Guarded<float> w_(w, s()), b_(b, s()), dw_(dw0, s()), db_(db0, s()), stats_(layernorm_backward_scratch_floats(M, C), s());
     std::vector<double> gy(n), gdx(n);
     auto run = [&](void* y, void* dx, const void* xs, const void* dys) {
       CHECK_CUDA(layernorm_forward(dt, y, xs, w_.get(), bias ? b_.get() : nullptr, M, C, eps, s()));
@@ -111,12 +111,23 @@ DP_GPU_TEST_F(CudaLayerNormGpu, F32RowsMatchTheF64Twin) {
   check(DType::F32, 3, 7, true, true, 1e-5);
   check(DType::F32, 37, 300, false, true, 1e-5);
   check(DType::F32, 5, 768, true, false, 1e-5);
+  // Parameter sums over several 64-row chunks and a partial last one.
+  check(DType::F32, 150, 67, true, true, 1e-5);
 }
 
 // 16-bit rows: the output rounds to 8 (bf16) or 11 (f16) significant bits; the sums stay f32.
 DP_GPU_TEST_F(CudaLayerNormGpu, SixteenBitRowsMatchTheTwinAtTheirPrecision) {
   check(DType::BF16, 9, 300, true, true, 1e-2);
   check(DType::F16, 9, 300, false, true, 2e-3);
+  check(DType::BF16, 130, 40, true, true, 1e-2);
+}
+
+TEST(CudaLayerNorm, ScratchHoldsTheStatisticsAndOnePartialPerChunkAndColumn) {
+  EXPECT_EQ(layernorm_backward_scratch_floats(1, 768), 2 + 2 * 768);
+  EXPECT_EQ(layernorm_backward_scratch_floats(64, 10), 128 + 20);
+  EXPECT_EQ(layernorm_backward_scratch_floats(65, 10), 130 + 40);
+  EXPECT_EQ(layernorm_backward_scratch_floats(0, 10), 0);
+  EXPECT_EQ(layernorm_backward_scratch_floats(16384, 768), 2 * 16384 + 2 * 256 * 768);
 }
 
 }  // namespace
