@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "runtime/graph_observer.h"
+#include "runtime/memory_account.h"
 
 namespace dp {
 
@@ -80,13 +81,17 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
         n.bound_slots.push_back(n.param_slots.back());
       } else {
         n.buffer_ids.push_back(static_cast<int>(buffers_.size()));
+        MemoryScope scope(MemoryCategory::Parameters);  // buffers count with the parameters
         buffers_.push_back({full, Tensor::zeros(d.shape, d.dtype, Device::cpu())});
       }
     }
   }
   // Initialise on the CPU (one RNG stream per parameter, so adding a layer never changes the
   // others' values), then move to the device.
-  params_.allocate(DType::F32, Device::cpu());
+  {
+    MemoryScope scope(MemoryCategory::Parameters);
+    params_.allocate(DType::F32, Device::cpu());
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     size_t p = 0, b = 0;
     for (const auto& d : decls[i]) {
@@ -98,6 +103,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     }
   }
   if (!device.is_cpu()) {
+    MemoryScope scope(MemoryCategory::Parameters);
     Arena on_dev = params_.like(DType::F32, device);
     on_dev.flat().copy_from(params_.flat());
     params_ = std::move(on_dev);
@@ -107,10 +113,17 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
       b.tensor = t;
     }
   }
-  grads_ = params_.like(DType::F32, device);
+  {
+    MemoryScope scope(MemoryCategory::Gradients);
+    grads_ = params_.like(DType::F32, device);
+  }
   const bool mixed = compute_ != DType::F32;
   if (mixed) {
-    lp_params_ = params_.like(compute_, device);
+    {
+      MemoryScope scope(MemoryCategory::ComputeParams);
+      lp_params_ = params_.like(compute_, device);
+    }
+    MemoryScope scope(MemoryCategory::ComputeGrads);
     lp_grads_ = params_.like(compute_, device);
   }
   for (auto& n : nodes_) {
@@ -151,6 +164,7 @@ Tensor Graph::take_spare(const Shape& shape, DType dtype) {
       return t;
     }
   }
+  MemoryScope scope(MemoryCategory::InputGradients);
   return Tensor::zeros(shape, dtype, device_);
 }
 
@@ -273,8 +287,14 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
   const Shape out = batched(batch, node.out_shape);
   Tensor& y = acts_[i];
-  if (!y.defined() || y.shape() != out || y.device() != dev || y.dtype() != act) y = Tensor::zeros(out, act, dev);
-  node.layer->forward(ctx, in, y);
+  if (!y.defined() || y.shape() != out || y.device() != dev || y.dtype() != act) {
+    MemoryScope scope(MemoryCategory::Activations);
+    y = Tensor::zeros(out, act, dev);
+  }
+  {
+    MemoryScope scope(MemoryCategory::LayerState);  // what the layer saves for backward, its scratch
+    node.layer->forward(ctx, in, y);
+  }
   if (observer_) observer_->node_end(i, false);
 }
 
@@ -292,9 +312,13 @@ void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have
   }
   if (!have[i]) {
     // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
+    MemoryScope scope(MemoryCategory::InputGradients);
     dacts_[i] = Tensor::zeros(acts_[i].shape(), acts_[i].dtype(), acts_[i].device());
   }
-  node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
+  {
+    MemoryScope scope(MemoryCategory::LayerState);
+    node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
+  }
   for (size_t k = 0; k < srcs.size(); ++k) {
     const int src = srcs[k];
     if (src == kInput) continue;

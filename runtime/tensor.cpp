@@ -3,10 +3,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <unistd.h>
 
 #include "runtime/device_error.h"
 #include "runtime/device_memory.h"
+#include "runtime/memory_account.h"
 
 namespace dp {
 
@@ -24,6 +27,13 @@ HostMemoryError::HostMemoryError(size_t b, size_t m)
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
+// Each live storage's category (runtime/memory_account.h), kept beside Storage so that tensor.h,
+// included everywhere, does not change: charged at allocation, credited when freed.
+std::mutex g_category_mu;
+std::unordered_map<const Storage*, MemoryCategory>& storage_categories() {
+  static auto* m = new std::unordered_map<const Storage*, MemoryCategory>();
+  return *m;
+}
 }  // namespace
 
 int64_t Storage::allocations() { return g_allocations.load(std::memory_order_relaxed); }
@@ -42,10 +52,26 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   } else {
     p = device_alloc(bytes, device);
   }
-  return std::shared_ptr<Storage>(new Storage(p, bytes, device));
+  auto* s = new Storage(p, bytes, device);
+  MemoryCategory c = current_memory_category();
+  {
+    std::lock_guard<std::mutex> lock(g_category_mu);
+    storage_categories()[s] = c;
+  }
+  memory_charge(c, bytes);
+  return std::shared_ptr<Storage>(s);
 }
 
 Storage::~Storage() {
+  {
+    std::lock_guard<std::mutex> lock(g_category_mu);
+    auto& m = storage_categories();
+    auto it = m.find(this);
+    if (it != m.end()) {
+      memory_credit(it->second, bytes_);
+      m.erase(it);
+    }
+  }
   if (device_.is_cpu()) std::free(data_);
   else device_free(data_, device_);
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cpu/optim_adamw.h"
+#include "runtime/memory_account.h"
 
 namespace dp::optim {
 
@@ -15,6 +16,7 @@ AdamW::AdamW(int64_t numel, AdamWOptions o) : Optimizer(numel), options_(o) {
   if (!(o.eps >= 0) || !std::isfinite(o.eps)) bad("eps", o.eps, "a finite value >= 0");
   if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay))
     bad("weight_decay", o.weight_decay, "a finite value >= 0");
+  MemoryScope scope(MemoryCategory::OptimizerState);
   exp_avg_ = Tensor::zeros({numel}, DType::F32);
   exp_avg_sq_ = Tensor::zeros({numel}, DType::F32);
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/suggest.h"
+#include "runtime/memory_account.h"
 
 namespace dp::optim {
 
@@ -14,12 +15,16 @@ Optimizer::Optimizer(int64_t numel) : numel_(numel) {
 
 void Optimizer::place(Device device, void* cuda_stream) {
   DP_CHECK(device.is_cpu() || cuda_stream != nullptr, "{} optimizer on {} needs a stream", name(), device.str());
-  move_state(device);
+  {
+    MemoryScope scope(MemoryCategory::OptimizerState);
+    move_state(device);
+  }
   copy_ = Tensor();  // a copy on the old device is no longer this optimizer's to write
   device_ = device;
   stream_ = cuda_stream;
   skip_bounds_device_ = Tensor();
   if (device.is_cuda() && !skip_bounds_.empty()) {
+    MemoryScope scope(MemoryCategory::OptimizerState);
     Tensor host = Tensor::zeros({static_cast<int64_t>(skip_bounds_.size())}, DType::I64);
     std::copy(skip_bounds_.begin(), skip_bounds_.end(), host.data<int64_t>());
     skip_bounds_device_ = Tensor::zeros(host.shape(), DType::I64, device);

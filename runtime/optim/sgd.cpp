@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cpu/optim_sgd.h"
+#include "runtime/memory_account.h"
 
 namespace dp::optim {
 
@@ -17,6 +18,7 @@ Sgd::Sgd(int64_t numel, SgdOptions o) : Optimizer(numel), options_(o) {
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
     DP_THROW_USER("sgd: nesterov needs momentum > 0 and dampening = 0 (got momentum {}, dampening {})", o.momentum,
                   o.dampening);
+  MemoryScope scope(MemoryCategory::OptimizerState);
   if (o.momentum != 0) momentum_buffer_ = Tensor::zeros({numel}, DType::F32);
 }
 

@@ -1,0 +1,91 @@
+#include "runtime/memory_account.h"
+
+#include <atomic>
+
+#include "base/error.h"
+
+namespace dp {
+
+namespace {
+std::array<std::atomic<size_t>, kMemoryCategories> g_live{};
+std::atomic<size_t> g_total{0}, g_peak{0};
+thread_local MemoryCategory t_category = MemoryCategory::Other;
+
+double mib(size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+}  // namespace
+
+const char* memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::Other: return "other";
+    case MemoryCategory::Parameters: return "parameters";
+    case MemoryCategory::ComputeParams: return "compute_params";
+    case MemoryCategory::Gradients: return "gradients";
+    case MemoryCategory::ComputeGrads: return "compute_grads";
+    case MemoryCategory::OptimizerState: return "optimizer_state";
+    case MemoryCategory::Activations: return "activations";
+    case MemoryCategory::InputGradients: return "input_gradients";
+    case MemoryCategory::LayerState: return "layer_state";
+    case MemoryCategory::Count: break;
+  }
+  return "?";
+}
+
+MemoryScope::MemoryScope(MemoryCategory c) : prev_(t_category) { t_category = c; }
+MemoryScope::~MemoryScope() { t_category = prev_; }
+
+MemoryCategory current_memory_category() { return t_category; }
+
+void memory_charge(MemoryCategory c, size_t bytes) {
+  g_live[static_cast<size_t>(c)].fetch_add(bytes, std::memory_order_relaxed);
+  size_t total = g_total.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (total > peak && !g_peak.compare_exchange_weak(peak, total, std::memory_order_relaxed)) {
+  }
+}
+
+void memory_credit(MemoryCategory c, size_t bytes) {
+  g_live[static_cast<size_t>(c)].fetch_sub(bytes, std::memory_order_relaxed);
+  g_total.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+MemoryBreakdown memory_breakdown() {
+  MemoryBreakdown b;
+  for (int i = 0; i < kMemoryCategories; ++i) {
+    b.live[static_cast<size_t>(i)] = g_live[static_cast<size_t>(i)].load(std::memory_order_relaxed);
+    b.total += b.live[static_cast<size_t>(i)];
+  }
+  b.peak = g_peak.load(std::memory_order_relaxed);
+  return b;
+}
+
+void reset_memory_peak() { g_peak.store(g_total.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+std::string memory_table(const MemoryBreakdown& b, size_t device_live, size_t device_peak) {
+  std::string s = fmt::format("{:<16} {:>14} {:>10} {:>6}\n", "category", "bytes", "MiB", "share");
+  for (int i = 0; i < kMemoryCategories; ++i) {
+    size_t v = b.live[static_cast<size_t>(i)];
+    double share = b.total > 0 ? 100.0 * static_cast<double>(v) / static_cast<double>(b.total) : 0.0;
+    s += fmt::format("{:<16} {:>14} {:>10.1f} {:>5.1f}%\n", memory_category_name(static_cast<MemoryCategory>(i)), v,
+                     mib(v), share);
+  }
+  s += fmt::format("{:<16} {:>14} {:>10.1f}\n", "sum (live)", b.total, mib(b.total));
+  s += fmt::format("{:<16} {:>14} {:>10.1f}\n", "peak (account)", b.peak, mib(b.peak));
+  if (device_live > 0 || device_peak > 0) {
+    s += fmt::format("{:<16} {:>14} {:>10.1f}  (not in the account: {:.1f} MiB: workspace, library scratch)\n",
+                     "pool live", device_live, mib(device_live),
+                     device_live >= b.total ? mib(device_live - b.total) : -mib(b.total - device_live));
+    s += fmt::format("{:<16} {:>14} {:>10.1f}\n", "pool peak", device_peak, mib(device_peak));
+  }
+  return s;
+}
+
+std::string memory_json(const MemoryBreakdown& b, long long step, size_t device_live, size_t device_peak) {
+  std::string s = fmt::format("{{\"split\":\"memory\",\"step\":{}", step);
+  for (int i = 0; i < kMemoryCategories; ++i)
+    s += fmt::format(",\"{}\":{}", memory_category_name(static_cast<MemoryCategory>(i)), b.live[static_cast<size_t>(i)]);
+  s += fmt::format(",\"total\":{},\"peak\":{}", b.total, b.peak);
+  if (device_live > 0 || device_peak > 0) s += fmt::format(",\"device_live\":{},\"device_peak\":{}", device_live, device_peak);
+  return s + "}";
+}
+
+}  // namespace dp

@@ -1,0 +1,65 @@
+// defines: MemoryCategory, what a tensor's bytes are for, and the live-bytes account per category
+// that Storage::allocate / ~Storage keep (runtime/tensor.cpp): the memory breakdown of
+// profile.memory. A storage is charged to the category of the innermost MemoryScope open on the
+// allocating thread (Other when none), and credited back when it is freed; the same on the CPU
+// (host tensors) and the GPU (the pool's allocations), so the CPU tests check the GPU's numbers.
+//
+//   { MemoryScope s(MemoryCategory::Activations); out = Tensor::zeros(...); }
+//   MemoryBreakdown b = memory_breakdown();   // live and peak bytes per category
+#pragma once
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace dp {
+
+enum class MemoryCategory : int {
+  Other = 0,
+  Parameters,       // the fp32 parameter arena (master weights) and buffers
+  ComputeParams,    // mixed precision: the 16-bit compute copy of the parameters
+  Gradients,        // the fp32 gradient arena
+  ComputeGrads,     // mixed precision: the 16-bit gradients
+  OptimizerState,   // momentum / Adam moments
+  Activations,      // layers' outputs (the graph's forward tensors)
+  InputGradients,   // gradients w.r.t. layer outputs (backward), and their kept spares
+  LayerState,       // allocated inside a layer's forward/backward: saved-for-backward tensors, scratch
+  Count
+};
+constexpr int kMemoryCategories = static_cast<int>(MemoryCategory::Count);
+const char* memory_category_name(MemoryCategory c);  // "parameters", "activations", ...
+
+// Live bytes per category right now, and the live total and its high-water mark since the last
+// reset_memory_peak() (all devices together: a process trains on one device).
+struct MemoryBreakdown {
+  std::array<size_t, kMemoryCategories> live{};
+  size_t total = 0;  // sum of live
+  size_t peak = 0;   // the largest total seen
+};
+MemoryBreakdown memory_breakdown();
+void reset_memory_peak();
+
+// Charges the storages allocated on this thread while it lives to `c` (nests: the innermost wins).
+class MemoryScope {
+ public:
+  explicit MemoryScope(MemoryCategory c);
+  ~MemoryScope();
+  MemoryScope(const MemoryScope&) = delete;
+  MemoryScope& operator=(const MemoryScope&) = delete;
+
+ private:
+  MemoryCategory prev_;
+};
+
+// Storage's side (runtime/tensor.cpp): the current thread's category; charge and credit bytes.
+MemoryCategory current_memory_category();
+void memory_charge(MemoryCategory c, size_t bytes);
+void memory_credit(MemoryCategory c, size_t bytes);
+
+// The breakdown as a log table: one row per category with bytes, MiB and share of the total,
+// the sum, and (device_live / device_peak > 0, a GPU) the pool's live and peak bytes beside it,
+// whose difference from the sum is what the account does not see (workspace, library scratch).
+std::string memory_table(const MemoryBreakdown& b, size_t device_live, size_t device_peak);
+// {"split":"memory","step":S,"parameters":bytes,...,"total":..,"peak":..[,"device_live":..,"device_peak":..]}
+std::string memory_json(const MemoryBreakdown& b, long long step, size_t device_live, size_t device_peak);
+
+}  // namespace dp
