@@ -62,6 +62,7 @@ class GpuRun {
   // Peak and current device memory of the stream-ordered pool, in bytes.
   uint64_t peak_bytes() const;
   uint64_t reserved_peak_bytes() const;
+  uint64_t live_bytes() const;  // held by live allocations now (the memory breakdown's comparison)
 
   // profile.steps: cudaProfilerStart/Stop around those steps (steps count from 1).
   void profile_window(const std::string& steps);

@@ -118,6 +118,7 @@ bool GpuRun::unscale_and_update(Graph& model) {
 void GpuRun::synchronize() const { CHECK_CUDA(cudaStreamSynchronize(impl_->exec.compute())); }
 
 uint64_t GpuRun::peak_bytes() const { return cuda::memory_pool_stats(impl_->exec.device()).used_high_bytes; }
+uint64_t GpuRun::live_bytes() const { return cuda::memory_pool_stats(impl_->exec.device()).used_bytes; }
 uint64_t GpuRun::reserved_peak_bytes() const {
   return cuda::memory_pool_stats(impl_->exec.device()).reserved_high_bytes;
 }

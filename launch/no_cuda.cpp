@@ -48,6 +48,7 @@ bool GpuRun::unscale_and_update(Graph&) { return true; }
 void GpuRun::synchronize() const {}
 uint64_t GpuRun::peak_bytes() const { return 0; }
 uint64_t GpuRun::reserved_peak_bytes() const { return 0; }
+uint64_t GpuRun::live_bytes() const { return 0; }
 void GpuRun::profile_window(const std::string&) {}
 void GpuRun::before_step(int64_t) {}
 void GpuRun::after_step(int64_t) {}

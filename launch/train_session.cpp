@@ -27,6 +27,7 @@
 #include "runtime/device_error.h"
 #include "runtime/fault_injection.h"
 #include "runtime/log.h"
+#include "runtime/memory_account.h"
 #include "runtime/optim/param_groups.h"
 #include "runtime/suggest.h"
 #include "runtime/tunables.h"
@@ -450,6 +451,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   tally.step_s = seconds_since(t_step);
   tel_->step_done(tally, position(epoch, lr), *run_);
   if (layer_window_done) finish_layer_profile();  // after the step's own time: the GPU's one wait
+  if (step_ == std::max<int64_t>(result_.resumed_from_step, 0) + 1) report_memory_breakdown();
 }
 
 // zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):
@@ -811,6 +813,18 @@ void TrainSession::report_gpu_memory() {
   if (rank_ == 0)
     run_->append_metrics({{"split", "device"}, {"peak_device_memory_bytes", peak}, {"reserved_high_bytes", reserved},
                           {"skipped_steps", gpu_->skipped_steps()}, {"loss_scale", gpu_->loss_scale()}});
+}
+
+void TrainSession::report_memory_breakdown() {
+  if (gpu_) gpu_->synchronize();
+  const MemoryBreakdown b = memory_breakdown();
+  const uint64_t live = gpu_ ? gpu_->live_bytes() : 0, peak = gpu_ ? gpu_->peak_bytes() : 0;
+  if (rank_ != 0) return;
+  tel_->end_progress_line();
+  lg()->info("memory after step {} by category ({}; the account sees tensors, not cuDNN/cuBLAS workspace or layers' "
+             "own device buffers):\n{}",
+             step_, device_.str(), memory_table(b, live, peak));
+  run_->append_metrics(nlohmann::json::parse(memory_json(b, step_, live, peak)));
 }
 
 // <run>/final.safetensors: the model's state (no optimizer), for inference and fine-tuning.

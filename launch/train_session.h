@@ -144,6 +144,9 @@ class TrainSession {
   void finish_telemetry();
   void finish_layer_profile();
   void report_gpu_memory();
+  // After the first step (the peak is reached by then): the memory breakdown by category
+  // (runtime/memory_account.h) in the log and metrics.jsonl, beside the GPU pool's live and peak.
+  void report_memory_breakdown();
   void write_final_weights();
 
   // A copy: model.num_classes is resolved against the data (0 = the data's count) before the run
