@@ -824,6 +824,13 @@ void TrainSession::report_memory_breakdown() {
   lg()->info("memory after step {} by category ({}; the account sees tensors, not cuDNN/cuBLAS workspace or layers' "
              "own device buffers):\n{}",
              step_, device_.str(), memory_table(b, live, peak));
+  std::string top = "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
+  for (const auto& [node, bytes] : memory_by_node(10)) {
+    if (node >= static_cast<int>(model_->nodes().size())) continue;
+    const Layer& l = *model_->nodes()[static_cast<size_t>(node)].layer;
+    top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", l.name(), l.type(), static_cast<double>(bytes) / 1048576.0);
+  }
+  lg()->info("{}", top);
   run_->append_metrics(nlohmann::json::parse(memory_json(b, step_, live, peak)));
 }
 

@@ -282,6 +282,7 @@ std::vector<int> Graph::run_sources(int node) const {
 
 void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act, Device dev) {
   Node& node = nodes_[i];
+  MemoryOwner owner(i);
   if (observer_) observer_->node_begin(i, false);
   std::vector<Tensor> in;
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
@@ -302,6 +303,7 @@ void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have
                           const std::function<void(int)>& on_ready, const std::function<void(Tensor&)>& recycle) {
   Node& node = nodes_[i];
   const bool gpu = !device_.is_cpu();
+  MemoryOwner owner(i);
   if (observer_) observer_->node_begin(i, true);
   const std::vector<int> srcs = run_sources(i);
   std::vector<Tensor> in, dx;

@@ -1,6 +1,9 @@
 #include "runtime/memory_account.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 
 #include "base/error.h"
 
@@ -10,6 +13,9 @@ namespace {
 std::array<std::atomic<size_t>, kMemoryCategories> g_live{};
 std::atomic<size_t> g_total{0}, g_peak{0};
 thread_local MemoryCategory t_category = MemoryCategory::Other;
+thread_local int t_owner = -1;
+std::mutex g_node_mu;
+std::map<int, size_t> g_by_node;
 
 double mib(size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 }  // namespace
@@ -33,9 +39,29 @@ const char* memory_category_name(MemoryCategory c) {
 MemoryScope::MemoryScope(MemoryCategory c) : prev_(t_category) { t_category = c; }
 MemoryScope::~MemoryScope() { t_category = prev_; }
 
-MemoryCategory current_memory_category() { return t_category; }
+MemoryOwner::MemoryOwner(int node) : prev_(t_owner) { t_owner = node; }
+MemoryOwner::~MemoryOwner() { t_owner = prev_; }
 
-void memory_charge(MemoryCategory c, size_t bytes) {
+MemoryCategory current_memory_category() { return t_category; }
+int current_memory_owner() { return t_owner; }
+
+std::vector<std::pair<int, size_t>> memory_by_node(size_t top) {
+  std::vector<std::pair<int, size_t>> v;
+  {
+    std::lock_guard<std::mutex> lock(g_node_mu);
+    for (const auto& [n, b] : g_by_node)
+      if (b > 0) v.emplace_back(n, b);
+  }
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (v.size() > top) v.resize(top);
+  return v;
+}
+
+void memory_charge(MemoryCategory c, int node, size_t bytes) {
+  if (node >= 0) {
+    std::lock_guard<std::mutex> lock(g_node_mu);
+    g_by_node[node] += bytes;
+  }
   g_live[static_cast<size_t>(c)].fetch_add(bytes, std::memory_order_relaxed);
   size_t total = g_total.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   size_t peak = g_peak.load(std::memory_order_relaxed);
@@ -43,7 +69,11 @@ void memory_charge(MemoryCategory c, size_t bytes) {
   }
 }
 
-void memory_credit(MemoryCategory c, size_t bytes) {
+void memory_credit(MemoryCategory c, int node, size_t bytes) {
+  if (node >= 0) {
+    std::lock_guard<std::mutex> lock(g_node_mu);
+    g_by_node[node] -= bytes;
+  }
   g_live[static_cast<size_t>(c)].fetch_sub(bytes, std::memory_order_relaxed);
   g_total.fetch_sub(bytes, std::memory_order_relaxed);
 }

@@ -10,6 +10,8 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dp {
 
@@ -50,10 +52,27 @@ class MemoryScope {
   MemoryCategory prev_;
 };
 
-// Storage's side (runtime/tensor.cpp): the current thread's category; charge and credit bytes.
+// Charges the storages allocated on this thread while it lives to graph node `node` as well (the
+// graph sets it around each node's forward and backward; -1: no node), for the top layers by bytes.
+class MemoryOwner {
+ public:
+  explicit MemoryOwner(int node);
+  ~MemoryOwner();
+  MemoryOwner(const MemoryOwner&) = delete;
+  MemoryOwner& operator=(const MemoryOwner&) = delete;
+
+ private:
+  int prev_;
+};
+// Live bytes per graph node (allocated while it ran: its output, the input gradients of its
+// backward, its layer's own tensors), largest first, at most `top` entries.
+std::vector<std::pair<int, size_t>> memory_by_node(size_t top);
+
+// Storage's side (runtime/tensor.cpp): the current thread's category and node; charge and credit.
 MemoryCategory current_memory_category();
-void memory_charge(MemoryCategory c, size_t bytes);
-void memory_credit(MemoryCategory c, size_t bytes);
+int current_memory_owner();
+void memory_charge(MemoryCategory c, int node, size_t bytes);
+void memory_credit(MemoryCategory c, int node, size_t bytes);
 
 // The breakdown as a log table: one row per category with bytes, MiB and share of the total,
 // the sum, and (device_live / device_peak > 0, a GPU) the pool's live and peak bytes beside it,

@@ -30,8 +30,12 @@ std::atomic<int64_t> g_allocations{0};
 // Each live storage's category (runtime/memory_account.h), kept beside Storage so that tensor.h,
 // included everywhere, does not change: charged at allocation, credited when freed.
 std::mutex g_category_mu;
-std::unordered_map<const Storage*, MemoryCategory>& storage_categories() {
-  static auto* m = new std::unordered_map<const Storage*, MemoryCategory>();
+struct Charged {
+  MemoryCategory category;
+  int node;
+};
+std::unordered_map<const Storage*, Charged>& storage_categories() {
+  static auto* m = new std::unordered_map<const Storage*, Charged>();
   return *m;
 }
 }  // namespace
@@ -53,12 +57,12 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
     p = device_alloc(bytes, device);
   }
   auto* s = new Storage(p, bytes, device);
-  MemoryCategory c = current_memory_category();
+  const Charged c{current_memory_category(), current_memory_owner()};
   {
     std::lock_guard<std::mutex> lock(g_category_mu);
     storage_categories()[s] = c;
   }
-  memory_charge(c, bytes);
+  memory_charge(c.category, c.node, bytes);
   return std::shared_ptr<Storage>(s);
 }
 
@@ -68,7 +72,7 @@ Storage::~Storage() {
     auto& m = storage_categories();
     auto it = m.find(this);
     if (it != m.end()) {
-      memory_credit(it->second, bytes_);
+      memory_credit(it->second.category, it->second.node, bytes_);
       m.erase(it);
     }
   }

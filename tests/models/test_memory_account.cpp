@@ -73,6 +73,11 @@ TEST(MemoryAccount, MlpCategoriesMatchTheShapes) {
     EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::LayerState)], 0u);  // linear and relu save nothing extra
     EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::Parameters)], 0u);
   }
+  // Per node: its output, and the input gradients its backward made (relu's and fc2's [4, 30]).
+  const std::vector<std::pair<int, size_t>> by_node = memory_by_node(10);
+  const std::vector<std::pair<int, size_t>> want = {
+      {1, kBatch * 30 * 4 * 2}, {2, kBatch * 10 * 4 + kBatch * 30 * 4}, {0, kBatch * 30 * 4}};
+  EXPECT_EQ(by_node, want);
   const MemoryBreakdown end = memory_breakdown();
   size_t sum = 0;
   for (size_t v : end.live) sum += v;
