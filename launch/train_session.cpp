@@ -831,7 +831,9 @@ void TrainSession::report_memory_breakdown() {
     top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", l.name(), l.type(), static_cast<double>(bytes) / 1048576.0);
   }
   lg()->info("{}", top);
-  run_->append_metrics(nlohmann::json::parse(memory_json(b, step_, live, peak)));
+  // On a GPU the same figures go to metrics.jsonl (beside the run's "device" line); a CPU run's
+  // metrics keep their train and eval lines only.
+  if (gpu_) run_->append_metrics(nlohmann::json::parse(memory_json(b, step_, live, peak)));
 }
 
 // <run>/final.safetensors: the model's state (no optimizer), for inference and fine-tuning.
