@@ -21,10 +21,9 @@ const char* Graph::gpu_convolution_api() const {
 
 void Graph::refresh_compute_params() {
   if (compute_ == DType::F32 || !lp_params_.allocated()) return;
-  auto* dst = static_cast<uint16_t*>(lp_params_.flat().raw());
-  const auto* src = static_cast<const float*>(params_.flat().raw());
-  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, params_.numel(), gpu_->compute()));
-  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, params_.numel(), gpu_->compute()));
+  CHECK_CUDA(kernels::cuda::narrow_from_f32(compute_, lp_params_.flat().raw(),
+                                             static_cast<const float*>(params_.flat().raw()), params_.numel(),
+                                             gpu_->compute()));
 }
 
 void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
@@ -40,19 +39,15 @@ void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
 const Tensor& Graph::output_f32() {
   const Tensor& y = acts_.back();
   if (!out32_.defined() || out32_.shape() != y.shape()) out32_ = Tensor::zeros(y.shape(), DType::F32, device_);
-  const auto* src = static_cast<const uint16_t*>(y.raw());
-  auto* dst = static_cast<float*>(out32_.raw());
-  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::bf16_to_f32(dst, src, y.numel(), gpu_->compute()));
-  else CHECK_CUDA(kernels::cuda::f16_to_f32(dst, src, y.numel(), gpu_->compute()));
+  CHECK_CUDA(kernels::cuda::widen_to_f32(compute_, static_cast<float*>(out32_.raw()), y.raw(), y.numel(),
+                                          gpu_->compute()));
   return out32_;
 }
 
 const Tensor& Graph::output_grad_in_compute(const Tensor& dy) {
   if (!dy16_.defined() || dy16_.shape() != dy.shape()) dy16_ = Tensor::zeros(dy.shape(), compute_, device_);
-  auto* dst = static_cast<uint16_t*>(dy16_.raw());
-  const auto* src = static_cast<const float*>(dy.raw());
-  if (compute_ == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(dst, src, dy.numel(), gpu_->compute()));
-  else CHECK_CUDA(kernels::cuda::f32_to_f16(dst, src, dy.numel(), gpu_->compute()));
+  CHECK_CUDA(kernels::cuda::narrow_from_f32(compute_, dy16_.raw(), static_cast<const float*>(dy.raw()), dy.numel(),
+                                             gpu_->compute()));
   return dy16_;
 }
 

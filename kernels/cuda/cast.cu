@@ -92,6 +92,18 @@ cudaError_t f32_to_f16(uint16_t* y, const float* x, int64_t n, cudaStream_t stre
 cudaError_t f16_to_f32(float* y, const uint16_t* x, int64_t n, cudaStream_t stream) {
   return convert<float, uint16_t, FromF16>(y, x, n, stream);
 }
+cudaError_t narrow_from_f32(DType dtype, void* y, const float* x, int64_t n, cudaStream_t stream) {
+  auto* d = static_cast<uint16_t*>(y);
+  if (dtype == DType::BF16) return f32_to_bf16(d, x, n, stream);
+  if (dtype == DType::F16) return f32_to_f16(d, x, n, stream);
+  return cudaErrorInvalidValue;
+}
+cudaError_t widen_to_f32(DType dtype, float* y, const void* x, int64_t n, cudaStream_t stream) {
+  const auto* s = static_cast<const uint16_t*>(x);
+  if (dtype == DType::BF16) return bf16_to_f32(y, s, n, stream);
+  if (dtype == DType::F16) return f16_to_f32(y, s, n, stream);
+  return cudaErrorInvalidValue;
+}
 cudaError_t unscale_f16_to_f32(float* y, const uint16_t* x, int64_t n, float inv_scale, float* found_inf,
                                cudaStream_t stream) {
   return unscale<uint16_t, FromF16>(y, x, n, inv_scale, found_inf, stream);

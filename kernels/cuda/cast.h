@@ -12,12 +12,19 @@
 
 #include <cstdint>
 
+#include "base/dtype.h"
+
 namespace dp::kernels::cuda {
 
 [[nodiscard]] cudaError_t f32_to_bf16(uint16_t* y, const float* x, int64_t n, cudaStream_t stream);
 [[nodiscard]] cudaError_t bf16_to_f32(float* y, const uint16_t* x, int64_t n, cudaStream_t stream);
 [[nodiscard]] cudaError_t f32_to_f16(uint16_t* y, const float* x, int64_t n, cudaStream_t stream);
 [[nodiscard]] cudaError_t f16_to_f32(float* y, const uint16_t* x, int64_t n, cudaStream_t stream);
+
+// The same by dtype: y (n, dtype) = x (n, f32) narrowed, or y (n, f32) = x (n, dtype) widened, for
+// dtype BF16 or F16 (another is cudaErrorInvalidValue): the mixed-precision casts of a compute dtype.
+[[nodiscard]] cudaError_t narrow_from_f32(DType dtype, void* y, const float* x, int64_t n, cudaStream_t stream);
+[[nodiscard]] cudaError_t widen_to_f32(DType dtype, float* y, const void* x, int64_t n, cudaStream_t stream);
 
 // y (n) = f32(x) * inv_scale; if any x is inf or NaN, *found_inf = 1 (else left as it was: the
 // caller zeroes it once per step and may run this over several buffers). found_inf: one device

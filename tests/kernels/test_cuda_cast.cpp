@@ -20,9 +20,37 @@ TEST(CudaCast, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(f32_to_bf16(nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(f16_to_f32(nullptr, nullptr, 0, nullptr), cudaSuccess);
   EXPECT_EQ(unscale_f32(nullptr, -2, 0.5f, nullptr, nullptr), cudaErrorInvalidValue);
+  // The by-dtype entries take the 16-bit compute dtypes only.
+  EXPECT_EQ(narrow_from_f32(DType::F32, nullptr, nullptr, 4, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(widen_to_f32(DType::I32, nullptr, nullptr, 4, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(widen_to_f32(DType::BF16, nullptr, nullptr, -1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(narrow_from_f32(DType::F16, nullptr, nullptr, 0, nullptr), cudaSuccess);
 }
 
 class CudaCastGpu : public test::GpuTest {};
+
+// narrow_from_f32 / widen_to_f32 by dtype are the typed conversions: the same bits.
+DP_GPU_TEST_F(CudaCastGpu, ByDtypeEntriesEqualTheTypedConversions) {
+  const cudaStream_t s = stream_.get();
+  const std::vector<float> f = test::normal_floats(301, gen_);
+  for (DType dt : {DType::BF16, DType::F16}) {
+    test::Guarded<float> f_(f, s), back_(f.size(), s);
+    test::Guarded<uint16_t> h_(f.size(), s);
+    CHECK_CUDA(narrow_from_f32(dt, h_.get(), f_.get(), 301, s));
+    CHECK_CUDA(widen_to_f32(dt, back_.get(), h_.get(), 301, s));
+    const auto h = h_.download();
+    const auto back = back_.download();
+    int64_t bad = 0;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t want = dt == DType::BF16 ? cpu::f32_to_bf16(f[i]) : cpu::f32_to_f16(f[i]);
+      bad += h[i] != want;
+      bad += !test::same_bits(back[i], dt == DType::BF16 ? cpu::bf16_to_f32(want) : cpu::f16_to_f32(want));
+    }
+    EXPECT_EQ(bad, 0) << dtype_name(dt);
+    EXPECT_TRUE(h_.guards_intact() && back_.guards_intact());
+  }
+}
+
 
 std::vector<uint16_t> all_16bit() {
   std::vector<uint16_t> v(65536);

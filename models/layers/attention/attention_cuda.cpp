@@ -48,18 +48,6 @@ Tensor& ensure(Tensor& t, const Shape& shape, DType dt, Device dev) {
   return t;
 }
 
-// dst (n) = src converted between f32 and the 16-bit dtype dt.
-void to_f32(float* dst, const Tensor& src, cudaStream_t s) {
-  const auto* p = static_cast<const uint16_t*>(src.raw());
-  if (src.dtype() == DType::BF16) CHECK_CUDA(kernels::cuda::bf16_to_f32(dst, p, src.numel(), s));
-  else CHECK_CUDA(kernels::cuda::f16_to_f32(dst, p, src.numel(), s));
-}
-void from_f32(Tensor& dst, const float* src, cudaStream_t s) {
-  auto* p = static_cast<uint16_t*>(dst.raw());
-  if (dst.dtype() == DType::BF16) CHECK_CUDA(kernels::cuda::f32_to_bf16(p, src, dst.numel(), s));
-  else CHECK_CUDA(kernels::cuda::f32_to_f16(p, src, dst.numel(), s));
-}
-
 // One row-major GEMM of the projections (lt_matmul.h's LtGemm).
 cuda::LtGemm gemm(DType dt, int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b,
                   void* d, float beta = 0.0f, const void* bias = nullptr) {
@@ -124,7 +112,7 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
   const int64_t N = s.qkv.dim(0), H = o_.n_head;
   const cudaStream_t stream = ctx.gpu->compute();
   const double p = ctx.training ? o_.dropout : 0.0;
-  const AttentionGpuChoice choice = choose_attention_gpu_core(dt, D_, p, ctx.training, parse_sdpa_preference(o_.sdpa));
+  const AttentionGpuChoice choice = choose_attention_gpu_core(dt, D_, p, ctx.training, o_.sdpa);
   s.core = s.cudnn_failed ? AttentionGpuCore::Own : choice.core;
   if (s.core == AttentionGpuCore::CudnnSdpa) {
     ensure(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
@@ -155,10 +143,10 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
   }
   ensure(s.qkv32, s.qkv.shape(), DType::F32, s.qkv.device());
   ensure(s.att32, s.att.shape(), DType::F32, s.qkv.device());
-  to_f32(s.qkv32.data<float>(), s.qkv, stream);
+  CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_forward(s.att32.data<float>(), s.P.data<float>(), s.qkv32.data<float>(), N, T_,
                                               H, D_, drop, stream));
-  from_f32(s.att, s.att32.data<float>(), stream);
+  CHECK_CUDA(kernels::cuda::narrow_from_f32(dt, s.att.raw(), s.att32.data<float>(), s.att.numel(), stream));
 }
 
 void CausalSelfAttention::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&,
@@ -242,11 +230,11 @@ void CausalSelfAttention::core_backward_gpu(const StepContext& ctx) {
   ensure(s.qkv32, s.qkv.shape(), DType::F32, dev);
   ensure(s.att32, s.att.shape(), DType::F32, dev);  // here: d att in f32
   ensure(s.dqkv32, s.qkv.shape(), DType::F32, dev);
-  to_f32(s.qkv32.data<float>(), s.qkv, stream);
-  to_f32(s.att32.data<float>(), s.datt, stream);
+  CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
+  CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.att32.data<float>(), s.datt.raw(), s.datt.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_backward(s.dqkv32.data<float>(), s.row_dot.data<float>(), s.att32.data<float>(),
                                                s.qkv32.data<float>(), s.P.data<float>(), N, T_, H, D_, drop, stream));
-  from_f32(s.dqkv, s.dqkv32.data<float>(), stream);
+  CHECK_CUDA(kernels::cuda::narrow_from_f32(dt, s.dqkv.raw(), s.dqkv32.data<float>(), s.dqkv.numel(), stream));
 }
 
 }  // namespace dp::models
