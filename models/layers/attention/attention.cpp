@@ -138,8 +138,7 @@ void register_causal_self_attention(LayerRegistry& r) {
           CausalSelfAttention::Options o;
           o.n_head = a.i("n_head"), o.bias = a.b("bias"), o.dropout = a.f("dropout");
           o.resid_dropout = a.f("resid_dropout"), o.init_std = a.f("init_std"), o.proj_init_std = a.f("proj_init_std");
-          o.sdpa = a.s("sdpa");
-          parse_sdpa_preference(o.sdpa);  // a bad word is the cfg's error, at build time
+          o.sdpa = parse_sdpa_preference(a.s("sdpa"));  // a bad word is the cfg's error, at build time
           return std::make_unique<CausalSelfAttention>(name, o);
         });
 }

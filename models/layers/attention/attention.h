@@ -4,6 +4,7 @@
 // projection attn.c_proj and the residual dropout), and its registration.
 #pragma once
 #include "base/pimpl_ptr.h"
+#include "models/layers/attention/attention_gpu_core.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
@@ -19,7 +20,7 @@ class CausalSelfAttention : public Layer {
     double resid_dropout = 0;  // on the output (training only)
     double init_std = 0.02;       // c_attn.weight ~ N(0, init_std^2); biases 0
     double proj_init_std = 0.02;  // c_proj.weight (nanoGPT: 0.02 / sqrt(2 n_layer))
-    std::string sdpa = "auto";    // the GPU's attention core: "auto" or "own" (attention_gpu_core.h)
+    SdpaPreference sdpa = SdpaPreference::Auto;  // the GPU's attention core (attention_gpu_core.h)
   };
   CausalSelfAttention(std::string name, const Options& o);
   const char* type() const override { return "causal_self_attention"; }
