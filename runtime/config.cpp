@@ -218,8 +218,9 @@ std::vector<Field> train_fields(Config& c) {
        "16-bit channels-last layers only, cudnn elsewhere); docs/cuda.md compares them",
        &c.train.bn_impl},
       {"train", "gpu_fusion", "GPU: fold each ReLU, and each residual add followed by a ReLU, into the batch norm "
-       "before it (ResNet's bn -> relu and bn -> add -> relu), and each ReLU into the convolution before it under "
-       "train.cudnn_api = graph, when nothing else reads the producer's output; off until a GPU run has checked it",
+       "before it (ResNet's bn -> relu and bn -> add -> relu), each ReLU into the convolution before it under "
+       "train.cudnn_api = graph, and each tanh GELU into the linear layer before it (GPT's c_fc -> gelu, cuBLASLt's "
+       "GELU epilogue), when nothing else reads the producer's output; off until a GPU run has checked it",
        &c.train.gpu_fusion},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},

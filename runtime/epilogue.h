@@ -5,16 +5,19 @@
 //   AddRelu  y = relu(f(x) + r)             (an add that is f's only consumer, whose only
 //                                            consumer is a relu; r, the add's other input, is
 //                                            the layer's extra last input)
-// Backward: g = dy * (y > 0), the residual's gradient is g, and f's backward runs on g.
+//   Gelu     y = gelu_tanh(f(x))            (a tanh-approximation GELU that is f's only
+//                                            consumer; f keeps its pre-activation f(x))
+// Backward: g = dy * (y > 0) (Gelu: dy * gelu'(f(x))), the residual's gradient is g, and f's
+// backward runs on g.
 #pragma once
 #include <cstdint>
 
 namespace dp {
 
-enum class Epilogue : uint8_t { None, Relu, AddRelu };
+enum class Epilogue : uint8_t { None, Relu, AddRelu, Gelu };
 
 constexpr const char* epilogue_name(Epilogue e) {
-  return e == Epilogue::Relu ? "relu" : e == Epilogue::AddRelu ? "add+relu" : "none";
+  return e == Epilogue::Relu ? "relu" : e == Epilogue::AddRelu ? "add+relu" : e == Epilogue::Gelu ? "gelu" : "none";
 }
 
 }  // namespace dp

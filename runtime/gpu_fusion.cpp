@@ -46,6 +46,16 @@ std::vector<NodePlan> plan_gpu_fusion(const std::vector<FusionNode>& nodes) {
     plan[host].epilogue = Epilogue::Relu;
     plan[r] = {host, Epilogue::None, -1, -1};
   }
+  // 3. gelu.
+  for (int g = 0; g < n; ++g) {
+    if (nodes[g].role != FusionRole::Gelu || nodes[g].inputs.size() != 1) continue;
+    const int host = nodes[g].inputs[0];
+    if (host < 0 || nodes[host].role != FusionRole::GeluHost || plan[host].epilogue != Epilogue::None ||
+        only_consumer(host) != g)
+      continue;
+    plan[host].epilogue = Epilogue::Gelu;
+    plan[g] = {host, Epilogue::None, -1, -1};
+  }
   return plan;
 }
 

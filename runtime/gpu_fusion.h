@@ -1,8 +1,9 @@
 // defines: plan_gpu_fusion, the GPU plan's folding decisions (Graph on a GPU, train.gpu_fusion),
-// as a pure function of the graph's wiring: which relu and add nodes fold into the layer before
-// them (a batch norm: Layer::can_fuse_gpu_epilogue), with what epilogue (runtime/epilogue.h) and
-// residual, and where in the node order the folded work runs. Exact by construction: a node is
-// folded only when nothing else reads the values the fusion no longer stores.
+// as a pure function of the graph's wiring: which relu, add and gelu nodes fold into the layer
+// before them (a batch norm: Layer::can_fuse_gpu_epilogue; a linear layer: a GELU), with what
+// epilogue (runtime/epilogue.h) and residual, and where in the node order the folded work runs.
+// Exact by construction: a node is folded only when nothing else reads the values the fusion no
+// longer stores (a folded GELU is cuBLASLt's, rounded as its own, not the gelu layer's, kernel).
 //
 // Rules, in this order:
 //   1. add + relu: an add A whose only consumer is a relu R, with an input B that can fuse and
@@ -14,7 +15,11 @@
 //   2. relu: a relu R whose input S can fuse (a Host, or a ReluHost: a convolution under cuDNN's
 //      graph API, which fuses a ReLU only), with R its only consumer (and S not already a host):
 //      R folds into S (epilogue Relu); S runs at its own position.
-// ResNet's `bn -> relu` and `bn [-> add <- shortcut] -> relu` are exactly these shapes.
+//   3. gelu: a tanh GELU G whose input L can apply a GELU (a GeluHost: a linear layer on
+//      cuBLASLt), with G its only consumer: G folds into L (epilogue Gelu); L runs at its own
+//      position.
+// ResNet's `bn -> relu` and `bn [-> add <- shortcut] -> relu` are exactly the first two shapes,
+// GPT's MLP `c_fc -> gelu` the third.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +36,8 @@ enum class FusionRole : uint8_t {
   ReluHost,  // its layer can apply a ReLU only (Layer::gpu_can_fuse_relu, under cuDNN's graph API)
   Relu,  // a plain ReLU (Layer::is_relu)
   Add,   // a plain two-input sum (Layer::is_add)
+  GeluHost,  // its layer can apply a GELU (Layer::gpu_can_fuse_gelu: a linear layer)
+  Gelu,      // a GELU with the tanh approximation (Layer::is_tanh_gelu)
 };
 struct FusionNode {
   FusionRole role = FusionRole::Other;

@@ -21,16 +21,18 @@ void Graph::plan_gpu() {
   gpu_planned_ = true;
 }
 
-// A batch norm takes its epilogue as such; a convolution (a ReluHost) its folded ReLU.
+// A batch norm takes its epilogue as such, a linear layer its GELU; a convolution (a ReluHost)
+// its folded ReLU.
 void Graph::hand_epilogues_to_layers() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Layer& l = *nodes_[i].layer;
-    if (l.can_fuse_gpu_epilogue() || plan_[i].epilogue == Epilogue::None) {
-      l.set_gpu_epilogue(plan_[i].epilogue);
+    const Epilogue e = plan_[i].epilogue;
+    if (l.can_fuse_gpu_epilogue() || e == Epilogue::None || e == Epilogue::Gelu) {
+      l.set_gpu_epilogue(e);
       if (!l.can_fuse_gpu_epilogue() && l.gpu_can_fuse_relu()) l.set_fused_relu(false);
     } else {
-      DP_CHECK(plan_[i].epilogue == Epilogue::Relu && l.gpu_can_fuse_relu(), "layer '{}' ({}) given a {} epilogue",
-               l.name(), l.type(), epilogue_name(plan_[i].epilogue));
+      DP_CHECK(e == Epilogue::Relu && l.gpu_can_fuse_relu(), "layer '{}' ({}) given a {} epilogue", l.name(), l.type(),
+               epilogue_name(e));
       l.set_fused_relu(true);
     }
   }
@@ -41,11 +43,13 @@ std::vector<FusionNode> Graph::fusion_wiring() const {
   const bool conv_relu = !device_.is_cpu() && gpu_convolutions_fuse_relu();
   for (const Node& n : nodes_) {
     const Layer& l = *n.layer;
-    const FusionRole role = l.can_fuse_gpu_epilogue()                             ? FusionRole::Host
-                            : conv_relu && l.gpu_can_fuse_relu()                  ? FusionRole::ReluHost
-                            : l.is_relu()                                         ? FusionRole::Relu
-                            : l.is_add()              ? FusionRole::Add
-                                                      : FusionRole::Other;
+    const FusionRole role = l.can_fuse_gpu_epilogue()            ? FusionRole::Host
+                            : conv_relu && l.gpu_can_fuse_relu() ? FusionRole::ReluHost
+                            : l.gpu_can_fuse_gelu()              ? FusionRole::GeluHost
+                            : l.is_relu()                        ? FusionRole::Relu
+                            : l.is_add()                         ? FusionRole::Add
+                            : l.is_tanh_gelu()                   ? FusionRole::Gelu
+                                                                 : FusionRole::Other;
     wiring.push_back({role, n.inputs});
   }
   return wiring;
@@ -77,7 +81,7 @@ std::string Graph::gpu_plan_summary() {
       if (plan_[i].folded_into == static_cast<int>(h)) fused += "+" + nodes_[i].layer->name();
   }
   if (!gpu_fusion_) return fmt::format("convolutions: {}; GPU fusion: off (train.gpu_fusion = false)", gpu_convolution_api());
-  return fmt::format("convolutions: {}; GPU fusion: {} layers apply the ReLU or residual add + ReLU after them: [{}]",
+  return fmt::format("convolutions: {}; GPU fusion: {} layers apply the ReLU, residual add + ReLU or GELU after them: [{}]",
                      gpu_convolution_api(),
                      std::count_if(plan_.begin(), plan_.end(), [](const NodePlan& p) { return p.epilogue != Epilogue::None; }),
                      fused);

@@ -13,8 +13,8 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
 }
 
 void Layer::set_gpu_epilogue(Epilogue e) {
-  DP_CHECK(e == Epilogue::None || can_fuse_gpu_epilogue(), "layer '{}' ({}) cannot fuse a {} epilogue", name_, type(),
-           epilogue_name(e));
+  const bool can = e == Epilogue::None || (e == Epilogue::Gelu ? gpu_can_fuse_gelu() : can_fuse_gpu_epilogue());
+  DP_CHECK(can, "layer '{}' ({}) cannot fuse a {} epilogue", name_, type(), epilogue_name(e));
   gpu_epilogue_ = e;
 }
 

@@ -115,8 +115,13 @@ class Layer {
   // and its relu (AddRelu: the add's other input comes as an extra last input x.back(), and its
   // gradient goes to dx.back()), into such a layer and calls set_gpu_epilogue (None when it
   // re-plans). is_add: a plain two-input sum, which the plan may fold.
+  // gpu_can_fuse_gelu: the layer's CUDA path can apply Epilogue::Gelu (a linear layer on
+  // cuBLASLt's GELU epilogue), the only epilogue such a layer is given; is_tanh_gelu: a GELU with
+  // the tanh approximation, which the plan may fold into one.
   virtual bool can_fuse_gpu_epilogue() const { return false; }
+  virtual bool gpu_can_fuse_gelu() const { return false; }
   virtual bool is_add() const { return false; }
+  virtual bool is_tanh_gelu() const { return false; }
   void set_gpu_epilogue(Epilogue e);
   Epilogue gpu_epilogue() const { return gpu_epilogue_; }
   // The inputs forward and backward take: num_inputs(), plus the residual under AddRelu.

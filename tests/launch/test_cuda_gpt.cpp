@@ -4,7 +4,7 @@
 // attention kernel; the arithmetic differs in rounding order only); in bf16 and f16 (the
 // attention core on cuDNN's fused attention) the evaluation loss lands within 0.05 nats of the
 // CPU's; with attention and residual dropout (the own kernel, the CPU's masks) f32 follows the CPU
-// too. Skips without a GPU.
+// too; with train.gpu_fusion (the MLP's GELU in cuBLASLt's epilogue) as well. Skips without a GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -43,8 +43,9 @@ struct Losses {
   double eval = NAN;          // the last evaluation's
 };
 
+// extra: more [train] lines.
 Losses run(const Root& r, const std::string& name, const std::string& device, const std::string& precision,
-           double dropout = 0.0) {
+           double dropout = 0.0, const std::string& extra = "") {
   const std::string cfg =
       "[run]\nname = \"" + name + "\"\ndir = \"" + r.path + "\"\nseed = 5\nlog_level = \"warn\"\ntensorboard = false\n"
       "[data]\ndataset = \"tokens\"\npath = \"" + r.path + "/shards/train_*.bin\"\nval_path = \"" + r.path +
@@ -53,7 +54,7 @@ Losses run(const Root& r, const std::string& name, const std::string& device, co
       "dropout = " + std::to_string(dropout) + "\n"
       "[train]\noptimizer = \"adamw\"\nlr = 0.003\nbatch_size = 8\nsteps = 40\nlog_every = 1\neval_every = 40\n"
       "grad_clip = 1.0\ndecay_params = \"matrices\"\nweight_decay = 0.1\n"
-      "device = \"" + device + "\"\nprecision = \"" + precision + "\"\n";
+      "device = \"" + device + "\"\nprecision = \"" + precision + "\"\n" + extra;
   train(parse_config(cfg, name + ".cfg", {}));
   Losses out;
   std::ifstream f(r.path + "/" + name + "/metrics.jsonl");
@@ -96,6 +97,22 @@ DP_GPU_TEST(GptTrainGpu, Fp32WithDropoutFollowsTheCpuMasks) {
   double worst = 0;
   for (size_t i = 0; i < cpu.train.size(); ++i) worst = std::max(worst, std::fabs(gpu.train[i] - cpu.train[i]));
   EXPECT_LT(worst, 2e-3) << "the same dropout masks on both: the losses follow";
+}
+
+// train.gpu_fusion: each MLP's GELU folded into its c_fc (cuBLASLt's GELU epilogue forward, the
+// kept input turned into the gradient backward): f32 still follows the CPU step for step, bf16
+// lands where the unfused run does.
+DP_GPU_TEST(GptTrainGpu, FoldedGeluFollowsTheCpu) {
+  Root r("fused");
+  const Losses cpu = run(r, "cpu", "cpu", "fp32");
+  const Losses gpu = run(r, "gpu", "cuda", "fp32", 0.0, "gpu_fusion = true\n");
+  ASSERT_EQ(gpu.train.size(), cpu.train.size());
+  double worst = 0;
+  for (size_t i = 0; i < cpu.train.size(); ++i) worst = std::max(worst, std::fabs(gpu.train[i] - cpu.train[i]));
+  RecordProperty("max_loss_diff", std::to_string(worst));
+  EXPECT_LT(worst, 2e-3) << "GPU f32 with the folded GELU against the CPU over 40 steps";
+  const Losses bf16 = run(r, "gpu_bf16", "cuda", "bf16", 0.0, "gpu_fusion = true\n");
+  EXPECT_LT(std::fabs(bf16.eval - cpu.eval), 0.05) << "bf16 fused: GPU " << bf16.eval << ", CPU " << cpu.eval;
 }
 
 }  // namespace

@@ -69,10 +69,11 @@ DP_GPU_TEST_P(CudnnGraphModelGpu, FoldsReluIntoConvolutionsAndMatchesTheCpuAndTh
   auto graph = models::build_model(folding_cnn(), in, 5, Device::cuda(0), m.compute, &graph_exec);
   graph->set_gpu_fusion(true);  // train.gpu_fusion: the folds this test checks
   legacy->set_gpu_fusion(true);
-  EXPECT_EQ(graph->gpu_plan_summary(), "convolutions: cuDNN's graph API; GPU fusion: 2 layers apply the ReLU or residual "
-                                       "add + ReLU after them: [conv1+relu1 conv2+relu2]");
+  EXPECT_EQ(graph->gpu_plan_summary(), "convolutions: cuDNN's graph API; GPU fusion: 2 layers apply the ReLU, residual "
+                                       "add + ReLU or GELU after them: [conv1+relu1 conv2+relu2]");
   EXPECT_EQ(legacy->gpu_plan_summary(),
-            "convolutions: cuDNN's legacy API; GPU fusion: 0 layers apply the ReLU or residual add + ReLU after them: []");
+            "convolutions: cuDNN's legacy API; GPU fusion: 0 layers apply the ReLU, residual add + ReLU or GELU after "
+            "them: []");
   if (m.compute != DType::F32)  // the CPU computes on the 16-bit-rounded weights the GPU uses
     for (const auto& node : cpu->nodes())
       if (node.layer->low_precision_params())

@@ -10,6 +10,7 @@
 #include "models/presets.h"
 #include "models/registry.h"
 #include "models/weights_import.h"
+#include "runtime/gpu_fusion.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -172,6 +173,26 @@ TEST(GptPreset, ReducerSeesTheTiedParameterOnceAndComplete) {
 }
 
 // Position t's logits depend on tokens 0..t only; and both CPU backends agree.
+// train.gpu_fusion on a GPT: the GPU plan folds each block's tanh GELU into the c_fc linear
+// before it (cuBLASLt's GELU epilogue) and nothing else; an erf GELU (nanoGPT's nn.GELU()) would
+// not fold, and the plan on the wiring is all a GPU graph adds.
+TEST(GptGraph, GpuPlanFoldsEachMlpGeluIntoItsCfc) {
+  auto g = models::build_model(gpt_config(3, 2, 8, 6, 11), {6}, 1);
+  const std::vector<NodePlan> plan = plan_gpu_fusion(g->fusion_wiring());
+  std::vector<std::string> folds;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].folded_into < 0) continue;
+    const int h = plan[i].folded_into;
+    EXPECT_EQ(plan[h].epilogue, Epilogue::Gelu);
+    EXPECT_EQ(plan[h].runs_at, h);
+    folds.push_back(g->nodes()[h].layer->name() + "+" + g->nodes()[i].layer->name() + ":" +
+                    g->nodes()[h].layer->type() + "+" + g->nodes()[i].layer->type());
+  }
+  ASSERT_EQ(folds.size(), 3u);
+  for (int b = 0; b < 3; ++b) EXPECT_NE(folds[b].find("h." + std::to_string(b) + ".mlp.c_fc+"), std::string::npos) << folds[b];
+  for (const auto& f : folds) EXPECT_NE(f.find(":linear+gelu"), std::string::npos) << f;
+}
+
 TEST(GptGraph, LogitsAreCausalAndBackendsAgree) {
   const int64_t T = 70, V = 13;  // more positions than one causal block of the oneDNN path
   auto g = models::build_model(gpt_config(2, 2, 16, T, V), {T}, 2);

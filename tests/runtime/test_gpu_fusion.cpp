@@ -127,6 +127,21 @@ TEST(GpuFusion, ABnReadOnlyByAnAddWhoseReluIsSharedStillFoldsItsOwnRelu) {
   EXPECT_EQ(epilogues(p), (std::vector<Epilogue>{N_, N_, N_, N_, N_, RL, N_}));
 }
 
+TEST(GpuFusion, AGeluFoldsIntoTheLinearBeforeItWhenItIsItsOnlyReader) {
+  // GPT's MLP: ln -> c_fc (GeluHost) -> gelu -> c_proj -> add(.., residual): the gelu folds.
+  constexpr FusionRole L = FusionRole::GeluHost, G = FusionRole::Gelu;
+  const auto p = plan_gpu_fusion({{O, {-1}}, {L, {0}}, {G, {1}}, {L, {2}}, {A, {3, -1}}});
+  EXPECT_EQ(folded(p), (std::vector<int>{-1, -1, 1, -1, -1}));
+  EXPECT_EQ(epilogues(p), (std::vector<Epilogue>{N_, Epilogue::Gelu, N_, N_, N_}));
+  EXPECT_EQ(runs_at(p), (std::vector<int>{0, 1, -1, 3, 4}));
+  // Not folded: a linear read by another node too; a gelu after a layer that cannot apply it (a
+  // batch norm takes relus only); a relu after a linear (a GeluHost applies a GELU only); a gelu
+  // of the model input.
+  const auto q = plan_gpu_fusion({{L, {-1}}, {G, {0}}, {O, {0}}, {B, {2}}, {G, {3}}, {L, {4}}, {R, {5}}, {G, {-1}}});
+  EXPECT_EQ(folded(q), (std::vector<int>(8, -1)));
+  EXPECT_EQ(epilogues(q), (std::vector<Epilogue>(8, N_)));
+}
+
 TEST(GpuFusion, UnfusedPlanRunsEveryNodeInPlace) {
   const auto p = unfused_plan(3);
   EXPECT_EQ(folded(p), (std::vector<int>{-1, -1, -1}));

@@ -18,7 +18,8 @@ namespace dp::kernels::cuda {
 // y (n) = gelu(x); y may alias x.
 [[nodiscard]] cudaError_t gelu_forward(DType dtype, void* y, const void* x, int64_t n, bool tanh_approximation,
                                        cudaStream_t stream);
-// dx (n) = dy * gelu'(x) (x: the forward's input); dx may alias dy.
+// dx (n) = dy * gelu'(x) (x: the forward's input); dx may alias dy or x (each element is read
+// before it is written, by the thread that writes it).
 [[nodiscard]] cudaError_t gelu_backward(DType dtype, void* dx, const void* dy, const void* x, int64_t n,
                                         bool tanh_approximation, cudaStream_t stream);
 

@@ -24,12 +24,17 @@ class Linear : public Layer {
   bool has_onednn_path() const override { return true; }
   bool can_fuse_relu() const override { return true; }
   void set_fused_relu(bool on) override { fused_relu_ = on; }
+  // The GPU plan's Epilogue::Gelu (train.gpu_fusion; GPT's c_fc -> gelu): cuBLASLt's GELU_AUX
+  // epilogue applies a tanh GELU to the output and keeps its input (gelu_pre_) for the backward.
+  bool gpu_can_fuse_gelu() const override { return true; }
 
  protected:
   DP_LAYER_CPU_PATH();
 
   // GPU path (linear_cuda.cpp): one cuBLASLt matmul with the bias epilogue forward; dx = dy W, dW += dy^T x
-  // (cuBLASLt, beta 1) and db += column sums of dy (kernels/cuda/elementwise.h bias_grad).
+  // (cuBLASLt, beta 1) and db += column sums of dy (kernels/cuda/elementwise.h bias_grad). With
+  // a folded GELU: the GELU in the matmul's epilogue, and the backward first turns gelu_pre_ into
+  // g = dy * gelu'(pre) in place, then runs on g.
   DP_LAYER_CUDA_PATH();
 
  private:
@@ -40,6 +45,10 @@ class Linear : public Layer {
   double init_std_;
   std::string tie_weight_;
   Shape in_shape_, out_shape_;  // per sample: [in] or [T, in], and [out] or [T, out]
+  // Epilogue::Gelu: the GELU's input (M, out) in the compute dtype, written by forward and used up
+  // (turned into the gradient) by the backward after it (gelu_pre_fresh_ between the two).
+  Tensor gelu_pre_;
+  bool gelu_pre_fresh_ = false;
 
   // The oneDNN side (linear_onednn.cpp), for f32 under CpuBackend::OneDnn: the matmul primitives
   // (kernels/cpu/onednn_matmul.h) and the masked dy of a fused ReLU, made on first use.

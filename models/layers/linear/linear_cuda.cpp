@@ -5,9 +5,15 @@
 //   dx (M, in) = dy (M, out) W (out, in)                      beta 0: overwritten
 //   dW (out, in) += dy^T (out, M) x (M, in)                   beta 1: accumulated
 //   db (out) += column sums of dy          kernels/cuda/elementwise.h bias_grad, f32 sums
+// With the GPU plan's Epilogue::Gelu (a tanh gelu folded into this layer):
+//   y = gelu(x W^T + b)                    the same matmul, cuBLASLt's GELU_AUX epilogue keeping
+//                                          pre = x W^T + b in gelu_pre_
+//   g = dy * gelu'(pre)                    the gelu kernel, written over gelu_pre_
+// and the three lines above run on g instead of dy.
 #include "models/layers/linear/linear.h"
 
 #include "kernels/cuda/elementwise.h"
+#include "models/layers/gelu/gelu_kernels.h"
 #include "models/layers/common.h"
 #include "runtime/cuda/exec_context.h"
 #include "models/layers/linear/lt_matmul.h"
@@ -33,8 +39,30 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   g.trans_b = true;
   g.d = y.raw();             // (M, out)
   g.bias = bias_ ? params_[1].raw() : nullptr;
+  if (gpu_epilogue() == Epilogue::Gelu) {
+    if (!gelu_pre_.defined() || gelu_pre_.shape() != Shape{M, out_} || gelu_pre_.dtype() != dt ||
+        gelu_pre_.device() != y.device())
+      gelu_pre_ = Tensor::zeros({M, out_}, dt, y.device());
+    g.gelu_pre = gelu_pre_.raw();
+    gelu_pre_fresh_ = true;
+  }
   cuda::lt_matmul(*ctx.gpu, g);
 }
+
+namespace {
+// The gradient the matmuls take: dy, or with a folded GELU g = dy * gelu'(pre) written over pre.
+const void* matmul_grad(const Layer& l, const StepContext& ctx, const Tensor& dy, Tensor& pre, bool& fresh, int64_t n) {
+  if (l.gpu_epilogue() != Epilogue::Gelu) return dy.raw();
+  DP_CHECK(fresh && pre.defined() && pre.numel() == n,
+           "{}: a backward with a folded GELU needs the forward just before it (its kept GELU input becomes the "
+           "gradient, once)",
+           layer_str(l));
+  fresh = false;
+  CHECK_CUDA(kernels::cuda::gelu_backward(ctx.compute, pre.raw(), dy.raw(), pre.raw(), n, /*tanh_approximation=*/true,
+                                          ctx.gpu->compute()));
+  return pre.raw();
+}
+}  // namespace
 
 void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
                            std::vector<Tensor>& dx) {
@@ -51,11 +79,12 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   if (bias_) check_gpu_tensor(*this, grads_[1], dt, {out_}, "bias gradient");
   if (M == 0) return;  // no samples: dx is empty and the parameter gradients gain nothing
 
+  const void* g_out = matmul_grad(*this, ctx, dy, gelu_pre_, gelu_pre_fresh_, M * out_);
   if (dx[0].defined()) {
     cuda::LtGemm g;
     g.dtype = dt;
     g.m = M, g.n = in_, g.k = out_;
-    g.a = dy.raw();          // (M, out)
+    g.a = g_out;             // (M, out)
     g.b = params_[0].raw();  // (out, in)
     g.d = dx[0].raw();       // (M, in)
     cuda::lt_matmul(*ctx.gpu, g);
@@ -63,7 +92,7 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   cuda::LtGemm w;
   w.dtype = dt;
   w.m = out_, w.n = in_, w.k = M;
-  w.a = dy.raw();  // stored (M, out), used transposed
+  w.a = g_out;  // stored (M, out), used transposed
   w.trans_a = true;
   w.b = x[0].raw();  // (M, in)
   w.c = grads_[0].raw();
@@ -71,7 +100,7 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   w.beta = 1.0f;
   cuda::lt_matmul(*ctx.gpu, w);
   if (bias_)
-    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), dy.raw(), M, out_, 1, ctx.gpu->compute()));
+    CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[1].raw(), g_out, M, out_, 1, ctx.gpu->compute()));
 }
 
 }  // namespace dp::models

@@ -44,11 +44,13 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32) {
   key.trans_a = g.trans_a;
   key.trans_b = g.trans_b;
   key.bias = g.bias != nullptr;
+  key.gelu = g.gelu_pre != nullptr;
   key.align_a = pointer_alignment(g.a);
   key.align_b = pointer_alignment(g.b);
   key.align_c = pointer_alignment(g.beta != 0.0f ? g.c : g.d);
   key.align_d = pointer_alignment(g.d);
   key.align_bias = g.bias ? pointer_alignment(g.bias) : 0;
+  key.align_gelu_pre = g.gelu_pre ? pointer_alignment(g.gelu_pre) : 0;
   key.tf32 = lt_uses_tf32(g.dtype, tf32);
   return key;
 }
@@ -61,6 +63,10 @@ void check_lt_gemm(const LtGemm& g) {
   DP_CHECK(g.a && g.b && g.d, "lt_matmul: null operand (a {}, b {}, d {})", g.a != nullptr, g.b != nullptr,
            g.d != nullptr);
   DP_CHECK(g.beta == 0.0f || g.c, "lt_matmul: beta = {} needs C", g.beta);
+  DP_CHECK(!g.gelu_pre || g.beta == 0.0f, "lt_matmul: a GELU epilogue with beta = {}: the GELU applies to a fresh "
+           "product (beta 0)", g.beta);
 }
+
+bool lt_gelu_epilogue_allowed(int64_t n) { return n % 8 == 0; }
 
 }  // namespace dp::cuda

@@ -1,5 +1,5 @@
 // defines: lt_matmul, one row-major GEMM through cuBLASLt, D = alpha op(A) op(B) + beta C with
-// an optional bias epilogue, on the compute stream; LtGemm (its description), LtKey (what the
+// an optional bias epilogue and an optional GELU (tanh) after it, on the compute stream; LtGemm (its description), LtKey (what the
 // algorithm choice depends on) and column_major_gemm (the row-major -> column-major mapping),
 // the pure parts (lt_matmul.cpp), compiled in every build and tested on the host.
 //
@@ -40,6 +40,10 @@ struct LtGemm {
   void* d = nullptr;
   const void* bias = nullptr;  // (n) or null: no epilogue
   float alpha = 1.0f, beta = 0.0f;
+  // Non-null: D = gelu_tanh(op(A) op(B) [+ bias]) and gelu_pre (m, n, contiguous, dtype) receives
+  // what the GELU took, op(A) op(B) [+ bias], for the backward (cuBLASLt's GELU_AUX[_BIAS]
+  // epilogue; a linear layer with a GELU folded into it: runtime/epilogue.h). beta must be 0.
+  void* gelu_pre = nullptr;
 };
 
 // A matrix as cuBLASLt is told about it: column-major rows x cols, leading dimension ld.
@@ -71,7 +75,8 @@ struct LtKey {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   bool bias = false;
-  uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0;
+  bool gelu = false;  // the GELU_AUX epilogue (LtGemm::gelu_pre)
+  uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_gelu_pre = 0;
   bool tf32 = false;  // compute type CUBLAS_COMPUTE_32F_FAST_TF32 (else CUBLAS_COMPUTE_32F)
   auto operator<=>(const LtKey&) const = default;
 };
@@ -84,8 +89,13 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32 = 
 bool lt_uses_tf32(DType dtype, Tf32 tf32);
 
 // A DpError unless g is well-formed: dims >= 1, a supported dtype, non-null operands (C only
-// when beta != 0).
+// when beta != 0), beta 0 with a GELU.
 void check_lt_gemm(const LtGemm& g);
+
+// Whether cuBLASLt may be asked for the GELU_AUX epilogue of a GEMM with n output columns: its
+// auxiliary matrix's leading dimension (n, column-major) must be a multiple of 8. Otherwise
+// lt_matmul runs the GELU as the fallback below does.
+bool lt_gelu_epilogue_allowed(int64_t n);
 
 // The cuBLASLt path (lt_matmul_cuda.cpp, CUDA builds only).
 class ExecContext;
@@ -96,7 +106,9 @@ class ExecContext;
 // under a mutex), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
 // algorithm (an odd alignment, say), the key remembers that, one warning is logged and the same
 // problem runs through cublasGemmEx (the same compute type) on ctx.cublas() with the bias added by
-// kernels/cuda/elementwise.h's bias_add. Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
+// kernels/cuda/elementwise.h's bias_add (and a GELU: the GEMM into gelu_pre, then the own GELU
+// kernel, models/layers/gelu/gelu_kernels.h, into D; also when lt_gelu_epilogue_allowed(n) is
+// false). Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
 void lt_matmul(ExecContext& ctx, const LtGemm& g);
 
 // Number of cached algorithm choices (tests and logs).

@@ -1,6 +1,6 @@
 // models/layers/gelu/gelu_kernels.h against the CPU twin (models/layers/gelu/gelu_ref.h, f64 math)
 // in both forms (tanh, erf), f32 and 16-bit, aligned and misaligned (the vector split's head and
-// tail), in place; guard regions catch writes outside. Runs on the CUDA emulator in CI and on a
+// tail), in place (dx over dy or over x); guard regions catch writes outside. Runs on the CUDA emulator in CI and on a
 // GPU in the runbook; skips without either.
 #include <gtest/gtest.h>
 
@@ -62,6 +62,13 @@ DP_GPU_TEST_F(CudaGeluGpu, F32ForwardAndBackwardMatchTheCpuTwin) {
         EXPECT_EQ(bad, 0);
         EXPECT_TRUE(y_.guards_intact());
         EXPECT_TRUE(dx_.guards_intact());
+        // dx over x (how a linear layer with a folded GELU turns its kept input into the gradient).
+        test::Guarded<float> xg_(x, s());
+        CHECK_CUDA(gelu_backward(DType::F32, xg_.get() + offset, dy_.get() + offset, xg_.get() + offset, n, f.tanh, s()));
+        const auto gxg = xg_.download();
+        int64_t differ_x = 0;
+        for (int64_t i = 0; i < n; ++i) differ_x += !test::same_bits(gxg[offset + i], gdx[offset + i]);
+        EXPECT_EQ(differ_x, 0) << "dx written over x differs from out of place";
         // In place: y over x, dx over dy.
         CHECK_CUDA(gelu_backward(DType::F32, dy_.get() + offset, dy_.get() + offset, x_.get() + offset, n, f.tanh, s()));
         CHECK_CUDA(gelu_forward(DType::F32, x_.get() + offset, x_.get() + offset, n, f.tanh, s()));

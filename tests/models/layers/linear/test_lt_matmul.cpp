@@ -137,6 +137,7 @@ TEST(LtMatmul, KeyHoldsShapeTransposesDtypeEpilogueAndAlignments) {
   EXPECT_TRUE(differs([](LtGemm& h) { h.bias = reinterpret_cast<const void*>(uintptr_t{0x40000}); }));
   EXPECT_TRUE(differs([](LtGemm& h) { h.a = reinterpret_cast<const void*>(uintptr_t{0x10004}); }));
   EXPECT_TRUE(differs([](LtGemm& h) { h.d = reinterpret_cast<void*>(uintptr_t{0x30002}); }));
+  EXPECT_TRUE(differs([](LtGemm& h) { h.gelu_pre = reinterpret_cast<void*>(uintptr_t{0x60000}); }));
   // Same shape at other, equally aligned addresses: the same key (one heuristic query).
   EXPECT_FALSE(differs([](LtGemm& h) { h.a = reinterpret_cast<const void*>(uintptr_t{0x50000}); }));
   // alpha does not enter the choice.
@@ -185,6 +186,28 @@ TEST(LtMatmul, MalformedProblemsAreRefused) {
   refused([](LtGemm& h) { h.a = nullptr; });
   refused([](LtGemm& h) { h.d = nullptr; });
   refused([](LtGemm& h) { h.beta = 1.0f; });  // C missing
+  LtGemm gelu = g;
+  gelu.gelu_pre = &dummy;
+  EXPECT_NO_THROW(check_lt_gemm(gelu));
+  gelu.c = &dummy, gelu.beta = 1.0f;
+  try {
+    check_lt_gemm(gelu);
+    ADD_FAILURE() << "a GELU epilogue over an accumulation was accepted";
+  } catch (const DpError& e) {
+    EXPECT_NE(std::string(e.what()).find("lt_matmul: a GELU epilogue with beta = 1: the GELU applies to a fresh "
+                                         "product (beta 0)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// cuBLASLt's GELU_AUX epilogue wants its aux matrix's leading dimension (n) a multiple of 8;
+// otherwise lt_matmul runs the GEMM and the GELU kernel.
+TEST(LtMatmul, GeluEpilogueOnlyWhereTheAuxLeadingDimensionIsAMultipleOf8) {
+  EXPECT_TRUE(lt_gelu_epilogue_allowed(3072));  // GPT-2's c_fc: 4 x 768
+  EXPECT_TRUE(lt_gelu_epilogue_allowed(8));
+  EXPECT_FALSE(lt_gelu_epilogue_allowed(12));
+  EXPECT_FALSE(lt_gelu_epilogue_allowed(1));
 }
 
 #ifdef DPTRAIN_HAVE_CUDA
@@ -275,6 +298,67 @@ DP_GPU_TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
             for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
             EXPECT_LT(err / std::max(scale, 1.0), t.tol);
           }
+}
+
+double gelu_tanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+// D = gelu_tanh(A B^T + bias) with the GELU's input kept (a linear layer with a folded GELU):
+// cuBLASLt's GELU_AUX[_BIAS] where n is a multiple of 8, the GEMM + GELU kernel elsewhere; both
+// against the host's f64 product and tanh GELU. The f32 bound (1e-4 of 1 + |x|) allows a fast
+// tanh in the epilogue (cuBLASLt does not document its evaluation; the error is recorded); k = 8
+// keeps the values near 1.
+DP_GPU_TEST(LtMatmulGpu, GeluEpilogueGivesTheTanhGeluAndKeepsItsInput) {
+  ExecContext ctx(0, size_t{32} << 20);
+  const cudaStream_t s = ctx.compute();
+  std::mt19937_64 gen(11);
+  std::normal_distribution<float> nd(0.0f, 0.5f);
+  struct Tol { DType dt; double tol; };
+  for (Tol t : {Tol{DType::F32, 1e-4}, Tol{DType::BF16, 1.6e-2}, Tol{DType::F16, 2.5e-3}})
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{16, 24}, {64, 3072}, {5, 7}})
+      for (bool with_bias : {true, false}) {
+        const int64_t k = 8;
+        SCOPED_TRACE(testing::Message() << dtype_name(t.dt) << " m " << m << " n " << n << " bias " << with_bias);
+        auto rnd = [&](int64_t count) {
+          std::vector<float> v(static_cast<size_t>(count));
+          for (auto& x : v) x = nd(gen);
+          return v;
+        };
+        const auto a = rnd(m * k), w = rnd(n * k), bias = rnd(n);
+        const auto ar = rounded(a, t.dt), wr = rounded(w, t.dt), biasr = rounded(bias, t.dt);
+        std::vector<double> pre = row_major_product(ar, wr, m, n, k, false, true);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) pre[i * n + j] += with_bias ? biasr[j] : 0.0;
+        const size_t es = dtype_size(t.dt);
+        DeviceBuffer da(a.size() * es, s), dw(w.size() * es, s), dbias(bias.size() * es, s), dd(m * n * es, s),
+            dpre(m * n * es, s);
+        const auto ea = encode(a, t.dt), ew = encode(w, t.dt), ebias = encode(bias, t.dt);
+        CHECK_CUDA(cudaMemcpyAsync(da.data(), ea.data(), ea.size(), cudaMemcpyHostToDevice, s));
+        CHECK_CUDA(cudaMemcpyAsync(dw.data(), ew.data(), ew.size(), cudaMemcpyHostToDevice, s));
+        CHECK_CUDA(cudaMemcpyAsync(dbias.data(), ebias.data(), ebias.size(), cudaMemcpyHostToDevice, s));
+        LtGemm g;
+        g.dtype = t.dt;
+        g.m = m, g.n = n, g.k = k;
+        g.trans_b = true;
+        g.a = da.data(), g.b = dw.data(), g.d = dd.data(), g.gelu_pre = dpre.data();
+        if (with_bias) g.bias = dbias.data();
+        lt_matmul(ctx, g);
+        std::vector<unsigned char> out(m * n * es), kept(m * n * es);
+        CHECK_CUDA(cudaMemcpyAsync(out.data(), dd.data(), out.size(), cudaMemcpyDeviceToHost, s));
+        CHECK_CUDA(cudaMemcpyAsync(kept.data(), dpre.data(), kept.size(), cudaMemcpyDeviceToHost, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        const auto got = decode(out, t.dt), got_pre = decode(kept, t.dt);
+        double err = 0, err_pre = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          err = std::max(err, std::fabs(got[i] - gelu_tanh(pre[i])) / (1.0 + std::fabs(pre[i])));
+          err_pre = std::max(err_pre, std::fabs(got_pre[i] - pre[i]) / (1.0 + std::fabs(pre[i])));
+        }
+        RecordProperty(std::string("gelu_err_") + dtype_name(t.dt) + "_" + std::to_string(n), std::to_string(err));
+        EXPECT_LT(err, t.tol) << "D against the host's tanh GELU";
+        EXPECT_LT(err_pre, t.tol) << "the kept GELU input against the host's product + bias";
+      }
 }
 
 DP_GPU_TEST(LtMatmulGpu, OneHeuristicQueryPerKey) {
