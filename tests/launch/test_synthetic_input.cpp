@@ -3,7 +3,8 @@
 // everywhere); on a GPU (SyntheticInputGpu, skipped without one) the batches SyntheticInput makes
 // on the device equal, byte for byte, those the CPU loader and the input pipeline (DeviceInput)
 // make of the same samples, in every compute dtype and layout, labels on the device and the host
-// included; BatchFeed cuts the order into batches as the loader does; crop and flip are refused.
+// included; its token batches equal the CPU data set's windows split into inputs and targets;
+// BatchFeed cuts the order into batches as the loader does; crop and flip are refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -183,6 +184,49 @@ DP_GPU_TEST_F(SyntheticInputGpu, BatchFeedCutsTheOrderAsTheLoaderDoes) {
     EXPECT_EQ(batches, drop_last ? 62 : 63);
     EXPECT_EQ(feed.wait_seconds(), 0.0);  // no loader
   }
+}
+
+// Token windows for a model that takes tokens: x i32 (B, T) = each window's first T tokens, y i32
+// (B, T) its last T, on the device, equal to the CPU data set's windows in every compute dtype (the
+// ids do not depend on it); no host labels; normalisation refused.
+DP_GPU_TEST_F(SyntheticInputGpu, TokenBatchesEqualTheCpuWindows) {
+  constexpr int64_t kT = 24;
+  SyntheticSpec spec{{}, 0, 4242};
+  spec.tokens = true, spec.block_size = kT, spec.vocab = 50257;
+  const auto ds = data::make_synthetic_tokens(500, kT, spec.vocab, spec.seed);
+  std::vector<uint16_t> w(kT + 1);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    SyntheticInput synth(*gpu_, spec, data::Transform{}, kBatch, dt, true);
+    BatchFeed feed(order_, kBatch, false, &synth);
+    BatchFeed::Item item;
+    int64_t first = 0, batches = 0;
+    while (feed.next(item)) {
+      ASSERT_EQ(item.x.shape(), (Shape{item.n, kT}));
+      ASSERT_EQ(item.y.shape(), (Shape{item.n, kT}));
+      EXPECT_EQ(item.x.dtype(), DType::I32);
+      EXPECT_EQ(item.y.dtype(), DType::I32);
+      EXPECT_TRUE(item.x.device().is_cuda() && item.y.device().is_cuda());
+      EXPECT_FALSE(item.y_host.defined());
+      std::vector<int32_t> want_x, want_y;
+      for (int64_t r = 0; r < item.n; ++r) {
+        ds->get_tokens(order_[static_cast<size_t>(first + r)], w.data());
+        want_x.insert(want_x.end(), w.begin(), w.end() - 1);
+        want_y.insert(want_y.end(), w.begin() + 1, w.end());
+      }
+      const auto bytes = [](const std::vector<int32_t>& v) {
+        const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+        return std::vector<unsigned char>(p, p + v.size() * sizeof(int32_t));
+      };
+      ASSERT_EQ(download(item.x), bytes(want_x)) << "x of batch " << batches;
+      ASSERT_EQ(download(item.y), bytes(want_y)) << "y of batch " << batches;
+      first += item.n;
+      ++batches;
+    }
+    EXPECT_EQ(batches, 63);  // 62 of 8 and one of 1
+    EXPECT_EQ(first, static_cast<int64_t>(order_.size()));
+  }
+  EXPECT_THROW((SyntheticInput(*gpu_, spec, t_, kBatch, DType::F32, false)), UserError);  // t_ normalises
 }
 
 DP_GPU_TEST_F(SyntheticInputGpu, RefusesAugmentationAndRowsOutsideTheOrder) {
