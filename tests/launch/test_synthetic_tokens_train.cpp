@@ -2,7 +2,7 @@
 // size trains on synthetic token windows on the CPU through the real trainer, as on token shards:
 // per-token metrics, finite losses, and an evaluation loss at ln(vocab), the loss of random tokens;
 // the same seed gives the same losses bit for bit. The cfg resolves for it: no normalisation by
-// default, none allowed (the message names the data set).
+// default, none allowed (the message names the data set); made on the GPU, no crop or flip.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -100,6 +100,17 @@ TEST(SyntheticTokensTrain, TheCfgResolvesForTokenWindows) {
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "data.mean, data.std, data.crop_padding and data.hflip do not apply to token windows "
                            "(data.dataset = \"synthetic\" for a model that takes tokens); leave them out of the cfg");
+  }
+  // Made on the GPU (data.synthetic_device = "cuda"): the cfg's checks hold for token windows too.
+  EXPECT_EQ(tiny(r.path, "cuda", {"data.synthetic_device=cuda"}).data.synthetic_device, data::SyntheticDevice::Cuda);
+  try {
+    tiny(r.path, "cuda-flip", {"data.synthetic_device=cuda", "data.hflip=true"});
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              kGptTiny + ": data.synthetic_device = \"cuda\" makes batches without augmentation, but "
+                         "data.crop_padding = 0 and data.hflip = true: set data.crop_padding = 0 and data.hflip = "
+                         "false, or data.synthetic_device = \"cpu\"");
   }
 }
 
