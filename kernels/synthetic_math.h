@@ -6,12 +6,16 @@
 //   synthetic_label     a sample's label and how many words its draw used (Rng::below)
 //   synthetic_uniform   a word as Rng::uniform's float in [0, 1)
 //   synthetic_pixel     0.6 * pattern + 0.4 * noise, each operation rounded once (fp::)
+//   synthetic_token_of  a word as a token in [0, vocab) (multiply-shift)
+//   synthetic_token     token j of a sample's token window, by position
 //
 // Sample i of seed s (runtime/data/synthetic.cpp): its stream is keyed_rng(s, kStreamData, i) at
 // epoch 0, i.e. Philox key s, counter high 64 bits (kStreamData << 56) | i, low 64 bits the block
 // number from 0, each block 4 words used in order. The label is drawn first (Lemire's rejection
 // on 64-bit draws: two words each, high word first), then pixel j takes the next word: word
 // label_words + j. Class c's pattern value j is word j of stream (kStreamData << 56) | (2^55 + c).
+// A token window (runtime/data/synthetic_tokens.cpp, for a model that takes tokens) has no label:
+// its token j (0 .. block_size) is word j of the sample's stream.
 #pragma once
 #include <cstdint>
 
@@ -61,6 +65,20 @@ DP_HD float synthetic_uniform(uint32_t r) { return fp::mul(static_cast<float>(r 
 // One value: kSignal * pattern + kNoise * noise, each product and the sum rounded once.
 DP_HD float synthetic_pixel(float pattern, float noise) {
   return fp::add(fp::mul(kSyntheticSignal, pattern), fp::mul(kSyntheticNoise, noise));
+}
+
+// A word as a token in [0, vocab), 1 <= vocab <= 2^32: floor(word * vocab / 2^32), Lemire's
+// multiply-shift without its rejection step, so that token j is word j (addressable by position on
+// the GPU; a rejection loop would shift every later token). Each token is hit by floor or ceil of
+// 2^32 / vocab words, so its probability is off 1 / vocab by less than 2^-32: a relative bias below
+// vocab / 2^32 (1.2e-5 for GPT-2's 50257 tokens, 6e-8 for bytes).
+DP_HD uint32_t synthetic_token_of(uint32_t word, uint64_t vocab) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(word) * vocab) >> 32);
+}
+
+// Token j of the window of stream `stream` (synthetic_stream(sample index)) under key `seed`.
+DP_HD uint32_t synthetic_token(uint64_t seed, uint64_t stream, uint64_t j, uint64_t vocab) {
+  return synthetic_token_of(synthetic_word(seed, stream, j), vocab);
 }
 
 }  // namespace dp::kernels

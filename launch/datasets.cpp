@@ -28,19 +28,24 @@ int64_t limited(int64_t n, int64_t limit) { return limit > 0 ? std::min(n, limit
 bool is_images(data::DatasetKind k) { return k == data::DatasetKind::ImageFolder || k == data::DatasetKind::TarShards; }
 
 // One generator for both splits: the evaluation samples are the indices after the training ones,
-// so they come from the same distribution but are never trained on.
-Datasets synthetic(const DataConfig& cfg) {
-  const SyntheticSpec s = synthetic_spec(cfg);
+// so they come from the same distribution but are never trained on. Images, or token windows for
+// a model that takes tokens.
+Datasets synthetic(const DataConfig& cfg, const TokenWindows& tokens) {
+  const SyntheticSpec s = synthetic_spec(cfg, tokens);
+  const int64_t n = cfg.synthetic_train + cfg.synthetic_eval;
   std::shared_ptr<const data::Dataset> ds =
-      data::make_synthetic(cfg.synthetic_train + cfg.synthetic_eval, s.shape, static_cast<int>(s.classes), s.seed);
+      s.tokens ? data::make_synthetic_tokens(n, s.block_size, s.vocab, s.seed)
+               : data::make_synthetic(n, s.shape, static_cast<int>(s.classes), s.seed);
   return {{ds, range(0, limited(cfg.synthetic_train, cfg.train_limit))},
           {ds, range(cfg.synthetic_train, limited(cfg.synthetic_eval, cfg.eval_limit))}};
 }
 
 }  // namespace
 
-SyntheticSpec synthetic_spec(const DataConfig& cfg) {
-  return {Shape(cfg.synthetic_shape.begin(), cfg.synthetic_shape.end()), cfg.synthetic_classes, 12345};
+SyntheticSpec synthetic_spec(const DataConfig& cfg, const TokenWindows& tokens) {
+  SyntheticSpec s{Shape(cfg.synthetic_shape.begin(), cfg.synthetic_shape.end()), cfg.synthetic_classes, 12345};
+  if (tokens.model_takes_tokens) s.tokens = true, s.block_size = tokens.block_size, s.vocab = tokens.vocab_size;
+  return s;
 }
 
 namespace {
@@ -73,7 +78,7 @@ void token_shards(const DataConfig& cfg, const TokenWindows& w, std::shared_ptr<
 Datasets open_kind(const DataConfig& cfg, const std::string& index_dir, const TokenWindows& tokens) {
   std::shared_ptr<const data::Dataset> tr, ev;
   switch (cfg.dataset) {
-    case data::DatasetKind::Synthetic: return synthetic(cfg);
+    case data::DatasetKind::Synthetic: return synthetic(cfg, tokens);
     case data::DatasetKind::Cifar10:
       tr = data::open_cifar10(cfg.path, true);
       ev = data::open_cifar10(cfg.path, false);
@@ -108,15 +113,17 @@ Datasets open_kind(const DataConfig& cfg, const std::string& index_dir, const To
 }
 }  // namespace
 
-TokenWindows token_windows_of(const ModelConfig& m) { return {m.block_size, m.vocab_size}; }
+TokenWindows token_windows_of(const ModelConfig& m) { return {m.block_size, m.vocab_size, model_takes_tokens(m)}; }
 
 Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir, const TokenWindows& tokens) {
   Datasets d = open_kind(cfg, index_dir.empty() ? std::string("tar-index") : index_dir, tokens);
   const Shape s = d.train.dataset->sample_shape();
   if (d.tokens()) {
     if (!cfg.mean.empty() || cfg.crop_padding != 0 || cfg.hflip)
-      DP_THROW_USER("data.mean, data.std, data.crop_padding and data.hflip do not apply to data.dataset = \"tokens\"; "
-                    "leave them out of the cfg");
+      DP_THROW_USER("data.mean, data.std, data.crop_padding and data.hflip do not apply to token windows (data.dataset = "
+                    "\"{}\"{}); leave them out of the cfg",
+                    enum_name(cfg.dataset),
+                    cfg.dataset == data::DatasetKind::Synthetic ? " for a model that takes tokens" : "");
     return d;
   }
   if (!cfg.mean.empty() && static_cast<int64_t>(cfg.mean.size()) != s[0])

@@ -26,25 +26,33 @@ struct Datasets {
 };
 
 // What token windows take from the model: its context T (model.block_size) and vocabulary
-// (model.vocab_size). Unused by the other data set kinds.
+// (model.vocab_size), and whether it takes tokens at all (model_takes_tokens: the gpt2 preset),
+// which makes data.dataset = "synthetic" token windows instead of images. Unused by the other
+// data set kinds.
 struct TokenWindows {
   int64_t block_size = 0, vocab_size = 0;
+  bool model_takes_tokens = false;
 };
 TokenWindows token_windows_of(const ModelConfig& m);
 
 // index_dir: where tar shard indices are cached (tar_index_dir(cfg)); unused by other kinds.
-// tokens: data.dataset = "tokens" only (token_windows_of(cfg.model)).
+// tokens: token_windows_of(cfg.model), for data.dataset = "tokens" and "synthetic" (the default:
+// a model that takes images).
 Datasets open_datasets(const DataConfig& cfg, const std::string& index_dir = "", const TokenWindows& tokens = {});
 
-// The generator of data.dataset = "synthetic" (data::make_synthetic's arguments but the size):
-// what the GPU generator (data.synthetic_device = "cuda", launch/synthetic_input.h) needs to make
-// the same samples as open_datasets' data set.
+// The generator of data.dataset = "synthetic" (data::make_synthetic's or make_synthetic_tokens'
+// arguments but the size): what the GPU generator (data.synthetic_device = "cuda",
+// launch/synthetic_input.h) needs to make the same samples as open_datasets' data set.
 struct SyntheticSpec {
-  Shape shape;          // per sample
-  int64_t classes = 0;
+  Shape shape;          // per sample (images)
+  int64_t classes = 0;  // images
   uint64_t seed = 0;    // the data set's own seed (not run.seed)
+  // Token windows (tokens: for a model that takes tokens): block_size + 1 tokens below vocab per
+  // sample; shape and classes are then unused.
+  bool tokens = false;
+  int64_t block_size = 0, vocab = 0;
 };
-SyntheticSpec synthetic_spec(const DataConfig& cfg);
+SyntheticSpec synthetic_spec(const DataConfig& cfg, const TokenWindows& tokens = {});
 
 // data.index_dir, or <run.dir>/<run.name>/tar-index.
 std::string tar_index_dir(const Config& cfg);

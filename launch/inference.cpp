@@ -207,9 +207,10 @@ int64_t predict_num_classes(const Config& cfg) {
 }  // namespace
 
 int run_predict(const Config& cfg, const InferenceOptions& o) {
-  if (cfg.data.dataset == data::DatasetKind::Tokens)
+  if (cfg.data.dataset == data::DatasetKind::Tokens || model_takes_tokens(cfg.model))
     DP_THROW_USER("dptrain predict gives the classes of images and arrays; a language model (data.dataset = "
-                  "\"tokens\") continues text with dptrain sample, and dptrain eval gives its loss and perplexity");
+                  "\"tokens\", model.preset = \"gpt2\") continues text with dptrain sample, and dptrain eval gives "
+                  "its loss and perplexity");
   Inference inf(cfg);
   const PredictInput in = open_predict_input(o.input, image_options(cfg.data), tar_index_dir(cfg));
   inf.build(in.samples->sample_shape(), o.weights, predict_num_classes(cfg));

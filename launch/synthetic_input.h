@@ -6,6 +6,10 @@
 // with the values the CPU loader and the input pipeline would give (bit for bit, normalisation
 // included): no loader thread, no host-to-device copy, no host wait. The host computes the
 // batch's labels too (one Philox block each, kernels/synthetic_math.h), for the accuracy counts.
+// For a model that takes tokens (SyntheticSpec::tokens) a batch is token windows instead: one
+// kernel writes the inputs x i32 (B, T) and the targets y i32 (B, T), the CPU data set's windows
+// (runtime/data/synthetic_tokens.cpp) split as the input pipeline splits token shards' windows;
+// the targets stay on the device (no host labels, as for token batches on a GPU: batch_feed.h).
 //
 // The batch it hands out lives in its one buffer until the next make(): the next batch is
 // written by the compute stream after the work queued on the previous one, so one buffer is
@@ -29,9 +33,9 @@ namespace dp::launch {
 class SyntheticInput {
  public:
   // gpu must outlive this. spec: the data set's generator; t: its transform (normalisation only:
-  // crop and flip are refused with a UserError); batches of up to max_batch rows in `compute`
-  // (F32, BF16, F16), channels last for (C, H, W) samples when channels_last. Allocates its
-  // buffers now.
+  // crop and flip are refused with a UserError; token windows take none at all); batches of up to
+  // max_batch rows in `compute` (F32, BF16, F16; token ids are i32 whatever it is), channels last
+  // for (C, H, W) samples when channels_last. Allocates its buffers now.
   SyntheticInput(cuda::ExecContext& gpu, const SyntheticSpec& spec, const data::Transform& t, int64_t max_batch,
                  DType compute, bool channels_last);
   ~SyntheticInput();
@@ -42,9 +46,10 @@ class SyntheticInput {
   void set_order(const std::vector<int64_t>& order);
 
   struct Batch {
-    Tensor x;       // (B, *sample) compute dtype on the device (NHWC storage when channels last)
-    Tensor y;       // i32 (B) on the device
-    Tensor y_host;  // the same labels on the CPU
+    Tensor x;       // (B, *sample) compute dtype on the device (NHWC storage when channels last);
+                    // token windows: i32 (B, T) inputs
+    Tensor y;       // i32 (B) on the device; token windows: i32 (B, T) targets
+    Tensor y_host;  // the same labels on the CPU; undefined for token windows
   };
   // Samples order[first, first + rows) (1 <= rows <= max_batch), enqueued on the compute stream.
   Batch make(int64_t first, int64_t rows);

@@ -395,9 +395,9 @@ void TrainSession::watch_layers() {
 void TrainSession::start_training() {
   if (gpu_ && cfg_.data.dataset == data::DatasetKind::Synthetic &&
       cfg_.data.synthetic_device == data::SyntheticDevice::Cuda) {
-    synth_input_ = std::make_unique<SyntheticInput>(*gpu_->exec(), synthetic_spec(cfg_.data),
-                                                    transform_of(cfg_.data, true), plan_.batch_size, gpu_->compute(),
-                                                    gpu_->channels_last());
+    const SyntheticSpec spec = synthetic_spec(cfg_.data, token_windows_of(cfg_.model));  // images or token windows
+    synth_input_ = std::make_unique<SyntheticInput>(*gpu_->exec(), spec, transform_of(cfg_.data, true),
+                                                    plan_.batch_size, gpu_->compute(), gpu_->channels_last());
     lg()->info("data: training batches made on {} (data.synthetic_device = \"cuda\"): no loader, no copy",
                device_.str());
   } else if (gpu_) {

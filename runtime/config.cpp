@@ -71,7 +71,10 @@ std::vector<Field> run_fields(Config& c) {
 // [data]
 std::vector<Field> data_fields(Config& c) {
   return {
-      {"data", "dataset", "data set kind", &c.data.dataset},
+      {"data", "dataset",
+       "data set kind; synthetic: images of data.synthetic_shape, or, for a model that takes tokens (model.preset = "
+       "\"gpt2\"), token windows of model.block_size + 1 uniform random tokens below model.vocab_size",
+       &c.data.dataset},
       {"data", "path",
        "where the data is: a folder (IDX: {train,t10k}-*-ubyte[.gz]; CIFAR-10: *.bin; image_folder: train/<class>/<image> "
        "and val/...; npy: {train,val}_{x,y}.npy) or, for tar_shards, the training shards (\"train-{000000..000146}.tar\"); "
@@ -124,10 +127,16 @@ std::vector<Field> data_fields(Config& c) {
        "shuffle order: philox (dptrain's own) or torch (torch.randperm seeded seed + epoch: DistributedSampler's order)",
        &c.data.permutation},
       {"data", "drop_last", "drop the last incomplete batch", &c.data.drop_last},
-      {"data", "synthetic_train", "synthetic data: training samples", &c.data.synthetic_train, 1, 9.2e18},
-      {"data", "synthetic_eval", "synthetic data: evaluation samples", &c.data.synthetic_eval, 1, 9.2e18},
-      {"data", "synthetic_shape", "synthetic data: per-sample shape [C, H, W]", &c.data.synthetic_shape, 1, 65536},
-      {"data", "synthetic_classes", "synthetic data: number of classes", &c.data.synthetic_classes, 2, 1e9},
+      {"data", "synthetic_train", "synthetic data: training samples (token windows for a model that takes tokens)",
+       &c.data.synthetic_train, 1, 9.2e18},
+      {"data", "synthetic_eval", "synthetic data: evaluation samples, the ones after the training samples",
+       &c.data.synthetic_eval, 1, 9.2e18},
+      {"data", "synthetic_shape",
+       "synthetic images: per-sample shape [C, H, W] (not used for token windows: model.block_size is their shape)",
+       &c.data.synthetic_shape, 1, 65536},
+      {"data", "synthetic_classes",
+       "synthetic images: number of classes (not used for token windows: model.vocab_size is their range)",
+       &c.data.synthetic_classes, 2, 1e9},
       {"data", "synthetic_device",
        "synthetic data on a GPU run: cpu (the loader makes the samples, the input pipeline uploads them: end to end) "
        "or cuda (a kernel makes each training batch on the GPU, the same values, no loader and no copy: the inputs "
@@ -159,8 +168,8 @@ std::vector<Field> model_fields(Config& c) {
       {"model", "n_head", "gpt2: attention heads per block (n_embd must be a multiple of n_head)", &c.model.n_head, 1,
        65536},
       {"model", "n_embd", "gpt2: width of the residual stream (embedding dimension)", &c.model.n_embd, 1, 1048576},
-      {"model", "block_size", "gpt2: context length T, the positions the model takes; data.dataset = \"tokens\" makes samples of T + 1 "
-       "tokens (inputs: the first T, targets: the last T)",
+      {"model", "block_size", "gpt2: context length T, the positions the model takes; data.dataset = \"tokens\" (and \"synthetic\") "
+       "makes samples of T + 1 tokens (inputs: the first T, targets: the last T)",
        &c.model.block_size, 1, 1048576},
       {"model", "vocab_size", "gpt2: vocabulary size: token ids are in [0, vocab_size) (256 for bytes; GPT-2's 50257); every token of the "
        "data must be below it",
@@ -537,9 +546,15 @@ void apply_override(Config& c, std::vector<Field>& fields, const std::string& ov
   c.given.push_back(f->full());
 }
 
+// data.dataset = "synthetic" for a model that takes tokens: token windows, not images.
+bool synthetic_tokens(const Config& c) {
+  return c.data.dataset == data::DatasetKind::Synthetic && model_takes_tokens(c.model);
+}
+
 // Defaults that depend on the data set, for the keys the user did not give: image data sets
 // normalise with ImageNet's statistics and flip training samples (torchvision's ResNet recipe);
-// arrays are not normalised; the evaluation's resize follows the image size (256 for 224).
+// arrays and token windows are not normalised; the evaluation's resize follows the image size
+// (256 for 224).
 void resolve_defaults(Config& c) {
   auto given = [&](const char* key) { return std::find(c.given.begin(), c.given.end(), key) != c.given.end(); };
   const data::DatasetKind k = c.data.dataset;
@@ -547,8 +562,8 @@ void resolve_defaults(Config& c) {
     if (!given("data.mean")) c.data.mean = {0.485, 0.456, 0.406};
     if (!given("data.std")) c.data.std = {0.229, 0.224, 0.225};
     if (!given("data.hflip")) c.data.hflip = true;
-  } else if ((k == data::DatasetKind::Npy || k == data::DatasetKind::Tokens) && !given("data.mean") &&
-             !given("data.std")) {
+  } else if ((k == data::DatasetKind::Npy || k == data::DatasetKind::Tokens || synthetic_tokens(c)) &&
+             !given("data.mean") && !given("data.std")) {
     c.data.mean.clear();
     c.data.std.clear();
   }
@@ -608,7 +623,7 @@ void validate(const Config& c) {
     DP_THROW_USER("{}: model.n_embd = {} is not a multiple of model.n_head = {}: each head takes n_embd / n_head "
                   "dimensions; choose n_embd a multiple of n_head (e.g. {})",
                   src, c.model.n_embd, c.model.n_head, (c.model.n_embd / c.model.n_head + 1) * c.model.n_head);
-  if (c.data.dataset == data::DatasetKind::Synthetic && c.data.synthetic_shape.empty())
+  if (c.data.dataset == data::DatasetKind::Synthetic && !synthetic_tokens(c) && c.data.synthetic_shape.empty())
     DP_THROW_USER("{}: data.synthetic_shape must not be empty", src);
   if (c.data.synthetic_device == data::SyntheticDevice::Cuda) {
     if (c.data.dataset != data::DatasetKind::Synthetic)

@@ -91,6 +91,11 @@ struct ModelConfig {
   bool bias = true;                // biases in the linear layers and LayerNorms (nanoGPT's bias flag)
 };
 
+// Whether the model takes token ids (a language model: the gpt2 preset), so that data.dataset =
+// "synthetic" makes token windows of model.block_size + 1 tokens for it instead of images. A
+// [[layer]] list is given images.
+inline bool model_takes_tokens(const ModelConfig& m) { return m.preset == PresetKind::Gpt2; }
+
 struct TrainConfig {
   int64_t epochs = 1;
   int64_t steps = 0;               // > 0: stop after this many steps (overrides epochs)

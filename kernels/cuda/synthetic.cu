@@ -63,7 +63,31 @@ void launch_batch(void* out, bool nhwc, const AugmentDims& d, const int64_t* ind
     DP_LAUNCH(batch_kernel<O, false>, grid, kThreads, 0, stream)(out, d, indices, labels, words, seed, mean, std, n);
 }
 
+// Element i of the windows (rows, T + 1) is token j = i % (T + 1) of row r = i / (T + 1): the
+// input x[r][j] for j < T and the target y[r][j - 1] for j > 0.
+__global__ void token_windows_kernel(int32_t* x, int32_t* y, const int64_t* indices, int64_t T, uint64_t seed,
+                                     uint64_t vocab, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / (T + 1), j = i - r * (T + 1);
+    const auto token = static_cast<int32_t>(
+        synthetic_token(seed, synthetic_stream(static_cast<uint64_t>(indices[r])), static_cast<uint64_t>(j), vocab));
+    if (j < T) x[r * T + j] = token;
+    if (j > 0) y[r * T + j - 1] = token;
+  }
+}
+
 }  // namespace
+
+cudaError_t synthetic_token_windows(int32_t* x, int32_t* y, const int64_t* indices, int64_t rows, int64_t T,
+                                    uint64_t seed, int64_t vocab, cudaStream_t stream) {
+  if (rows < 0 || T < 1 || vocab < 1 || vocab > 65536) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  if (x == nullptr || y == nullptr || indices == nullptr) return cudaErrorInvalidValue;
+  const int64_t n = rows * (T + 1);
+  DP_LAUNCH(token_windows_kernel, pass_blocks(n, sm_count(), kThreads), kThreads, 0, stream)(
+      x, y, indices, T, seed, static_cast<uint64_t>(vocab), n);
+  DP_RETURN_LAUNCH();
+}
 
 cudaError_t synthetic_labels(int32_t* y, uint32_t* words, const int64_t* indices, int64_t rows, uint64_t seed,
                              int64_t classes, cudaStream_t stream) {

@@ -1,7 +1,8 @@
 // defines: Dataset, the interface every data source implements, SampleKey (what a sample that
 // depends on the epoch is keyed by), and the functions that open the in-memory ones: IDX /
-// Fashion-MNIST (idx.cpp), CIFAR-10 (cifar10.cpp), synthetic (synthetic.cpp), .npy arrays
-// (npy.h). Image folders and tar shards: runtime/data/image_folder.h, tar_shards.h.
+// Fashion-MNIST (idx.cpp), CIFAR-10 (cifar10.cpp), synthetic (synthetic.cpp, and its token
+// windows: synthetic_tokens.cpp), .npy arrays (npy.h). Image folders and tar shards:
+// runtime/data/image_folder.h, tar_shards.h.
 //
 // A dataset is an indexable collection of (sample, label) pairs. Samples are float tensors of a
 // fixed `sample_shape()` (e.g. (C, H, W) = (1, 28, 28)) with raw pixels scaled to [0, 1];
@@ -12,9 +13,10 @@
 // sample is made on demand (decoded, cropped, resized to (3, S, S)), and its random crop depends
 // on the epoch: get_u8 takes the crop to apply and the keys of its random draws.
 //
-// A data set of token windows (holds_tokens(): llm.c's token shards, token_dataset.h) hands out a
-// sample as its window of T + 1 uint16 tokens (get_tokens): the model's input is the first T, the
-// targets (one label per position) the last T. sample_shape() is {T}, num_classes() the vocabulary.
+// A data set of token windows (holds_tokens(): llm.c's token shards, token_dataset.h; synthetic
+// token windows, make_synthetic_tokens) hands out a sample as its window of T + 1 uint16 tokens
+// (get_tokens): the model's input is the first T, the targets (one label per position) the last
+// T. sample_shape() is {T}, num_classes() the vocabulary.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -85,5 +87,12 @@ std::unique_ptr<Dataset> open_cifar10(const std::string& dir, bool train);
 // n samples of `sample_shape` computed on the fly from (seed, index): deterministic, no memory
 // per sample, learnable (the label decides the mean of the inputs). See synthetic.cpp.
 std::unique_ptr<Dataset> make_synthetic(int64_t n, Shape sample_shape, int num_classes, uint64_t seed);
+
+// n token windows of block_size + 1 uniform random tokens below vocab_size, computed on the fly
+// from (seed, index): a data set of token windows (sample_shape() {block_size}, num_classes() the
+// vocabulary) as token shards are, for a model that takes tokens; nothing in it is learnable.
+// UserError for n outside [0, 2^55), block_size < 1 or vocab_size outside 1..65536 (uint16 tokens).
+// See synthetic_tokens.cpp.
+std::unique_ptr<Dataset> make_synthetic_tokens(int64_t n, int64_t block_size, int64_t vocab_size, uint64_t seed);
 
 }  // namespace dp::data

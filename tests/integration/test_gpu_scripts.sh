@@ -12,6 +12,9 @@
 #      byte for byte: layers_table.py (a layers.json), ncu_top.py (an Nsight Compute CSV) and
 #      gtest_report.py (GoogleTest JSON + console logs: passed, failed, skipped with reasons, a
 #      crashed binary, a "no GPU" skip flagged on a GPU host); and their errors.
+#   2c. tools/bench/models.sh's synthetic_sets for gpt2: synthetic token windows made on the GPU
+#      (INPUT resident, no token shard), the token shard at BENCH_TOKENS for INPUT loader (refused
+#      without it); the resident sets pass dptrain --check when BUILD_DIR/dptrain exists.
 #   3. tools/gpu/pack.sh refuses a folder that is not a build (exit 2).
 #   4. tools/bench/torch_train_bench.py --smoke (tiny CPU runs) with the oracle venv's python,
 #      if it exists ($DPTRAIN_VENV, default /opt/dptrain-venv); else SKIP.
@@ -248,6 +251,33 @@ err=$(python3 tools/gpu/ncu_top.py "$tmp/no-header.csv" 2>&1)
 sed 's/"usecond"/"furlong"/' $fx/ncu.csv >"$tmp/bad-unit.csv"
 err=$(python3 tools/gpu/ncu_top.py "$tmp/bad-unit.csv" 2>&1)
 [[ $? == 1 && $err == *"unit 'furlong'"* ]] || fail "ncu_top.py with an unknown unit: $err"
+
+# --- 2c. models.sh's synthetic_sets for gpt2 ----------------------------------------------------
+# resident: synthetic token windows made on the GPU, no token shard needed; loader: the shard at
+# BENCH_TOKENS (refused without it). The resident sets resolve in dptrain --check (a 1-layer GPT-2).
+# sets_of INPUT [BENCH_TOKENS]: synthetic_sets' lines for gpt2 batch 16 bf16, 100 steps.
+sets_of() {
+  (
+    unset BENCH_TOKENS
+    [[ -n ${2:-} ]] && export BENCH_TOKENS=$2
+    # shellcheck source=tools/bench/models.sh
+    source tools/bench/models.sh && synthetic_sets cuda gpt2 16 bf16 100 "$1"
+  )
+}
+got=$(sets_of resident | tr '\n' ' ')
+[[ $got == *"data.dataset=synthetic data.synthetic_device=cuda data.synthetic_train=1600 data.synthetic_eval=1 "* &&
+   $got != *data.path* ]] || fail "synthetic_sets gpt2 resident: not synthetic token windows on the GPU: $got"
+got=$(sets_of loader) && fail "synthetic_sets gpt2 loader without BENCH_TOKENS: exit 0: $got"
+got=$(sets_of loader "$tmp/t.bin" | tr '\n' ' ')
+[[ $got == *"data.dataset=tokens data.path=$tmp/t.bin data.val_path=$tmp/t.bin data.eval_limit=1 "* ]] ||
+  fail "synthetic_sets gpt2 loader: not the token shard at BENCH_TOKENS: $got"
+if [[ -x $build/dptrain ]]; then
+  mapfile -t base < <(sets_of resident)
+  got=$("$build/dptrain" models/gpt2.cfg --check --set "${base[@]}" model.n_layer=1 model.n_head=1 model.n_embd=16 2>&1)
+  [[ $got == *"data: train synthetic tokens (seed 12345): 1601 windows of 1024 + 1 tokens, vocabulary 50257 (1600 samples used), eval 1 samples"* ]] ||
+    fail "dptrain --check with synthetic_sets gpt2 resident: $got"
+fi
+pass "models.sh synthetic_sets gpt2: resident synthetic tokens, loader the token shard"
 
 # --- 3. pack.sh ---------------------------------------------------------------------------------
 bash tools/gpu/pack.sh "$tmp" >/dev/null 2>&1

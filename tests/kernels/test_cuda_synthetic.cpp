@@ -4,6 +4,9 @@
 // for f32 / bf16 / f16, both layouts, with and without normalisation, scattered sample indices,
 // with guard regions (on a GPU, and on the CUDA emulator in CI). The label draw by position
 // (kernels/synthetic_math.h) is held to Rng::below on the host for many streams and class counts.
+// The token windows of a model that takes tokens (synthetic_token_windows) against
+// data::make_synthetic_tokens' get_tokens, split into inputs and targets: every token, for GPT-2's
+// and the bytes' vocabularies, indices up to 2^55 - 1; the token by position against Rng's draws.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -41,6 +44,28 @@ TEST(CudaSyntheticMath, LabelByPositionIsRngBelowAndWordsAreRngsDraws) {
   }
   EXPECT_EQ(synthetic_uniform(0xFFFFFFFFu), 16777215.0f / 16777216.0f);
   EXPECT_EQ(synthetic_uniform(0xFFu), 0.0f);  // the low 8 bits do not count
+}
+
+// Token j by position is Rng's j-th draw mapped by multiply-shift: floor(word * vocab / 2^32).
+TEST(CudaSyntheticMath, TokenByPositionIsTheMultiplyShiftOfRngsDraws) {
+  std::mt19937_64 g(6);
+  for (uint64_t vocab : {uint64_t{1}, uint64_t{2}, uint64_t{256}, uint64_t{50257}, uint64_t{65536}}) {
+    for (int k = 0; k < 200; ++k) {
+      const uint64_t seed = g(), index = g() >> 9;  // an index below 2^55
+      Rng rng = data::keyed_rng(seed, kStreamData, index);
+      for (uint64_t j = 0; j < 11; ++j) {
+        const uint32_t word = rng.next_u32();
+        const uint32_t want = static_cast<uint32_t>((static_cast<uint64_t>(word) * vocab) >> 32);
+        ASSERT_EQ(synthetic_token(seed, synthetic_stream(index), j, vocab), want) << "vocab " << vocab << " j " << j;
+        ASSERT_LT(want, vocab);
+      }
+    }
+  }
+  EXPECT_EQ(synthetic_token_of(0u, 50257), 0u);
+  EXPECT_EQ(synthetic_token_of(0xFFFFFFFFu, 50257), 50256u);  // the top word: the last token
+  EXPECT_EQ(synthetic_token_of(0x80000000u, 256), 128u);
+  EXPECT_EQ(synthetic_token_of(0x12345678u, 65536), 0x1234u);  // 2^16 tokens: the word's high half
+  EXPECT_EQ(synthetic_token_of(0xFFFFFFFFu, 1), 0u);
 }
 
 #ifdef DPTRAIN_HAVE_CUDA
@@ -140,6 +165,42 @@ DP_GPU_TEST_F(CudaSyntheticGpu, BatchesEqualTheCpuGeneratorInEveryDtypeAndLayout
   }
 }
 
+// The CPU data set's windows (rows, T + 1) split into inputs x (rows, T) and targets y (rows, T).
+void cpu_windows(const data::Dataset& ds, const std::vector<int64_t>& indices, std::vector<int32_t>& x,
+                 std::vector<int32_t>& y) {
+  const int64_t T = ds.sample_numel();
+  std::vector<uint16_t> w(static_cast<size_t>(T + 1));
+  x.clear(), y.clear();
+  for (int64_t i : indices) {
+    ds.get_tokens(i, w.data());
+    x.insert(x.end(), w.begin(), w.end() - 1);
+    y.insert(y.end(), w.begin() + 1, w.end());
+  }
+}
+
+DP_GPU_TEST_F(CudaSyntheticGpu, TokenWindowsEqualTheCpuDataSetsWindows) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  const int64_t n = (int64_t{1} << 55) - 1;  // every index the data set has: the largest ones too
+  for (int64_t vocab : {int64_t{256}, int64_t{50257}})
+    for (int64_t T : {int64_t{1}, int64_t{7}, int64_t{64}}) {
+      SCOPED_TRACE(testing::Message() << "vocab " << vocab << " T " << T);
+      const uint64_t data_seed = 12345 + static_cast<uint64_t>(T);
+      const auto ds = data::make_synthetic_tokens(n, T, vocab, data_seed);
+      std::vector<int64_t> indices = {0, 1, n - 1, n - 2, int64_t{1} << 40, (int64_t{1} << 32) + 7};
+      std::uniform_int_distribution<int64_t> pick(0, n - 1);
+      for (int r = 0; r < 7; ++r) indices.push_back(pick(gen_));
+      std::vector<int32_t> want_x, want_y;
+      cpu_windows(*ds, indices, want_x, want_y);
+      const int64_t rows = static_cast<int64_t>(indices.size());
+      test::Guarded<int64_t> idx(indices, s());
+      test::Guarded<int32_t> x(want_x.size(), s()), y(want_y.size(), s());
+      CHECK_CUDA(synthetic_token_windows(x.get(), y.get(), idx.get(), rows, T, data_seed, vocab, s()));
+      EXPECT_EQ(x.download(), want_x);
+      EXPECT_EQ(y.download(), want_y);
+      EXPECT_TRUE(x.guards_intact() && y.guards_intact());
+    }
+}
+
 TEST(CudaSynthetic, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(synthetic_labels(nullptr, nullptr, nullptr, -1, 0, 10, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(synthetic_labels(nullptr, nullptr, nullptr, 4, 0, 0, nullptr), cudaErrorInvalidValue);
@@ -158,6 +219,15 @@ TEST(CudaSynthetic, ArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_EQ(synthetic_batch(nullptr, AugmentOut::F32, false, {1, 0, 4, 5}, nullptr, nullptr, nullptr, 0, nullptr,
                             nullptr, nullptr),
             cudaErrorInvalidValue);
+  int32_t i = 0;
+  int64_t k = 0;
+  EXPECT_EQ(synthetic_token_windows(&i, &i, &k, -1, 4, 0, 256, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(synthetic_token_windows(&i, &i, &k, 1, 0, 0, 256, nullptr), cudaErrorInvalidValue);   // T < 1
+  EXPECT_EQ(synthetic_token_windows(&i, &i, &k, 1, 4, 0, 0, nullptr), cudaErrorInvalidValue);     // vocab < 1
+  EXPECT_EQ(synthetic_token_windows(&i, &i, &k, 1, 4, 0, 65537, nullptr), cudaErrorInvalidValue); // not uint16
+  EXPECT_EQ(synthetic_token_windows(nullptr, nullptr, nullptr, 0, 4, 0, 256, nullptr), cudaSuccess);
+  EXPECT_EQ(synthetic_token_windows(&i, nullptr, &k, 1, 4, 0, 256, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(synthetic_token_windows(&i, &i, nullptr, 1, 4, 0, 256, nullptr), cudaErrorInvalidValue);
 }
 
 #endif  // DPTRAIN_HAVE_CUDA

@@ -1,9 +1,10 @@
 // Tests for launch/synthetic_input.h (data.synthetic_device = "cuda"): synthetic_spec is the
-// generator open_datasets uses (runs everywhere); on a GPU (SyntheticInputGpu, skipped without
-// one) the batches SyntheticInput makes on the device equal, byte for byte, those the CPU loader
-// and the input pipeline (DeviceInput) make of the same samples, in every compute dtype and
-// layout, labels on the device and the host included; BatchFeed cuts the order into batches as
-// the loader does; crop and flip are refused.
+// generator open_datasets uses, images or, for a model that takes tokens, token windows (runs
+// everywhere); on a GPU (SyntheticInputGpu, skipped without one) the batches SyntheticInput makes
+// on the device equal, byte for byte, those the CPU loader and the input pipeline (DeviceInput)
+// make of the same samples, in every compute dtype and layout, labels on the device and the host
+// included; its token batches equal the CPU data set's windows split into inputs and targets;
+// BatchFeed cuts the order into batches as the loader does; crop and flip are refused.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -48,6 +49,53 @@ TEST(SyntheticSpec, IsTheGeneratorOfTheOpenedDataSet) {
     ASSERT_EQ(ds.train.dataset->get(i, a.data()), twin->get(i, b.data())) << i;
     EXPECT_EQ(a, b) << i;
   }
+}
+
+// For a model that takes tokens: make_synthetic_tokens' windows with the spec's seed, training
+// the first data.synthetic_train (up to data.train_limit), evaluation the ones after them.
+TEST(SyntheticSpec, TokenWindowsForAModelThatTakesTokens) {
+  DataConfig d;
+  d.dataset = data::DatasetKind::Synthetic;
+  d.mean.clear(), d.std.clear();  // as config.cpp resolves them for token windows
+  d.synthetic_train = 20, d.synthetic_eval = 6, d.eval_limit = 4;
+  ModelConfig m;
+  m.preset = PresetKind::Gpt2;
+  m.block_size = 9, m.vocab_size = 300;
+  const TokenWindows w = token_windows_of(m);
+  EXPECT_TRUE(w.model_takes_tokens);
+  const SyntheticSpec s = synthetic_spec(d, w);
+  EXPECT_TRUE(s.tokens);
+  EXPECT_EQ(s.block_size, 9);
+  EXPECT_EQ(s.vocab, 300);
+  EXPECT_FALSE(synthetic_spec(d).tokens);  // images by default
+  const Datasets ds = open_datasets(d, "", w);
+  ASSERT_TRUE(ds.tokens());
+  EXPECT_EQ(ds.train.dataset->sample_shape(), (Shape{9}));
+  EXPECT_EQ(ds.train.dataset->num_classes(), 300);
+  EXPECT_EQ(ds.train.indices, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}));
+  EXPECT_EQ(ds.eval.indices, (std::vector<int64_t>{20, 21, 22, 23}));
+  EXPECT_TRUE(data_classes(ds).empty());
+  const auto twin = data::make_synthetic_tokens(26, 9, 300, s.seed);
+  std::vector<uint16_t> a(10), b(10);
+  for (int64_t i : {0, 19, 20, 25}) {
+    ds.eval.dataset->get_tokens(i, a.data());
+    twin->get_tokens(i, b.data());
+    EXPECT_EQ(a, b) << i;
+  }
+  // Normalisation does not apply to token windows; the message names the data set kind.
+  d.mean = {0.5}, d.std = {0.5};
+  try {
+    open_datasets(d, "", w);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "data.mean, data.std, data.crop_padding and data.hflip do not apply to token windows "
+                           "(data.dataset = \"synthetic\" for a model that takes tokens); leave them out of the cfg");
+  }
+  // A model that takes images gets images: the same keys, the other generator.
+  m.preset = PresetKind::Mlp;
+  EXPECT_FALSE(token_windows_of(m).model_takes_tokens);
+  d.mean = {0.5, 0.5, 0.5}, d.std = {0.5, 0.5, 0.5};
+  EXPECT_FALSE(open_datasets(d, "", token_windows_of(m)).tokens());
 }
 
 #ifdef DPTRAIN_HAVE_CUDA
@@ -136,6 +184,49 @@ DP_GPU_TEST_F(SyntheticInputGpu, BatchFeedCutsTheOrderAsTheLoaderDoes) {
     EXPECT_EQ(batches, drop_last ? 62 : 63);
     EXPECT_EQ(feed.wait_seconds(), 0.0);  // no loader
   }
+}
+
+// Token windows for a model that takes tokens: x i32 (B, T) = each window's first T tokens, y i32
+// (B, T) its last T, on the device, equal to the CPU data set's windows in every compute dtype (the
+// ids do not depend on it); no host labels; normalisation refused.
+DP_GPU_TEST_F(SyntheticInputGpu, TokenBatchesEqualTheCpuWindows) {
+  constexpr int64_t kT = 24;
+  SyntheticSpec spec{{}, 0, 4242};
+  spec.tokens = true, spec.block_size = kT, spec.vocab = 50257;
+  const auto ds = data::make_synthetic_tokens(500, kT, spec.vocab, spec.seed);
+  std::vector<uint16_t> w(kT + 1);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    SyntheticInput synth(*gpu_, spec, data::Transform{}, kBatch, dt, true);
+    BatchFeed feed(order_, kBatch, false, &synth);
+    BatchFeed::Item item;
+    int64_t first = 0, batches = 0;
+    while (feed.next(item)) {
+      ASSERT_EQ(item.x.shape(), (Shape{item.n, kT}));
+      ASSERT_EQ(item.y.shape(), (Shape{item.n, kT}));
+      EXPECT_EQ(item.x.dtype(), DType::I32);
+      EXPECT_EQ(item.y.dtype(), DType::I32);
+      EXPECT_TRUE(item.x.device().is_cuda() && item.y.device().is_cuda());
+      EXPECT_FALSE(item.y_host.defined());
+      std::vector<int32_t> want_x, want_y;
+      for (int64_t r = 0; r < item.n; ++r) {
+        ds->get_tokens(order_[static_cast<size_t>(first + r)], w.data());
+        want_x.insert(want_x.end(), w.begin(), w.end() - 1);
+        want_y.insert(want_y.end(), w.begin() + 1, w.end());
+      }
+      const auto bytes = [](const std::vector<int32_t>& v) {
+        const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+        return std::vector<unsigned char>(p, p + v.size() * sizeof(int32_t));
+      };
+      ASSERT_EQ(download(item.x), bytes(want_x)) << "x of batch " << batches;
+      ASSERT_EQ(download(item.y), bytes(want_y)) << "y of batch " << batches;
+      first += item.n;
+      ++batches;
+    }
+    EXPECT_EQ(batches, 63);  // 62 of 8 and one of 1
+    EXPECT_EQ(first, static_cast<int64_t>(order_.size()));
+  }
+  EXPECT_THROW((SyntheticInput(*gpu_, spec, t_, kBatch, DType::F32, false)), UserError);  // t_ normalises
 }
 
 DP_GPU_TEST_F(SyntheticInputGpu, RefusesAugmentationAndRowsOutsideTheOrder) {

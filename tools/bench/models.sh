@@ -9,9 +9,11 @@
 #     INPUT "resident" (default: the batches made on the GPU, data.synthetic_device = "cuda", as
 #     PyTorch's benchmark keeps its inputs on the GPU) or "loader" (dptrain's CPU loader and input
 #     pipeline: end to end); fp32 with train.tf32 = "conv", PyTorch's default TF32 policy
-#     gpt2 (GPT-2 124M, models/gpt2.cfg): its data are the token shard at $BENCH_TOKENS (llm.c's
-#     format, at least STEPS x BATCH windows of 1025 tokens: make_token_shard writes one) through
-#     dptrain's token loader, whatever INPUT says (it moves 8 bytes a token: nothing to hide)
+#     gpt2 (GPT-2 124M, models/gpt2.cfg): INPUT "resident" gives it synthetic token windows made
+#     on the GPU (data.dataset = "synthetic", data.synthetic_device = "cuda": uniform random
+#     tokens, STEPS x BATCH windows of 1024 + 1); INPUT "loader" the token shard at $BENCH_TOKENS
+#     (llm.c's format, at least STEPS x BATCH windows of 1025 tokens: make_token_shard writes one)
+#     through dptrain's token loader and input pipeline; fails when BENCH_TOKENS is unset there
 #   make_token_shard PATH TOKENS [PY]: writes PATH, an llm.c token shard of TOKENS random GPT-2
 #     token ids (fixed seed)
 #   MODEL_NAMES: the models, for messages
@@ -32,19 +34,23 @@ synthetic_sets() {
   local device=$1 m=$2 b=$3 d=$4 steps=$5 input=${6:-resident} info c h w k
   info=$(model_info "$m") || return 1
   read -r _ c h w k _ <<<"$info"
-  if [[ $m == gpt2 ]]; then
-    [[ -n ${BENCH_TOKENS:-} ]] || return 1
-    printf '%s\n' train.device="$device" train.precision="$d" train.batch_size="$b" train.steps="$steps" \
-      train.eval_every=0 train.warmup_steps=0 run.tensorboard=false run.progress_every_s=0 checkpoint.final=false \
-      checkpoint.every_steps=0 data.dataset=tokens data.path="$BENCH_TOKENS" data.val_path="$BENCH_TOKENS" \
-      data.eval_limit=1
-    return 0
-  fi
   case $input in
     resident) input=cuda ;;
     loader) input=cpu ;;
     *) return 1 ;;
   esac
+  if [[ $m == gpt2 ]]; then
+    local token_data=(data.dataset=synthetic data.synthetic_device=cuda data.synthetic_train=$((steps * b))
+      data.synthetic_eval=1)
+    if [[ $input == cpu ]]; then
+      [[ -n ${BENCH_TOKENS:-} ]] || return 1
+      token_data=(data.dataset=tokens data.path="$BENCH_TOKENS" data.val_path="$BENCH_TOKENS" data.eval_limit=1)
+    fi
+    printf '%s\n' train.device="$device" train.precision="$d" train.batch_size="$b" train.steps="$steps" \
+      train.eval_every=0 train.warmup_steps=0 run.tensorboard=false run.progress_every_s=0 checkpoint.final=false \
+      checkpoint.every_steps=0 "${token_data[@]}"
+    return 0
+  fi
   printf '%s\n' train.device="$device" train.precision="$d" train.batch_size="$b" train.steps="$steps" \
     train.epochs=1 train.eval_every=0 train.warmup_steps=0 run.tensorboard=false run.progress_every_s=0 \
     checkpoint.final=false checkpoint.every_steps=0 data.dataset=synthetic "data.synthetic_shape=[$c,$h,$w]" \
