@@ -115,7 +115,11 @@ DP_GPU_TEST_F(CudaGeluGpu, SixteenBitRoundsTheF32ResultOnce) {
         exact += gy[i] == to16(y[i]) && gdx[i] == to16(dx[i]);
       }
       EXPECT_EQ(bad, 0) << "elements beyond the f32 error and one 16-bit step from the twin";
-      EXPECT_GE(exact, n * 9 / 10) << "most elements round to the twin's value exactly";
+      // Exact share over 150 random seeds (2026-11-27, emulator): f16 tanh 89.2-92.7% (mean 91.2%),
+      // bf16 tanh 91.0-94.4%, erf 92.5-96.4%; 90% failed about one seed in 30. 85% sits some ten
+      // standard deviations below the means, and still fails a kernel one step off in more than one
+      // element in seven.
+      EXPECT_GE(exact, n * 85 / 100) << "most elements round to the twin's value exactly";
       EXPECT_TRUE(y_.guards_intact());
       EXPECT_TRUE(dx_.guards_intact());
     }
