@@ -82,10 +82,11 @@ plan=$(CARRY=$tmp/no-carry FMNIST_PRECISIONS=fp32 bash tools/gpu/run_all.sh --dr
 plan=$(CARRY=$tmp/no-carry GTEST_FILTER='Foo*' bash tools/gpu/run_all.sh --dry-run --only gtest,fmnist,profile --budget 240 2>&1)
 [[ $plan == *"budget 240s"* && $plan == *"--gtest_filter='Foo*' (GTEST_FILTER)"* && $plan == *"bench: not selected"* &&
   $plan == *"sanitizer: not selected"* && $plan == *"profile [share"* ]] || fail "--only gtest,fmnist,profile --budget 240: $plan"
-plan=$(CARRY=$tmp/no-carry VARIANTS='graph:train.cudnn_api=graph;gpu-data:data.synthetic_device=cuda,data.synthetic_shape=[3,224,224]' \
+plan=$(CARRY=$tmp/no-carry VARIANTS='graph:train.cudnn_api=graph;gpu-data:data.synthetic_device=cuda,data.synthetic_shape=[3,224,224];fused@gpt2+fmnist_cnn:train.gpu_fusion=true' \
   bash tools/gpu/run_all.sh --dry-run 2>&1)
-[[ $plan == *"variant graph (ResNet-50 dptrain only): --set train.cudnn_api=graph"* &&
-  $plan == *"variant gpu-data (ResNet-50 dptrain only): --set data.synthetic_device=cuda data.synthetic_shape=[3,224,224]"* ]] ||
+[[ $plan == *"variant graph (dptrain only, on resnet50): --set train.cudnn_api=graph"* &&
+  $plan == *"variant gpu-data (dptrain only, on resnet50): --set data.synthetic_device=cuda data.synthetic_shape=[3,224,224]"* &&
+  $plan == *"variant fused (dptrain only, on gpt2 fmnist_cnn): --set train.gpu_fusion=true"* ]] ||
   fail "run_all.sh --dry-run with VARIANTS: $plan"
 for bad in "--only nonsense" "--only bench,setup" "--frobnicate" "--budget soon"; do
   # shellcheck disable=SC2086  # the words of $bad are the arguments
@@ -93,11 +94,14 @@ for bad in "--only nonsense" "--only bench,setup" "--frobnicate" "--budget soon"
   rc=$?
   ((rc == 2)) || fail "run_all.sh $bad: exit $rc, want 2"
 done
-for env in "VARIANTS=graph" "VARIANTS=g:train.x=1;g:train.y=2" "PROFILE_CASE=vgg:1:fp32" "FMNIST_PRECISIONS=fp64" "KERNELS_STEP=0"; do
+for env in "VARIANTS=graph" "VARIANTS=g:train.x=1;g:train.y=2" "VARIANTS=g@gpt3:train.x=1" "PROFILE_CASE=vgg:1:fp32" "FMNIST_PRECISIONS=fp64" "KERNELS_STEP=0"; do
   env "$env" bash tools/gpu/run_all.sh --dry-run >"$tmp/err" 2>&1
   rc=$?
   ((rc == 2)) || fail "run_all.sh with $env: exit $rc, want 2: $(cat "$tmp/err")"
 done
+err=$(VARIANTS='g@gpt3:train.x=1' bash tools/gpu/run_all.sh --dry-run 2>&1)
+[[ $err == "run_all: VARIANTS: variant 'g' names the model 'gpt3', which is not one of resnet50, cifar_resnet18, fmnist_cnn or gpt2" ]] ||
+  fail "run_all.sh with a variant for an unknown model: $err"
 pass "run_all.sh --dry-run"
 
 # --- 2. bench_report.py -------------------------------------------------------------------------
@@ -120,7 +124,7 @@ RESULT tool=torch model=resnet50 batch=256 dtype=bf16 mode=compile img_s=6618.0 
 RESULT tool=torch model=cifar_resnet18 batch=128 dtype=fp16 mode=compile img_s=- step_ms=- peak_bytes=- reserved_bytes=- compile_s=- device=cuda status=oom note=OutOfMemoryError:CUDA_out_of_memory
 RESULT tool=torch model=fmnist_cnn batch=128 dtype=fp32 mode=compile img_s=- step_ms=- peak_bytes=- status=skipped note=no_time_left
 EOF
-variants='graph:train.cudnn_api=graph;own-bn:train.cudnn_api=graph,train.bn_impl=own;lean:train.cuda_graph=true;cg:train.cuda_graph=true,dist.bucket_mb=50'
+variants='graph:train.cudnn_api=graph;own-bn:train.cudnn_api=graph,train.bn_impl=own;lean:train.cuda_graph=true;cg@cifar_resnet18:train.cuda_graph=true,dist.bucket_mb=50'
 cat >"$tmp/table.expected" <<'EOF'
 model           batch  dtype  variant  dptrain img/s  eager img/s  ratio  compile img/s  ratio  e2e img/s  e2e ratio  dptrain MiB  torch MiB
 resnet50          256  bf16   -                 3105         2875  1.08x           6618  0.47x       1985      0.69x        16384      20480
@@ -136,7 +140,7 @@ MiB: peak allocated (dptrain, the judged run: the pool's used-high; torch: eager
 variant graph: train.cudnn_api=graph
 variant own-bn: train.cudnn_api=graph train.bn_impl=own (this dptrain build does not know train.bn_impl: unknown key)
 variant lean: train.cuda_graph=true
-variant cg: train.cuda_graph=true dist.bucket_mb=50 (not run)
+variant cg (cifar_resnet18 only): train.cuda_graph=true dist.bucket_mb=50 (not run)
 target (resnet50 bf16 batch 256): dptrain 3105 img/s = 1.08x eager 2875 img/s, peak 16384 vs 20480 MiB: MET (need dptrain >= 1.0x torch eager AMP channels_last and peak memory <= torch's, aim >= 1.2x and >= torch.compile: aim not reached; torch.compile 6618 img/s in this run)
 target (resnet50 bf16 batch 256, variant graph): dptrain 7020 img/s = 2.44x eager 2875 img/s, peak 21504 vs 20480 MiB: NOT MET on memory (need dptrain >= 1.0x torch eager AMP channels_last and peak memory <= torch's, aim >= 1.2x and >= torch.compile: aim reached; torch.compile 6618 img/s in this run)
 target (resnet50 bf16 batch 256, variant own-bn): n/a, dptrain unknown_key, eager 2875 (need dptrain >= 1.0x torch eager AMP channels_last and peak memory <= torch's, aim >= 1.2x and >= torch.compile)
@@ -193,14 +197,16 @@ got=$(python3 tools/bench/bench_report.py dptrain "$tmp/nothing" --model resnet5
 pass "bench_report.py dptrain"
 
 # VARIANTS: one line per variant; a ',' that does not start a section.key= belongs to the value.
-got=$(python3 tools/bench/bench_report.py variants -- ' graph:train.cudnn_api=graph ; gpu-data:data.synthetic_device=cuda,data.synthetic_shape=[3,224,224],train.tf32=false;')
-want='graph train.cudnn_api=graph
-gpu-data data.synthetic_device=cuda data.synthetic_shape=[3,224,224] train.tf32=false'
+# A label may name the models it is for after '@' ('*': gpu_vs_torch.sh's VARIANT_MODELS).
+got=$(python3 tools/bench/bench_report.py variants -- ' graph:train.cudnn_api=graph ; gpu-data:data.synthetic_device=cuda,data.synthetic_shape=[3,224,224],train.tf32=false;fused@gpt2+cifar_resnet18:train.gpu_fusion=true')
+want='graph * train.cudnn_api=graph
+gpu-data * data.synthetic_device=cuda data.synthetic_shape=[3,224,224] train.tf32=false
+fused gpt2+cifar_resnet18 train.gpu_fusion=true'
 [[ $got == "$want" ]] || fail "bench_report.py variants:
  got  $got
  want $want"
 [[ -z $(python3 tools/bench/bench_report.py variants -- '') ]] || fail "bench_report.py variants of '' prints something"
-for bad in 'graph' 'a b:train.x=1' 'g:train.x=1;g:train.y=2' 'g:train.x=1,train.x=2' 'g:train.x = 1' 'g:trainx=1' '-:train.x=1' 'g:'; do
+for bad in 'graph' 'a b:train.x=1' 'g:train.x=1;g:train.y=2' 'g:train.x=1,train.x=2' 'g:train.x = 1' 'g:trainx=1' '-:train.x=1' 'g:' 'g@:train.x=1' 'g@GPT2:train.x=1' 'g@gpt2+:train.x=1'; do
   err=$(python3 tools/bench/bench_report.py variants -- "$bad" 2>&1)
   rc=$?
   [[ $rc == 2 && $err == "bench_report: VARIANTS: "* ]] || fail "bench_report.py variants '$bad': exit $rc, $err"
@@ -305,7 +311,7 @@ fi
 # --- 5. gpu_vs_torch.sh, CPU smoke, with a variant and a variant this dptrain cannot run -------
 if [[ -x $venv_py && -x $build/dptrain ]]; then
   log=$tmp/gpu_vs_torch.log
-  if SMOKE=1 PY=$venv_py LOGDIR=$tmp/bench DEADLINE=$(($(date +%s) + 600)) VARIANTS='lr:train.lr=0.02;nokey:train.no_such_key=1' \
+  if SMOKE=1 PY=$venv_py LOGDIR=$tmp/bench DEADLINE=$(($(date +%s) + 600)) VARIANTS='lr:train.lr=0.02;nokey:train.no_such_key=1;gptonly@gpt2:train.lr=0.5' \
     bash tools/bench/gpu_vs_torch.sh "$build" >"$log" 2>&1; then
     # Columns: dptrain, eager, ratio, compile, ratio, e2e, e2e ratio, dptrain MiB, torch MiB.
     if grep -Eq '^fmnist_cnn +8 +fp32 +- +[0-9]+ +[0-9]+ +[0-9.]+x +n/a +n/a +[0-9]+ +[0-9.]+x +n/a +n/a$' "$log" &&
@@ -313,10 +319,12 @@ if [[ -x $venv_py && -x $build/dptrain ]]; then
       grep -Eq '^fmnist_cnn +8 +fp32 +nokey +unknown_key +[0-9]+ +n/a +n/a +n/a +- +- +n/a +n/a$' "$log" &&
       grep -q '^RESULT tool=dptrain .* mode=loader variant=- .* status=ok ' "$tmp/bench/results.txt" &&
       grep -qx 'variant nokey: train.no_such_key=1 (this dptrain build does not know train.no_such_key: unknown key)' "$log" &&
-      grep -q '^RESULT tool=dptrain .* variant=lr .* status=ok ' "$tmp/bench/results.txt"; then
+      grep -q '^RESULT tool=dptrain .* variant=lr .* status=ok ' "$tmp/bench/results.txt" &&
+      grep -qx 'variant gptonly (gpt2 only): train.lr=0.5 (not run)' "$log" &&
+      ! grep -q 'variant=gptonly' "$tmp/bench/results.txt"; then
       pass "gpu_vs_torch.sh SMOKE=1 with VARIANTS"
     else
-      fail "gpu_vs_torch.sh SMOKE=1: no fmnist_cnn rows with the judged, end-to-end and eager numbers, the lr variant's and nokey's unknown key:"; cat "$log" >&2
+      fail "gpu_vs_torch.sh SMOKE=1: no fmnist_cnn rows with the judged, end-to-end and eager numbers, the lr variant's and nokey's unknown key, or gpt2's variant ran on fmnist_cnn:"; cat "$log" >&2
     fi
   else
     fail "gpu_vs_torch.sh SMOKE=1 failed:"; tail -n 30 "$log" >&2

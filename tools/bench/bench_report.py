@@ -21,9 +21,11 @@
         bf16 target line of every such row (issue 21: >= 1.0x eager and peak memory <= torch's;
         aim >= 1.2x and >= torch.compile).
     bench_report.py variants SPEC
-        Checks SPEC, "label:key=v,key=v;label2:key=v" (tools/bench/gpu_vs_torch.sh's VARIANTS),
-        and prints one line per variant: the label, then each key=value, separated by spaces.
-        A label is letters, digits, '_', '.', '-'; a key is section.key; a value has no spaces
+        Checks SPEC, "label:key=v,key=v;label2@gpt2:key=v" (tools/bench/gpu_vs_torch.sh's VARIANTS),
+        and prints one line per variant: the label, the models it is for ("*": gpu_vs_torch.sh's
+        VARIANT_MODELS; "label@m1+m2": those models' cases only), then each key=value, separated
+        by spaces. A label is letters, digits, '_', '.', '-'; a model is lowercase letters,
+        digits and '_'; a key is section.key; a value has no spaces
         or ';', and a ',' inside a value is kept when what follows it is not "section.key="
         (so data.synthetic_shape=[3,224,224] works). Exit 2 with the reason when SPEC is malformed.
 
@@ -45,6 +47,7 @@ INPUTS = ("resident", "loader")
 TIMEOUT_RCS = (124, 137, 143)
 CONFIG_ERROR_RC = 2  # dptrain's exit status for a config or input error
 LABEL = re.compile(r"^[A-Za-z0-9_.-]+$")
+MODEL = re.compile(r"^[a-z0-9_]+$")
 SETTING = re.compile(r"^([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)=(\S+)$")
 
 
@@ -79,16 +82,20 @@ class BadSpec(ValueError):
 
 
 def parse_variants(spec):
-    """'label:key=v,key=v;label2:key=v' -> [(label, [(key, value), ...]), ...] in order."""
+    """'label:key=v,key=v;label2@m1+m2:key=v' -> [(label, models, [(key, value), ...]), ...] in
+    order; models: the model names after '@', or None (no restriction)."""
     out = []
     for part in spec.split(";"):
         part = part.strip()
         if not part:
             continue
-        label, sep, body = part.partition(":")
-        label = label.strip()
+        head, sep, body = part.partition(":")
+        label, at, model_list = head.strip().partition("@")
         if not sep or not LABEL.match(label):
             raise BadSpec(f"'{part}': want label:key=value,... with a label of letters, digits, '_', '.', '-'")
+        models = model_list.split("+") if at else None
+        if models is not None and not all(MODEL.match(m) for m in models):
+            raise BadSpec(f"'{part}': want label@model+model:... with models of lowercase letters, digits, '_'")
         if label == "-" or label in [v[0] for v in out]:
             raise BadSpec(f"label '{label}' is {'reserved (the base row)' if label == '-' else 'given twice'}")
         # Split on the commas that start a new section.key=; others belong to a value ([3,224,224]).
@@ -101,7 +108,7 @@ def parse_variants(spec):
             if m.group(1) in [k for k, _ in sets]:
                 raise BadSpec(f"variant '{label}': {m.group(1)} is set twice")
             sets.append((m.group(1), m.group(2)))
-        out.append((label, sets))
+        out.append((label, models, sets))
     return out
 
 
@@ -111,8 +118,8 @@ def variants_cmd(args):
     except BadSpec as e:
         print(f"bench_report: VARIANTS: {e}", file=sys.stderr)
         return 2
-    for label, sets in vs:
-        print(" ".join([label] + [f"{k}={v}" for k, v in sets]))
+    for label, models, sets in vs:
+        print(" ".join([label, "+".join(models) if models else "*"] + [f"{k}={v}" for k, v in sets]))
     return 0
 
 
@@ -263,8 +270,9 @@ def variant_lines(variants, rows, order):
     """What each variant sets, and which ones this dptrain build rejected."""
     out = []
     measured = {k[3] for k in order}
-    for label, sets in variants:
-        text = f"variant {label}: " + " ".join(f"{k}={v}" for k, v in sets)
+    for label, models, sets in variants:
+        only = f" ({', '.join(models)} only)" if models else ""
+        text = f"variant {label}{only}: " + " ".join(f"{k}={v}" for k, v in sets)
         rejected = sorted({r["dptrain"].get("note", "?") for k, r in rows.items()
                            if k[3] == label and r.get("dptrain", {}).get("status") == "unknown_key"})
         if rejected:

@@ -19,7 +19,7 @@
 #      With TRACE_STEPS > 0 (default 5) steps in the middle of the run are traced
 #      (profile.trace_steps): the run's trace.json shows where a step's time goes (data wait,
 #      forward, backward, optimizer).
-#   2b. For each case of a VARIANT_MODELS model, dptrain once more per VARIANTS entry (below), the
+#   2b. For each case of a variant's models, dptrain once more per VARIANTS entry (below), the
 #      same run with the variant's cfg overrides: one more row of the table each.
 #   2c. With E2E=1 (default), every case's dptrain run once more fed by its CPU loader and input
 #      pipeline (data.synthetic_device = "cpu"): the end-to-end figure, beside the judged one.
@@ -37,12 +37,13 @@
 #   DPTRAIN_SECONDS  target length of a dptrain run (default 15)
 #   TORCH_SECONDS    timed part of a torch mode (default 8)
 #   TRACE_STEPS      dptrain steps traced into <run>/trace.json (default 5; 0: none)
-#   VARIANTS         dptrain variants of the resnet50 cases (default none):
+#   VARIANTS         dptrain variants of the VARIANT_MODELS cases (default none):
 #                    "label:key=v,key=v;label2:key=v", e.g. "graph:train.cudnn_api=graph;
-#                    graph-own-bn:train.cudnn_api=graph,train.bn_impl=own". Any cfg key; a variant
+#                    graph-own-bn:train.cudnn_api=graph,train.bn_impl=own"; "label@gpt2:..."
+#                    (models joined by '+') runs on those models' cases instead. Any cfg key; a variant
 #                    whose key this dptrain does not know (exit 2, "unknown key") is reported in
 #                    its row as unknown_key, not as a failure. Syntax: bench_report.py variants.
-#   VARIANT_MODELS   the models whose cases the variants run on (default "resnet50")
+#   VARIANT_MODELS   the models whose cases the variants without '@' run on (default "resnet50")
 #   E2E              1 (default): also the end-to-end dptrain run of every case (step 2c); 0: not
 #   DEADLINE         epoch second by which everything must have ended (default: now + 540); each
 #                    step's time box is cut to it, and a step that no longer fits is skipped
@@ -195,8 +196,15 @@ for mode in $MODES; do
   [[ $mode == eager || $mode == compile ]] || die "MODES: eager and/or compile, not '$mode'"
 done
 [[ $E2E == 0 || $E2E == 1 ]] || die "E2E: 1 (the end-to-end runs too) or 0, not '$E2E'"
-# VARIANTS, checked once: one "label key=v key=v" line each.
+# variant_runs_on MODEL MODELS: whether a variant for MODELS ("*": VARIANT_MODELS; else
+# "m1+m2", the models named after its label's '@') runs on MODEL's cases.
+variant_runs_on() {
+  if [[ $2 == "*" ]]; then [[ " $VARIANT_MODELS " == *" $1 "* ]]; else [[ "+$2+" == *"+$1+"* ]]; fi
+}
+# VARIANTS, checked once: one "label models key=v key=v" line each.
 variant_lines=$("$PY" "$REPORT" variants -- "$VARIANTS") || die "VARIANTS '$VARIANTS' is malformed (see above)"
+bad=$(unknown_variant_model "$variant_lines") ||
+  die "VARIANTS: variant '${bad% *}' names the model '${bad#* }', which is not one of $MODEL_NAMES"
 say "cases: $CASES; torch modes: $MODES; device $DEVICE; variants: ${VARIANTS:-none}; logs in $LOGDIR; $((DEADLINE - $(date +%s))) s left"
 # Every case's eager and judged dptrain numbers first, then the end-to-end ones, then the compiles
 # (slow to build: ~1-2 min each for a ResNet), so that a short budget loses the torch.compile
@@ -205,8 +213,9 @@ for case in $CASES; do
   IFS=: read -r m b d <<<"$case"
   [[ " $MODES " == *" eager "* ]] && torch_mode "$m" "$b" "$d" eager $((2 * TORCH_SECONDS + 60))
   dptrain_run "$m" "$b" "$d" resident
-  if [[ " $VARIANT_MODELS " == *" $m "* && -n $variant_lines ]]; then
-    while read -r label sets; do
+  if [[ -n $variant_lines ]]; then
+    while read -r label models sets; do
+      variant_runs_on "$m" "$models" || continue
       # shellcheck disable=SC2086  # sets: key=value words without spaces (bench_report.py variants)
       dptrain_run "$m" "$b" "$d" resident "$label" $sets
     done <<<"$variant_lines"

@@ -16,6 +16,9 @@
 #     through dptrain's token loader and input pipeline; fails when BENCH_TOKENS is unset there
 #   make_token_shard PATH TOKENS [PY]: writes PATH, an llm.c token shard of TOKENS random GPT-2
 #     token ids (fixed seed)
+#   unknown_variant_model LINES -> "LABEL MODEL" of the first model a variant names after '@'
+#     (LINES: bench_report.py variants' output) that model_info does not know, and status 1;
+#     nothing and 0 when every one is known
 #   MODEL_NAMES: the models, for messages
 # shellcheck shell=bash
 model_info() {
@@ -29,6 +32,17 @@ model_info() {
 }
 # shellcheck disable=SC2034  # for the scripts that source this file
 MODEL_NAMES="resnet50, cifar_resnet18, fmnist_cnn or gpt2"
+
+unknown_variant_model() {
+  local label models m
+  while read -r label models _; do
+    [[ -z $label || $models == "*" ]] && continue
+    for m in ${models//+/ }; do
+      model_info "$m" >/dev/null || { echo "$label $m"; return 1; }
+    done
+  done <<<"$1"
+  return 0
+}
 
 synthetic_sets() {
   local device=$1 m=$2 b=$3 d=$4 steps=$5 input=${6:-resident} info c h w k

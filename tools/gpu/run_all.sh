@@ -25,7 +25,8 @@
 #   bench      tools/bench/gpu_vs_torch.sh: dptrain with its batches made on the GPU (the judged
 #              figure, as torch's resident inputs) vs PyTorch eager and torch.compile, dptrain
 #              end to end (its CPU loader) beside it, and each of VARIANTS (dptrain with other
-#              cfg settings, ResNet-50 only) as one more row
+#              cfg settings, on VARIANT_MODELS' cases or those its label names after '@') as one
+#              more row
 #   sanitizer  compute-sanitizer --tool memcheck over $SANITIZE_BINS with $SANITIZE_FILTER
 #   kernels    Nsight Compute (ncu) over step KERNELS_STEP (3) of the profile step's run (its
 #              profile.steps capture range): gpu__time_duration.sum of every kernel, no cache or
@@ -46,9 +47,9 @@
 # FMNIST_DEVICE (cuda; cpu to try the step without a GPU), FMNIST_SETS (more key=value overrides,
 # space-separated), PROFILE_CASE, PROFILE_WARMUP, PROFILE_WINDOW, PROFILE_TOP, PROFILE_DEVICE
 # (cuda; also the kernels step's), KERNELS_STEP, KERNELS_TOP, NCU (default: ncu on PATH, else
-# /usr/local/cuda/bin/ncu); for the benchmark VARIANTS ("label:key=v,key=v;label2:key=v"),
-# CASES, MODES, DPTRAIN_SECONDS, TORCH_SECONDS, E2E, SMOKE (see tools/bench/gpu_vs_torch.sh) and
-# BENCH_PY (its python, default python3).
+# /usr/local/cuda/bin/ncu); for the benchmark VARIANTS ("label:key=v,key=v;label2@gpt2:key=v"),
+# VARIANT_MODELS, CASES, MODES, DPTRAIN_SECONDS, TORCH_SECONDS, E2E, SMOKE (see
+# tools/bench/gpu_vs_torch.sh) and BENCH_PY (its python, default python3).
 # Exit status: 0 when no step failed (skipped steps are listed, not failures), 1 when one failed
 # or ran out of its time box, 2 on a usage error.
 # The step functions are called as "step_$name", which shellcheck cannot see:
@@ -65,7 +66,7 @@ DRY=0
 ONLY=""
 SKIP=""
 CPU_TOP1=${CPU_TOP1:-}
-usage() { sed -n '2,53p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,54p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case $1 in
     --dry-run) DRY=1 ;;
@@ -127,6 +128,8 @@ done
   usage_error "PROFILE_WINDOW, PROFILE_TOP, KERNELS_STEP and KERNELS_TOP must be at least 1"
 VARIANTS=${VARIANTS:-}
 VARIANT_LINES=$(python3 "$REPO/tools/bench/bench_report.py" variants -- "$VARIANTS") || usage_error "VARIANTS is malformed (above)"
+bad=$(unknown_variant_model "$VARIANT_LINES") ||
+  usage_error "VARIANTS: variant '${bad% *}' names the model '${bad#* }', which is not one of $MODEL_NAMES"
 LOGS=$WORK/logs
 BUILD=$WORK/build
 T0=$(date +%s)
@@ -190,7 +193,10 @@ if ((DRY)); then
         echo "         cases: ${CASES:-resnet50:256:bf16 cifar_resnet18:128:bf16 fmnist_cnn:128:bf16}; torch modes: ${MODES:-eager compile}"
         echo "         dptrain: batches made on the GPU (judged)$([[ ${E2E:-1} == 1 ]] && echo ", then end to end (CPU loader)" || echo "; end to end: not run (E2E=0)")"
         if [[ -n $VARIANT_LINES ]]; then
-          while read -r label sets; do echo "         variant $label (ResNet-50 dptrain only): --set $sets"; done <<<"$VARIANT_LINES"
+          while read -r label models sets; do
+            [[ $models == "*" ]] && models="${VARIANT_MODELS:-resnet50}"
+            echo "         variant $label (dptrain only, on ${models//+/ }): --set $sets"
+          done <<<"$VARIANT_LINES"
         else echo "         variants: none (VARIANTS)"; fi ;;
       sanitizer) echo "  sanitizer [share ${SHARE[sanitizer]}s]: compute-sanitizer --tool memcheck --error-exitcode 99 $BUILD/tests/{${SANITIZE_BINS// /,}} --gtest_filter='$SANITIZE_FILTER'" ;;
       kernels) echo "  kernels [share ${SHARE[kernels]}s]: ${NCU:-ncu} --target-processes all --profile-from-start off --metrics gpu__time_duration.sum --cache-control none --clock-control none -o $LOGS/kernels/report $BUILD/dptrain <the profile run, $KERNELS_STEP steps> profile.steps=$KERNELS_STEP-$KERNELS_STEP"
