@@ -29,6 +29,15 @@
 #define DP_FMA_CLONES
 #endif
 
+// A host loop (OpenMP simd) compiled for AVX-512, AVX2 and the baseline, picked at load time:
+// 16 lanes where the CPU has them. Whether its results depend on the clone is the loop's to say
+// (a reduction across lanes does; element-wise work does not).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+#define DP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DP_VECTOR_CLONES
+#endif
+
 namespace dp::kernels::fp {
 
 #if defined(__CUDA_ARCH__)

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/host_device.h"
 
 namespace dp::kernels::cpu {
 
@@ -45,8 +46,7 @@ inline float exp_nonpositive(float x) {
 // Row of block scores s (length L): softmax over [0, n), zeros in [n, L). The loops are OpenMP
 // simd loops: the max and the sum reduce in vector lanes (a fixed order for the build, the same
 // on any thread count), the exponentials vectorise. Compiled for AVX-512, AVX2 and the baseline,
-// picked at load time (GCC's target_clones): 16 lanes where the CPU has them.
-#define DP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// picked at load time (DP_VECTOR_CLONES): 16 lanes where the CPU has them.
 DP_VECTOR_CLONES void softmax_causal_row(float* s, int64_t n, int64_t L) {
   float mx = s[0];
 #pragma omp simd reduction(max : mx)
