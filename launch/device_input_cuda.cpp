@@ -62,14 +62,7 @@ DeviceInput::DeviceInput(cuda::ExecContext& gpu, const data::Transform& t, const
   data::check_transform(t_, sample_shape_);
   (void)augment_out(compute_);
   const Device dev = Device::cuda(gpu_.device());
-  if (!t_.mean.empty()) {
-    const int64_t c = static_cast<int64_t>(t_.mean.size());
-    Tensor host = Tensor::zeros({2, c}, DType::F32);
-    std::memcpy(host.data<float>(), t_.mean.data(), static_cast<size_t>(c) * sizeof(float));
-    std::memcpy(host.data<float>() + c, t_.std.data(), static_cast<size_t>(c) * sizeof(float));
-    norm_ = Tensor::zeros({2, c}, DType::F32, dev);
-    norm_.copy_from(host);
-  }
+  norm_ = data::normalisation_table(t_, dev);
   allocate_slots(slots);
 }
 

@@ -60,13 +60,7 @@ void SyntheticInput::Impl::allocate_images(const data::Transform& t) {
   x = Tensor::zeros(xs, compute, dev);
   y = Tensor::zeros({max_batch}, DType::I32, dev);
   words = Tensor::zeros({max_batch}, DType::I32, dev);
-  if (t.mean.empty()) return;
-  const int64_t c = static_cast<int64_t>(t.mean.size());
-  Tensor host = Tensor::zeros({2, c}, DType::F32);
-  std::memcpy(host.data<float>(), t.mean.data(), static_cast<size_t>(c) * sizeof(float));
-  std::memcpy(host.data<float>() + c, t.std.data(), static_cast<size_t>(c) * sizeof(float));
-  norm = Tensor::zeros({2, c}, DType::F32, dev);
-  norm.copy_from(host);
+  norm = data::normalisation_table(t, dev);
 }
 
 // Token windows: x and y i32 (max_batch, T), whatever the compute dtype (the model embeds the ids).

@@ -1,8 +1,24 @@
 #include "runtime/data/transform.h"
 
+#include <cstring>
+
 #include "runtime/data/keyed_rng.h"
 
 namespace dp::data {
+
+Tensor normalisation_table(const Transform& t, Device device) {
+  if (t.mean.empty()) return Tensor();
+  DP_CHECK(t.std.size() == t.mean.size(), "normalisation with {} means and {} standard deviations", t.mean.size(),
+           t.std.size());
+  const int64_t c = static_cast<int64_t>(t.mean.size());
+  Tensor host = Tensor::zeros({2, c}, DType::F32);
+  std::memcpy(host.data<float>(), t.mean.data(), static_cast<size_t>(c) * sizeof(float));
+  std::memcpy(host.data<float>() + c, t.std.data(), static_cast<size_t>(c) * sizeof(float));
+  if (device.is_cpu()) return host;
+  Tensor table = Tensor::zeros({2, c}, DType::F32, device);
+  table.copy_from(host);
+  return table;
+}
 
 void check_transform(const Transform& t, const Shape& shape) {
   if (t.mean.size() != t.std.size())

@@ -31,6 +31,10 @@ struct Transform {
 // channel, std <= 0, or crop/flip on a sample that is not (C, H, W).
 void check_transform(const Transform& t, const Shape& sample_shape);
 
+// The normalisation as the device kernels take it: f32 (2, C) on `device`, row 0 the means,
+// row 1 the standard deviations; an undefined Tensor when `t` does not normalise.
+Tensor normalisation_table(const Transform& t, Device device);
+
 // in, out: (C, H, W) floats, distinct buffers. Normalisation: out = (x - mean[c]) / std[c],
 // applied after padding, so padded pixels become (0 - mean[c]) / std[c] as in torchvision.
 void apply_transform(const Transform& t, const Shape& sample_shape, uint64_t seed, uint64_t epoch, int64_t index,

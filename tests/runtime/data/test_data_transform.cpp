@@ -174,3 +174,15 @@ TEST(DataTransform, CheckRejectsMisfits) {
     EXPECT_STREQ(e.what(), "normalisation has 1 means, expected 3 (one per channel of samples [3, 2, 2])");
   }
 }
+
+TEST(Transform, NormalisationTableHoldsTheMeansThenTheStds) {
+  Transform t;
+  EXPECT_FALSE(dp::data::normalisation_table(t, dp::Device::cpu()).defined());  // no normalisation
+  t.mean = {0.485f, 0.456f, 0.406f};
+  t.std = {0.229f, 0.224f, 0.225f};
+  const dp::Tensor table = dp::data::normalisation_table(t, dp::Device::cpu());
+  ASSERT_EQ(table.shape(), (dp::Shape{2, 3}));
+  const float* v = table.data<float>();
+  EXPECT_EQ(std::vector<float>(v, v + 3), t.mean);
+  EXPECT_EQ(std::vector<float>(v + 3, v + 6), t.std);
+}
