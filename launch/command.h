@@ -6,12 +6,12 @@
 namespace dp::launch {
 
 struct CommandResult {
-  bool started = false;  // false: popen failed (`output` says why)
+  bool started = false;  // false: it could not be started (`output` says why)
   int exit_code = -1;    // the command's exit status; -1 when it did not exit normally
   std::string output;    // its standard output (add "2>&1" to the command for its errors too)
 };
 
-// Runs `cmd` with /bin/sh (popen) and waits for it. Never throws.
+// Runs `cmd` with /bin/sh -c (an empty signal mask) and waits for it. Never throws.
 CommandResult run_command(const std::string& cmd);
 
 }  // namespace dp::launch

@@ -4,24 +4,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
-
 #include "base/error.h"
+#include "launch/signal_thread.h"
 #include "runtime/log.h"
 
 namespace dp::launch {
 namespace {
-
-std::atomic<int> g_write_fd{-1};
-
-void on_usr2(int) {
-  const int saved = errno;
-  const int fd = g_write_fd.load();
-  const char one = 1;
-  if (fd >= 0) (void)!::write(fd, &one, 1);
-  errno = saved;
-}
 
 constexpr char kStop = 0;  // written by the destructor: the thread ends
 
@@ -29,18 +17,13 @@ constexpr char kStop = 0;  // written by the destructor: the thread ends
 
 FlightSignal::FlightSignal(Communicator& comm) : comm_(comm) {
   CHECK_SYS(::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK));
-  g_write_fd.store(pipe_[1]);
-  struct sigaction sa {};
-  sa.sa_handler = on_usr2;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  CHECK_SYS(::sigaction(SIGUSR2, &sa, &old_));
+  start_signal_thread();
+  set_flight_fd(pipe_[1]);  // SIGUSR2 writes a 1 there
   thread_ = std::thread([this] { loop(); });
 }
 
 FlightSignal::~FlightSignal() {
-  ::sigaction(SIGUSR2, &old_, nullptr);
-  g_write_fd.store(-1);
+  set_flight_fd(-1);
   (void)!::write(pipe_[1], &kStop, 1);
   if (thread_.joinable()) thread_.join();
   ::close(pipe_[0]);

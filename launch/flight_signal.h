@@ -3,11 +3,10 @@
 // on, so that a job that seems stuck can be asked where every rank is without stopping it:
 //   scancel --signal=USR2 <job>      or      kill -USR2 <pid of each rank>
 //   tools/flightrec runs/<name>
-// The handler only writes a byte to a pipe (a signal handler may not allocate or take locks); a
-// thread of its own waits on the pipe and writes the file, whatever the training thread is
-// doing (stuck in a collective, most likely, when someone asks).
+// The signal thread (launch/signal_thread.h) writes a byte to a pipe; a thread of this class waits
+// on the pipe and writes the file, whatever the training thread is doing (stuck in a collective,
+// most likely, when someone asks).
 #pragma once
-#include <csignal>
 #include <thread>
 
 #include "collectives/communicator.h"
@@ -18,7 +17,7 @@ class FlightSignal {
  public:
   // One at a time per process. `comm` outlives it.
   explicit FlightSignal(Communicator& comm);
-  // Restores the previous SIGUSR2 action and stops the thread.
+  // SIGUSR2 is ignored again; stops the thread.
   ~FlightSignal();
   FlightSignal(const FlightSignal&) = delete;
   FlightSignal& operator=(const FlightSignal&) = delete;
@@ -27,7 +26,6 @@ class FlightSignal {
   void loop();
   Communicator& comm_;
   int pipe_[2] = {-1, -1};
-  struct sigaction old_ {};
   std::thread thread_;
 };
 

@@ -18,6 +18,7 @@
 
 #include "collectives/bootstrap/job_token.h"
 #include "collectives/bootstrap/tcp_store.h"
+#include "launch/signal_thread.h"
 #include "launch/stop_signals.h"
 #include "base/error.h"
 
@@ -39,7 +40,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// ---- signals reach the loop through a self-pipe (the handler only writes one byte) ----
+// ---- signals reach the loop through a self-pipe: SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 from the
+// signal thread (launch/signal_thread.h), SIGCHLD from a handler that only writes one byte ----
 int g_signal_pipe = -1;
 
 void on_signal(int sig) {
@@ -50,14 +52,17 @@ void on_signal(int sig) {
 }
 
 // SIGUSR2 (write the flight record: launch/flight_signal.h) is forwarded like the stop signals.
-constexpr int kRouted[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD};
+// SIGCHLD keeps a handler: the launcher runs no compute library whose stack it could land on.
+constexpr int kRouted[] = {SIGCHLD};
 
-// Installs the handlers (and ignores SIGPIPE: a closed stdout must not kill the launcher and
-// orphan its workers); restores what was there on destruction.
+// Routes the signals to the pipe (and ignores SIGPIPE: a closed stdout must not kill the launcher
+// and orphan its workers); restores what was there on destruction.
 class SignalRouting {
  public:
   explicit SignalRouting(int pipe_w) {
     g_signal_pipe = pipe_w;
+    start_signal_thread();
+    set_launcher_fd(pipe_w);
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -69,6 +74,7 @@ class SignalRouting {
     ::sigaction(SIGPIPE, &ign, &old_pipe_);
   }
   ~SignalRouting() {
+    set_launcher_fd(-1);
     for (size_t i = 0; i < std::size(kRouted); ++i) ::sigaction(kRouted[i], &old_[i], nullptr);
     ::sigaction(SIGPIPE, &old_pipe_, nullptr);
     g_signal_pipe = -1;
@@ -152,11 +158,12 @@ std::string describe(int raw_status) {
                               pid_t launcher, const char* fail_msg, size_t fail_len) {
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
   ::signal(SIGUSR2, SIG_IGN);  // until the worker's flight recorder takes it (kept across exec)
-  // SIGUSR1 stays blocked through exec until the worker's main() catches it (pending, not fatal).
+  // The launcher's mask blocks the signals its signal thread takes: the worker starts with only
+  // SIGUSR1 blocked, through exec until the worker's main() takes it (pending, not fatal).
   sigset_t usr1;
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
-  ::sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  ::sigprocmask(SIG_SETMASK, &usr1, nullptr);
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl

@@ -2,12 +2,13 @@
 
 #include "kernels/cpu/cpu_env.h"
 #include "launch/cli.h"
-#include "launch/stop_signals.h"
+#include "launch/signal_thread.h"
 
 int main(int argc, char** argv) {
-  dp::launch::block_usr1();                  // pending, not fatal, across the re-exec below
-  std::signal(SIGUSR2, SIG_IGN);             // the flight record's signal: harmless until it is caught
+  // SIGUSR1/TERM/INT/USR2 blocked in every thread from here on (pending, not fatal, across the
+  // re-exec below); the signal thread takes them (launch/signal_thread.h).
+  dp::launch::block_handled_signals();
   dp::kernels::cpu::ensure_cpu_env(argv);    // may re-execute this program
-  dp::launch::catch_usr1_early();
+  dp::launch::start_signal_thread();
   return dp::launch::run_cli(argc, argv);
 }

@@ -1,25 +1,13 @@
 #include "launch/stop_signals.h"
 
-#include <atomic>
 #include <cstdlib>
 
 #include "launch/command.h"
+#include "launch/signal_thread.h"
 #include "base/error.h"
 #include "runtime/tensor.h"
 
 namespace dp::launch {
-namespace {
-
-constexpr int kSignals[3] = {SIGUSR1, SIGTERM, SIGINT};
-std::atomic<int> g_received{0};  // the highest-ranked stop signal so far
-
-void on_stop_signal(int sig) {
-  int cur = g_received.load(std::memory_order_relaxed);
-  while (stop_rank_of(sig) > stop_rank_of(cur) && !g_received.compare_exchange_weak(cur, sig)) {
-  }
-}
-
-}  // namespace
 
 int stop_rank_of(int sig) {
   if (sig == SIGUSR1) return 3;
@@ -37,40 +25,14 @@ int stop_signal_of_rank(int rank) {
   }
 }
 
-void block_usr1() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  ::sigprocmask(SIG_BLOCK, &set, nullptr);
-}
-
-void catch_usr1_early() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  CHECK_SYS(::sigaction(SIGUSR1, &sa, nullptr));
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-}
-
 StopRequest::StopRequest() {
-  for (int i = 0; i < 3; ++i) {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    CHECK_SYS(::sigaction(kSignals[i], &sa, &old_[i]));
-  }
+  start_signal_thread();  // dptrain's main() started it already; a test that trains in-process has not
+  set_stop_signals_caught(true);
 }
 
-StopRequest::~StopRequest() {
-  for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-}
+StopRequest::~StopRequest() { set_stop_signals_caught(false); }
 
-int StopRequest::received() { return g_received.load(); }
+int StopRequest::received() { return stop_signal_received(); }
 
 int StopRequest::agree(Communicator& comm) const {
   const int mine = stop_rank_of(received());

@@ -7,6 +7,9 @@
 //     weights equal an uninterrupted run's bit for bit (tools/diffckpt exits 0);
 //   - SIGTERM to the launcher (forwarded to both workers): both ranks stop after the same step,
 //     its checkpoint is written and `latest` names it, and the launcher exits 128 + SIGTERM.
+//   - while the workers train, every thread of each blocks the four signals and none has a handler
+//     for them: only the signal thread takes them (launch/signal_thread.h), never a thread that
+//     runs oneDNN (whose AVX2 sgemm points rsp into the heap: a handler's frame there corrupted it).
 // The runs are an MLP [256, 256] on 4096 Fashion-MNIST samples, 2 ranks x 32, 400 steps (about
 // 1-3 s on 2 shared cores), so they are still running when the signal comes after step 20. A
 // log line every step: the rank logs reach the disk when spdlog's buffer fills (or at a warning),
@@ -282,6 +285,55 @@ TEST(Signals, UsrOneToOneRankStopsBothAtTheSameStepAndTheResumedRunEqualsAStraig
     fs::remove_all(a);
     fs::remove_all(b);
   }
+}
+
+struct ThreadMasks {
+  std::string name;  // the thread's comm
+  uint64_t blocked = 0, caught = 0;
+};
+
+// Every thread of `pid`: its name and its SigBlk and SigCgt masks (/proc/<pid>/task/<tid>/status).
+std::vector<ThreadMasks> thread_masks(pid_t pid) {
+  std::vector<ThreadMasks> out;
+  for (const auto& t : fs::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+    ThreadMasks m;
+    std::istringstream status(read_file(t.path() / "status"));
+    for (std::string line; std::getline(status, line);) {
+      const std::string value = line.substr(line.find(':') + 1);
+      if (line.rfind("Name:", 0) == 0) m.name = value.substr(value.find_first_not_of(" \t"));
+      if (line.rfind("SigBlk:", 0) == 0) m.blocked = std::stoull(value, nullptr, 16);
+      if (line.rfind("SigCgt:", 0) == 0) m.caught = std::stoull(value, nullptr, 16);
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+TEST(Signals, NoWorkerThreadRunsAHandlerEveryOneBlocksTheStopAndFlightSignals) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  const std::string b = root_for("masks");
+  Launch run(b);
+  ASSERT_GT(run.pid(), 0) << "cannot start " << kBin;
+  ASSERT_TRUE(wait_until(30, [&] { return both_past(b, kSignalAfter); })) << run.output();
+  uint64_t four = 0;
+  for (int sig : {SIGUSR1, SIGTERM, SIGINT, SIGUSR2}) four |= uint64_t{1} << (sig - 1);
+  for (int r : {0, 1}) {
+    const pid_t w = worker_of_rank(run.pid(), r);
+    ASSERT_GT(w, 0) << "rank " << r;
+    const std::vector<ThreadMasks> threads = thread_masks(w);
+    EXPECT_GE(threads.size(), 4u) << "rank " << r << ": the main, loader, signal and communication threads at least";
+    int signal_threads = 0;
+    for (const ThreadMasks& t : threads) {
+      EXPECT_EQ(t.caught & four, 0u) << "rank " << r << " thread " << t.name;
+      // The signal thread waits in sigwaitinfo, which shows the signals it waits for unblocked.
+      if (t.name == "dp-signals") ++signal_threads;
+      else EXPECT_EQ(t.blocked & four, four) << "rank " << r << " thread " << t.name;
+    }
+    EXPECT_EQ(signal_threads, 1) << "rank " << r;
+  }
+  ASSERT_EQ(::kill(run.pid(), SIGTERM), 0);
+  EXPECT_EQ(run.wait(30), std::optional<int>(128 + SIGTERM)) << run.output();
+  if (!HasFailure()) fs::remove_all(b);
 }
 
 TEST(Signals, TermToTheLauncherStopsBothAtTheSameStepWithACheckpointAndExits143) {
