@@ -1,6 +1,7 @@
 // defines: DP_HD (a function both nvcc's device pass and any host compiler can build),
 // fp::{add, sub, mul, div, sqrt, fma}, one IEEE single-precision operation each, rounded to
-// nearest even, and DP_FMA_CLONES, which gives a host loop over fp::fma an FMA-instruction clone.
+// nearest even. (A host loop over fp::fma gets an FMA-instruction clone from DP_FMA_CLONES,
+// kernels/cpu/isa.h.)
 //
 // Why: nvcc contracts a * b + c into one fused multiply-add by default (--fmad=true), which
 // changes the bits; the CPU kernels (kernels/cpu/) fix their order of operations to match
@@ -18,24 +19,6 @@
 #define DP_HD __host__ __device__ __forceinline__
 #else
 #define DP_HD inline
-#endif
-
-// std::fma (fp::fma on the host) is one instruction on FMA hardware but a libm call when
-// compiling for baseline x86-64; an FMA clone selected at load time keeps a host loop fast
-// without changing its results (fma is exactly rounded either way).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
-#define DP_FMA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define DP_FMA_CLONES
-#endif
-
-// A host loop (OpenMP simd) compiled for AVX-512, AVX2 and the baseline, picked at load time:
-// 16 lanes where the CPU has them. Whether its results depend on the clone is the loop's to say
-// (a reduction across lanes does; element-wise work does not).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
-#define DP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DP_VECTOR_CLONES
 #endif
 
 namespace dp::kernels::fp {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/host_device.h"
+#include "kernels/cpu/isa.h"
 
 namespace dp::kernels::cpu::onednn {
 
@@ -73,13 +74,16 @@ namespace {
 
 // acc (n) += columns [c0, c0 + n) of each of dy's M rows (M, O), the rows in order. Vectorised
 // over the columns only: every column's sum is the same additions in the same order on any clone.
-DP_VECTOR_CLONES void add_rows_f64(double* acc, const float* dy, int64_t M, int64_t O, int64_t c0, int64_t n) {
+[[gnu::always_inline]] inline void add_rows_f64_body(double* acc, const float* dy, int64_t M, int64_t O, int64_t c0,
+                                                     int64_t n) {
   for (int64_t m = 0; m < M; ++m) {
     const float* row = dy + m * O + c0;
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) acc[c] += row[c];
   }
 }
+DP_VECTOR_CLONES(void, add_rows_f64, (double* acc, const float* dy, int64_t M, int64_t O, int64_t c0, int64_t n),
+                 (acc, dy, M, O, c0, n))
 
 }  // namespace
 

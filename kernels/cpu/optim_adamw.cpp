@@ -2,13 +2,17 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/isa.h"
+
 namespace dp::kernels::cpu {
 namespace {
 
-DP_FMA_CLONES
-void adamw_chunk(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s) {
+[[gnu::always_inline]] inline void adamw_chunk_body(float* p, const float* g, float* m, float* v, int64_t n,
+                                                   const AdamWScalars& s) {
   for (int64_t i = 0; i < n; ++i) adamw_update(p[i], g[i], m[i], v[i], s);
 }
+DP_FMA_CLONES(void, adamw_chunk, (float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s),
+              (p, g, m, v, n, s))
 
 }  // namespace
 

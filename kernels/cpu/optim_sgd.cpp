@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/isa.h"
+
 namespace dp::kernels::cpu {
 namespace {
 
 // buf is read and written only with momentum (the CUDA kernel's rule too), and not read on the
 // first step, when it is (re)initialised.
-DP_FMA_CLONES
-void sgd_chunk(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s) {
+[[gnu::always_inline]] inline void sgd_chunk_body(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s) {
   if (s.momentum == 0.0f) buf = nullptr;
   for (int64_t i = 0; i < n; ++i) {
     float b = buf && !s.first_step ? buf[i] : 0.0f;
@@ -16,6 +17,8 @@ void sgd_chunk(float* p, const float* g, float* buf, int64_t n, const SgdScalars
     if (buf) buf[i] = b;
   }
 }
+DP_FMA_CLONES(void, sgd_chunk, (float* p, const float* g, float* buf, int64_t n, const SgdScalars& s),
+              (p, g, buf, n, s))
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/host_device.h"
 
 namespace dp::kernels::cpu {
@@ -46,8 +47,9 @@ inline float exp_nonpositive(float x) {
 // Row of block scores s (length L): softmax over [0, n), zeros in [n, L). The loops are OpenMP
 // simd loops: the max and the sum reduce in vector lanes (a fixed order for the build, the same
 // on any thread count), the exponentials vectorise. Compiled for AVX-512, AVX2 and the baseline,
-// picked at load time (DP_VECTOR_CLONES): 16 lanes where the CPU has them.
-DP_VECTOR_CLONES void softmax_causal_row(float* s, int64_t n, int64_t L) {
+// picked per process (DP_VECTOR_CLONES, kernels/cpu/isa.h): 16 lanes where the CPU has them, so the
+// sums' last bits depend on the clone.
+[[gnu::always_inline]] inline void softmax_causal_row_body(float* s, int64_t n, int64_t L) {
   float mx = s[0];
 #pragma omp simd reduction(max : mx)
   for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
@@ -61,15 +63,17 @@ DP_VECTOR_CLONES void softmax_causal_row(float* s, int64_t n, int64_t L) {
   for (int64_t j = 0; j < n; ++j) s[j] *= inv;
   for (int64_t j = n; j < L; ++j) s[j] = 0.0f;
 }
+DP_VECTOR_CLONES(void, softmax_causal_row, (float* s, int64_t n, int64_t L), (s, n, L))
 
 // dS = P (dP - rowdot(dP, P)) in place of dP, for one block row.
-DP_VECTOR_CLONES void softmax_backward_row(float* dp, const float* p, int64_t L) {
+[[gnu::always_inline]] inline void softmax_backward_row_body(float* dp, const float* p, int64_t L) {
   float dot = 0;
 #pragma omp simd reduction(+ : dot)
   for (int64_t j = 0; j < L; ++j) dot += dp[j] * p[j];
 #pragma omp simd
   for (int64_t j = 0; j < L; ++j) dp[j] = p[j] * (dp[j] - dot);
 }
+DP_VECTOR_CLONES(void, softmax_backward_row, (float* dp, const float* p, int64_t L), (dp, p, L))
 
 // The pointers of one (n, h).
 struct HeadView {
