@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include "launch/stop_signals.h"
 
 namespace dp::launch {
 namespace {
@@ -80,6 +79,22 @@ void loop(sigset_t set) {
 }
 
 }  // namespace
+
+int stop_rank_of(int sig) {
+  if (sig == SIGUSR1) return 3;
+  if (sig == SIGTERM) return 2;
+  if (sig == SIGINT) return 1;
+  return 0;
+}
+
+int stop_signal_of_rank(int rank) {
+  switch (rank) {
+    case 3: return SIGUSR1;
+    case 2: return SIGTERM;
+    case 1: return SIGINT;
+    default: return 0;
+  }
+}
 
 SignalAction signal_action(int sig, const SignalState& s) {
   if (sig != SIGUSR1 && sig != SIGTERM && sig != SIGINT && sig != SIGUSR2) return SignalAction::Ignore;

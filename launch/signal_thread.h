@@ -41,6 +41,10 @@ void block_handled_signals();
 // Starts the thread that takes them (idempotent); blocks them in the calling thread first.
 void start_signal_thread();
 
+// Precedence of the stop signals: SIGUSR1 3, SIGTERM 2, SIGINT 1, anything else 0 (pure).
+int stop_rank_of(int sig);
+int stop_signal_of_rank(int rank);
+
 // The highest-ranked stop signal received so far (SIGUSR1 > SIGTERM > SIGINT), 0 if none.
 int stop_signal_received();
 // While true (a StopRequest lives), SIGTERM and SIGINT are recorded instead of ending the process.

@@ -9,22 +9,6 @@
 
 namespace dp::launch {
 
-int stop_rank_of(int sig) {
-  if (sig == SIGUSR1) return 3;
-  if (sig == SIGTERM) return 2;
-  if (sig == SIGINT) return 1;
-  return 0;
-}
-
-int stop_signal_of_rank(int rank) {
-  switch (rank) {
-    case 3: return SIGUSR1;
-    case 2: return SIGTERM;
-    case 1: return SIGINT;
-    default: return 0;
-  }
-}
-
 StopRequest::StopRequest() {
   start_signal_thread();  // dptrain's main() started it already; a test that trains in-process has not
   set_stop_signals_caught(true);

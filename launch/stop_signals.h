@@ -32,10 +32,6 @@ class StopRequest {
   int agree(Communicator& comm) const;
 };
 
-// Precedence of the stop signals: SIGUSR1 3, SIGTERM 2, SIGINT 1, anything else 0 (pure).
-int stop_rank_of(int sig);
-int stop_signal_of_rank(int rank);
-
 // `scontrol requeue <job>` for $SLURM_JOB_ID: true when it succeeded; `message` says what
 // happened (including why not: no Slurm job, scontrol missing or failing).
 bool requeue_slurm_job(std::string& message);
