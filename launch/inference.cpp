@@ -55,6 +55,7 @@ class Inference {
                                  gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
     model_->set_cpu_backend(cfg_.train.cpu_backend);  // the kernels the training run used, by default
     model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
+    model_->set_cpu_gemm(cfg_.train.cpu_gemm);
     const std::string gpu_choices = models::apply_gpu_choices(*model_, cfg_.train);  // as the training run's
     lg()->info("{}", device_.is_cpu() ? model_->cpu_plan_summary() : gpu_choices);
     const WeightsLoad w = load_weights(path, *model_, {}, kWeightsHint, models::weights_translator(cfg_.model));

@@ -178,6 +178,7 @@ void TrainSession::open_data_and_build_model() {
   });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
+  model_->set_cpu_gemm(cfg_.train.cpu_gemm);
   const std::string gpu_choices = models::apply_gpu_choices(*model_, cfg_.train);
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());

@@ -212,7 +212,10 @@ std::vector<Field> train_fields(Config& c) {
       {"train", "cpu_backend", "CPU kernels: oneDNN (convolution, batch norm, pooling, linear; activations channels "
        "last, ReLUs fused) or the reference im2col + BLAS kernels", &c.train.cpu_backend},
       {"train", "cpu_conv_algorithm", "oneDNN convolutions: auto (Winograd for 3x3 stride-1 convolutions with >= 64 "
-       "channels in and out, direct elsewhere) or direct everywhere", &c.train.cpu_conv_algorithm},
+       "channels in and out where oneDNN runs on AVX-512, direct elsewhere) or direct everywhere",
+       &c.train.cpu_conv_algorithm},
+      {"train", "cpu_gemm", "the linear layers' products on the oneDNN backend: auto (oneDNN's matmul where it runs on "
+       "AVX-512, OpenBLAS elsewhere), onednn or openblas", &c.train.cpu_gemm},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "

@@ -123,6 +123,7 @@ struct TrainConfig {
   int64_t threads = 0;             // CPU threads (0 = all cores)
   CpuBackend cpu_backend = CpuBackend::OneDnn;  // the CPU's kernels (runtime/cpu_backend.h)
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;  // oneDNN's convolutions (same file)
+  CpuGemm cpu_gemm = CpuGemm::Auto;  // the linear layers' GEMM library under the oneDNN backend (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)

@@ -1,5 +1,6 @@
-// defines: CpuBackend (train.cpu_backend), which kernels the CPU path runs, and CpuConvAlgorithm
-// (train.cpu_conv_algorithm), which algorithm oneDNN's convolutions use; their name tables.
+// defines: CpuBackend (train.cpu_backend), which kernels the CPU path runs, CpuConvAlgorithm
+// (train.cpu_conv_algorithm), which algorithm oneDNN's convolutions use, and CpuGemm
+// (train.cpu_gemm), which library the linear layers' products run on; their name tables.
 //
 // OneDnn: convolution, batch norm, pooling and inner product on oneDNN (Debian's libdnnl, the
 // library PyTorch's CPU convolutions use), with 4-D activations kept channels last between
@@ -29,5 +30,27 @@ enum class CpuConvAlgorithm { Auto, Direct };
 inline constexpr EnumName<CpuConvAlgorithm> kCpuConvAlgorithmNames[] = {{CpuConvAlgorithm::Auto, "auto"},
                                                                          {CpuConvAlgorithm::Direct, "direct"}};
 constexpr std::span<const EnumName<CpuConvAlgorithm>> enum_names(CpuConvAlgorithm) { return kCpuConvAlgorithmNames; }
+
+// The GEMMs of the linear layers and the attention's projections under OneDnn (forward and both
+// backward products). Auto: oneDNN's matmul where oneDNN runs it on AVX-512 (its brgemm kernels,
+// scratchpad ours: nothing allocated per call), OpenBLAS's sgemm elsewhere: without AVX-512,
+// Debian's oneDNN 2.6.3 runs f32 matmul on its GEMM fallback (gemm:jit), which allocates a
+// workspace on every call (a step then asks the heap for a buffer per product:
+// tests/models/test_step_allocations.cpp) and whose AVX2 kernel moves the stack pointer into that
+// workspace while it runs (why signals are taken by a thread of their own:
+// launch/signal_thread.h); OpenBLAS keeps its buffers in a pool. Onednn, Openblas: that library
+// everywhere. Each is deterministic for a thread count.
+enum class CpuGemm { Auto, Onednn, Openblas };
+
+inline constexpr EnumName<CpuGemm> kCpuGemmNames[] = {
+    {CpuGemm::Auto, "auto"}, {CpuGemm::Onednn, "onednn"}, {CpuGemm::Openblas, "openblas"}};
+constexpr std::span<const EnumName<CpuGemm>> enum_names(CpuGemm) { return kCpuGemmNames; }
+
+// The library `g` means on a CPU where oneDNN does (or does not) run on AVX-512: Onednn or
+// Openblas, never Auto (pure).
+constexpr CpuGemm resolved_cpu_gemm(CpuGemm g, bool onednn_avx512) {
+  if (g != CpuGemm::Auto) return g;
+  return onednn_avx512 ? CpuGemm::Onednn : CpuGemm::Openblas;
+}
 
 }  // namespace dp

@@ -95,6 +95,8 @@ class Graph {
   CpuBackend cpu_backend() const { return cpu_backend_; }
   // oneDNN's convolution algorithm (train.cpu_conv_algorithm; default Auto), carried to the layers.
   void set_cpu_conv_algorithm(CpuConvAlgorithm a) { cpu_conv_algorithm_ = a; }
+  // The linear layers' GEMM library (train.cpu_gemm; default Auto), carried to the layers.
+  void set_cpu_gemm(CpuGemm g) { cpu_gemm_ = g; }
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
   cuda::ExecContext* gpu() const { return gpu_; }
@@ -158,6 +160,7 @@ class Graph {
   // the planned layout.
   CpuBackend cpu_backend_ = CpuBackend::OneDnn;
   CpuConvAlgorithm cpu_conv_algorithm_ = CpuConvAlgorithm::Auto;
+  CpuGemm cpu_gemm_ = CpuGemm::Auto;
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
   Tensor input_nhwc_, output_nchw_, dy_nhwc_;

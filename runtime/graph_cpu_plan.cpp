@@ -4,6 +4,7 @@
 // that carries the plan to the layers; the layout changes at the graph's edges.
 #include <algorithm>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
 #include "runtime/graph.h"
 
@@ -54,16 +55,26 @@ std::string Graph::cpu_plan_summary() {
     std::string& list = l.has_onednn_path() ? onednn : own;
     list += (list.empty() ? "" : " ") + l.name();
   }
-  return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}",
-                     onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW",
-                     cpu_conv_algorithm_ == CpuConvAlgorithm::Auto ? "Winograd where it fits, else direct (auto)"
-                                                                    : "direct");
+  const bool avx512 = kernels::cpu::onednn_has_avx512_core();
+  const std::string conv = cpu_conv_algorithm_ == CpuConvAlgorithm::Direct ? "direct"
+                           : avx512 ? "Winograd where it fits, else direct (auto)"
+                                    : "direct (auto: oneDNN's Winograd needs AVX-512)";
+  const CpuGemm gemm = resolved_cpu_gemm(cpu_gemm_, avx512);
+  const std::string why = cpu_gemm_ != CpuGemm::Auto ? ""
+                          : avx512 ? " (auto)"
+                                   : " (auto: oneDNN's f32 matmul without AVX-512 allocates per call)";
+  return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}; "
+                     "linear GEMMs: {}{}; ISA: oneDNN {}, own loops {}",
+                     onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW", conv,
+                     gemm == CpuGemm::Onednn ? "oneDNN matmul" : "OpenBLAS", why, kernels::cpu::onednn_isa_name(),
+                     kernels::cpu::clone_isa_name(kernels::cpu::clone_isa()));
 }
 
 StepContext Graph::cpu_context(const StepContext& ctx) {
   StepContext c = ctx;
   c.cpu_backend = cpu_backend_;
   c.cpu_conv_algorithm = cpu_conv_algorithm_;
+  c.cpu_gemm = cpu_gemm_;
   c.channels_last = cpu_channels_last_ && cpu_plan_dtype_ == DType::F32;
   return c;
 }

@@ -44,6 +44,8 @@ struct StepContext {
   CpuBackend cpu_backend = CpuBackend::Reference;
   // oneDNN's convolution algorithm (train.cpu_conv_algorithm), under OneDnn.
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;
+  // The linear layers' GEMM library (train.cpu_gemm), under OneDnn.
+  CpuGemm cpu_gemm = CpuGemm::Auto;
 };
 
 // True when t (an activation of this step) is stored channels last: 4-D under channels_last.

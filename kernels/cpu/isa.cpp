@@ -63,6 +63,6 @@ std::string onednn_isa_name() {
   }
 }
 
-bool onednn_has_winograd() { return has(dnnl::get_effective_cpu_isa(), I::avx512_core); }
+bool onednn_has_avx512_core() { return has(dnnl::get_effective_cpu_isa(), I::avx512_core); }
 
 }  // namespace dp::kernels::cpu

@@ -39,8 +39,9 @@ class ScopedCloneIsa {
 const char* clone_isa_name(CloneIsa isa);  // "avx512", "avx2", "baseline"
 // oneDNN's effective ISA in its own words ("avx512_core_bf16", "avx2", ...).
 std::string onednn_isa_name();
-// Whether oneDNN's f32 Winograd convolution (jit_wino_4x3, AVX-512 kernels only) is available.
-bool onednn_has_winograd();
+// Whether oneDNN runs on AVX-512 here (its effective ISA is avx512_core or above): what its f32
+// Winograd convolution (jit_wino_4x3) and its brgemm f32 matmul need (Debian's 2.6.3).
+bool onednn_has_avx512_core();
 
 }  // namespace dp::kernels::cpu
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/host_device.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/isa.h"
 
 namespace dp::kernels::cpu::onednn {
@@ -40,8 +41,32 @@ LinearMatmul::Entry& LinearMatmul::entry(int64_t M, bool relu) {
   });
 }
 
-void LinearMatmul::forward(float* y, const float* x, const float* w, const float* b, int64_t M, bool relu) {
+namespace {
+
+// y (M, O) += b per row, then max(., 0) with relu: one pass, rows split over the threads.
+void bias_relu(float* y, const float* b, int64_t M, int64_t O, bool relu) {
+  if (b == nullptr && !relu) return;
+#pragma omp parallel for schedule(static) if (M * O > (1 << 16))
+  for (int64_t m = 0; m < M; ++m) {
+    float* row = y + m * O;
+    if (b != nullptr)
+#pragma omp simd
+      for (int64_t o = 0; o < O; ++o) row[o] += b[o];
+    if (relu)
+#pragma omp simd
+      for (int64_t o = 0; o < O; ++o) row[o] = row[o] > 0.0f ? row[o] : 0.0f;
+  }
+}
+
+}  // namespace
+
+void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const float* w, const float* b, int64_t M,
+                           bool relu) {
   if (M == 0) return;
+  if (lib == GemmLibrary::Openblas) {
+    gemm(false, true, M, out_, in_, 1.0f, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
+    return bias_relu(y, bias_ ? b : nullptr, M, out_, relu);
+  }
   Entry& e = entry(M, relu);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, bind(e.x, x)},
                                        {DNNL_ARG_WEIGHTS, bind(e.w_t, w)},
@@ -51,8 +76,9 @@ void LinearMatmul::forward(float* y, const float* x, const float* w, const float
   execute(e.fwd, args);
 }
 
-void LinearMatmul::backward_data(float* dx, const float* dy, const float* w, int64_t M) {
+void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M) {
   if (M == 0) return;
+  if (lib == GemmLibrary::Openblas) return gemm(false, false, M, in_, out_, 1.0f, dy, out_, w, in_, 0.0f, dx, in_);
   Entry& e = entry(M, false);
   execute(e.bwd_d, {{DNNL_ARG_SRC, bind(e.dy, dy)},
                     {DNNL_ARG_WEIGHTS, bind(e.w, w)},
@@ -60,13 +86,18 @@ void LinearMatmul::backward_data(float* dx, const float* dy, const float* w, int
                     {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_d)}});
 }
 
-void LinearMatmul::backward_weights(float* dw, float* db, const float* dy, const float* x, int64_t M) {
+void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x,
+                                    int64_t M) {
   if (M == 0) return;
-  Entry& e = entry(M, false);
-  execute(e.bwd_w, {{DNNL_ARG_SRC, bind(e.dy_t, dy)},
-                    {DNNL_ARG_WEIGHTS, bind(e.x_w, x)},
-                    {DNNL_ARG_DST, bind(e.dw, dw)},
-                    {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_w)}});
+  if (lib == GemmLibrary::Openblas) {
+    gemm(true, false, out_, in_, M, 1.0f, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
+  } else {
+    Entry& e = entry(M, false);
+    execute(e.bwd_w, {{DNNL_ARG_SRC, bind(e.dy_t, dy)},
+                      {DNNL_ARG_WEIGHTS, bind(e.x_w, x)},
+                      {DNNL_ARG_DST, bind(e.dw, dw)},
+                      {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_w)}});
+  }
   if (db) bias_grad_add(db, dy, M, out_);
 }
 

@@ -1,12 +1,15 @@
-// defines: LinearMatmul, a fully connected product on oneDNN's matmul primitive, the projection
-// every layer with nn.Linear's (out, in) weight shares on the oneDNN backend (linear, the
-// attention's c_attn and c_proj):
+// defines: GemmLibrary, and LinearMatmul, a fully connected product on oneDNN's matmul primitive
+// or OpenBLAS's sgemm, the projection every layer with nn.Linear's (out, in) weight shares on the
+// oneDNN backend (linear, the attention's c_attn and c_proj):
 //   forward          y (M, O) = x (M, I) W^T + b      (bias and an optional ReLU in the epilogue)
 //   backward_data    dx (M, I) = dy (M, O) W (O, I)   (overwritten)
 //   backward_weights dW (O, I) += dy^T x              (oneDNN's sum post-op: straight into the
 //                    gradient arena), db (O) += column sums of dy (f64 sums, rows in order)
 // Our buffers are used as they are (W read transposed through its strides: no weight reorder);
 // primitives are made once per (M, ReLU). Deterministic for a thread count (kernels/cpu/onednn.h).
+// On OpenBLAS (kernels/cpu/blas.h gemm: slices fixed by the shape, the same bits on any thread
+// count; buffers pooled, nothing allocated per call) the bias and the ReLU follow the product in
+// one pass over y; the bias gradient is the same f64 column sum either way.
 // Measured against inner product on this project's 2-core machine (GPT's shapes, M = 4096):
 // about 1.5x faster over forward + backward, mostly in the weight gradient.
 #pragma once
@@ -19,13 +22,17 @@
 
 namespace dp::kernels::cpu::onednn {
 
+// Which library a LinearMatmul call runs on (chosen by models/layers/linear/linear_gemm_choice.h).
+enum class GemmLibrary { Onednn, Openblas };
+
 class LinearMatmul {
  public:
   // `where` names the user in oneDNN's errors ("layer 'fc1' (linear)").
   LinearMatmul(std::string where, int64_t in, int64_t out, bool bias);
-  void forward(float* y, const float* x, const float* w, const float* b, int64_t M, bool relu = false);
-  void backward_data(float* dx, const float* dy, const float* w, int64_t M);
-  void backward_weights(float* dw, float* db, const float* dy, const float* x, int64_t M);
+  void forward(GemmLibrary lib, float* y, const float* x, const float* w, const float* b, int64_t M,
+               bool relu = false);
+  void backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M);
+  void backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x, int64_t M);
 
  private:
   struct Entry {

@@ -3,11 +3,13 @@
 // "gradients ready" hook in reverse layer order, once per layer with parameters. The graph tests
 // run on both CPU backends (train.cpu_backend): oneDNN (channels-last activations, folded ReLUs)
 // and the reference kernels; a residual CNN gives the same numbers on both.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/isa.h"
 #include "models/build.h"
 #include "runtime/graph.h"
 #include "runtime/graph_observer.h"
@@ -167,14 +169,26 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
 }
 
 TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
+  using ::testing::HasSubstr;
   auto dnn = residual_cnn(CpuBackend::OneDnn), ref = residual_cnn(CpuBackend::Reference);
+  // What auto picks depends on the ISA oneDNN runs (ONEDNN_MAX_CPU_ISA in CI's AVX2 pass): the line says.
+  const bool avx512 = kernels::cpu::onednn_has_avx512_core();
   EXPECT_EQ(dnn->cpu_plan_summary(),
             "CPU kernels: oneDNN for [conv1 bn1 conv2 pool fc1 fc2], own for [join flat]; ReLUs fused: [bn1+relu1 "
-            "join+relu2 fc1+relu3]; activations channels last (NHWC); convolutions: Winograd where it fits, else "
-            "direct (auto)");
+            "join+relu2 fc1+relu3]; activations channels last (NHWC); convolutions: " +
+                std::string(avx512 ? "Winograd where it fits, else direct (auto)"
+                                   : "direct (auto: oneDNN's Winograd needs AVX-512)") +
+                "; linear GEMMs: " +
+                (avx512 ? "oneDNN matmul (auto)" : "OpenBLAS (auto: oneDNN's f32 matmul without AVX-512 allocates per call)") +
+                "; ISA: oneDNN " + kernels::cpu::onednn_isa_name() + ", own loops " +
+                kernels::cpu::clone_isa_name(kernels::cpu::clone_isa()));
   EXPECT_EQ(ref->cpu_plan_summary(), "CPU kernels: reference (im2col + BLAS, NCHW, unfused)");
   dnn->set_cpu_conv_algorithm(CpuConvAlgorithm::Direct);
-  EXPECT_TRUE(dnn->cpu_plan_summary().ends_with("; convolutions: direct")) << dnn->cpu_plan_summary();
+  dnn->set_cpu_gemm(CpuGemm::Openblas);
+  EXPECT_THAT(dnn->cpu_plan_summary(), HasSubstr("; convolutions: direct; linear GEMMs: OpenBLAS; ISA: oneDNN "));
+  dnn->set_cpu_gemm(CpuGemm::Onednn);
+  EXPECT_THAT(dnn->cpu_plan_summary(), HasSubstr("; linear GEMMs: oneDNN matmul; ISA: oneDNN "));
+  dnn->set_cpu_gemm(CpuGemm::Auto);
   dnn->set_cpu_conv_algorithm(CpuConvAlgorithm::Auto);
   const StepContext ctx{true, 0, 0};
   const Tensor x = random({4, 3, 8, 8}, 6), r = random({4, 5}, 7);

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
 #include "models/layers/conv2d/onednn_conv_choice.h"
 #include "tests/models/layer_harness.h"
@@ -22,10 +23,12 @@ struct OnednnCase {
   LayerCase layer;
   bool nhwc = false;   // 4-D activations channels last
   bool relu = false;   // a ReLU fused into the layer
+  CpuGemm gemm = CpuGemm::Auto;  // the linear products' library (train.cpu_gemm)
 };
 
 void PrintTo(const OnednnCase& c, std::ostream* os) {
-  *os << c.layer.name << (c.nhwc ? " nhwc" : " nchw") << (c.relu ? " +relu" : "");
+  *os << c.layer.name << (c.nhwc ? " nhwc" : " nchw") << (c.relu ? " +relu" : "") << " gemm "
+      << enum_name(c.gemm);
 }
 
 // A 4-D f32 tensor NCHW -> NHWC (to_nhwc) or back (same logical shape); others as they are.
@@ -66,6 +69,7 @@ TEST_P(OnednnLayers, MatchReferenceTwin) {
   StepContext ctx = case_ctx(c), dctx = ctx;
   dctx.cpu_backend = CpuBackend::OneDnn;
   dctx.channels_last = nhwc;
+  dctx.cpu_gemm = GetParam().gemm;
 
   Tensor y64 = ref.forward(ctx, x64);
   Tensor dy64 = random_normal(y64.shape(), DType::F64, rng);
@@ -114,24 +118,31 @@ std::vector<OnednnCase> onednn_cases() {
   for (const auto& w : winograd_cases()) all.push_back(w);
   for (const auto& c : all) {
     // Dropout draws its mask per stored element: NHWC drops other elements than the NCHW twin.
+    // The layers with linear products: on each GEMM library (auto is one of the two).
+    const bool gemms = c.type == "linear" || c.type == "causal_self_attention";
     for (bool nhwc : {false, true}) {
       if (nhwc && c.type == "dropout" && c.training) continue;
-      out.push_back({c, nhwc, false});
-      if (make_layer(c.type, c.args)->can_fuse_relu()) out.push_back({c, nhwc, true});
+      for (CpuGemm g : {CpuGemm::Auto, CpuGemm::Onednn, CpuGemm::Openblas}) {
+        if (g != CpuGemm::Auto && !gemms) continue;
+        out.push_back({c, nhwc, false, g});
+        if (make_layer(c.type, c.args)->can_fuse_relu()) out.push_back({c, nhwc, true, g});
+      }
     }
   }
   return out;
 }
 
 std::string case_name(const ::testing::TestParamInfo<OnednnCase>& info) {
-  return info.param.layer.name + (info.param.nhwc ? "_nhwc" : "_nchw") + (info.param.relu ? "_relu" : "");
+  const std::string gemm = info.param.gemm == CpuGemm::Auto ? "" : "_" + std::string(enum_name(info.param.gemm));
+  return info.param.layer.name + (info.param.nhwc ? "_nhwc" : "_nchw") + (info.param.relu ? "_relu" : "") + gemm;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layers, OnednnLayers, ::testing::ValuesIn(onednn_cases()), case_name);
 
 // Bitwise repeatable on the oneDNN path with the same thread count (2), NHWC, sizes above every
 // threading threshold; not required across thread counts (the reference path is).
-std::vector<Tensor> run_once(const LayerCase& c, bool relu, CpuConvAlgorithm algo = CpuConvAlgorithm::Auto) {
+std::vector<Tensor> run_once(const LayerCase& c, bool relu, CpuConvAlgorithm algo = CpuConvAlgorithm::Auto,
+                             CpuGemm gemm = CpuGemm::Auto) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
   TestLayer t = make_test_layer(c, DType::F32, 8);
@@ -143,6 +154,7 @@ std::vector<Tensor> run_once(const LayerCase& c, bool relu, CpuConvAlgorithm alg
   ctx.cpu_backend = CpuBackend::OneDnn;
   ctx.channels_last = true;
   ctx.cpu_conv_algorithm = algo;
+  ctx.cpu_gemm = gemm;
   std::vector<Tensor> r{t.forward(ctx, x)};
   Tensor dy = random_normal(r[0].shape(), DType::F32, rng);
   for (auto& d : t.backward(ctx, x, r[0], dy)) r.push_back(d);
@@ -165,23 +177,31 @@ TEST(OnednnDeterminism, BitwiseRepeatableWithTheSameThreadCount) {
       {{"conv_wino", "conv2d", A{{"out_channels", I(64)}, {"kernel", I(3)}, {"padding", I(1)}}, {{64, 12, 12}}, 8},
        false},
   };
-  for (const auto& [c, relu] : cases) {
-    std::vector<Tensor> a = run_once(c, relu), b = run_once(c, relu);
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << c.name << ": tensor " << i << " differs";
-  }
+  for (const auto& [c, relu] : cases)
+    for (CpuGemm g : {CpuGemm::Onednn, CpuGemm::Openblas}) {
+      if (g == CpuGemm::Openblas && c.type != "linear") continue;
+      std::vector<Tensor> a = run_once(c, relu, CpuConvAlgorithm::Auto, g), b = run_once(c, relu, CpuConvAlgorithm::Auto, g);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0)
+            << c.name << " (gemm " << enum_name(g) << "): tensor " << i << " differs";
+    }
 }
 
 // "auto" takes Winograd where it fits: its bits differ from the direct algorithm's (while both
 // match the reference above); where it does not fit, auto is the direct algorithm bit for bit.
+// Winograd needs oneDNN on AVX-512: without it (an AVX2-only CPU, or ONEDNN_MAX_CPU_ISA=AVX2) auto
+// is the direct algorithm everywhere, bit for bit.
 TEST(OnednnConvAlgorithm, AutoTakesWinogradOnlyWhereItFits) {
   using A = std::map<std::string, ArgValue>;
   auto I = [](int64_t v) { return ArgValue{v}; };
   const LayerCase wino = winograd_cases()[0];
   const LayerCase narrow{"conv_k3", "conv2d", A{{"out_channels", I(32)}, {"kernel", I(3)}, {"padding", I(1)}},
                          {{32, 6, 6}}, 2};
-  for (const auto& [c, differs] : {std::pair{wino, true}, std::pair{narrow, false}}) {
+  const bool avx512 = kernels::cpu::onednn_has_avx512_core();
+  std::printf("oneDNN's ISA: %s: Winograd %s\n", kernels::cpu::onednn_isa_name().c_str(),
+              avx512 ? "where it fits" : "nowhere (it needs AVX-512)");
+  for (const auto& [c, differs] : {std::pair{wino, avx512}, std::pair{narrow, false}}) {
     std::vector<Tensor> a = run_once(c, false, CpuConvAlgorithm::Auto);
     std::vector<Tensor> d = run_once(c, false, CpuConvAlgorithm::Direct);
     ASSERT_EQ(a.size(), d.size());
@@ -199,15 +219,16 @@ TEST(OnednnConvAlgorithm, WinogradFitsOnlyWide3x3Stride1) {
   auto d = [](int64_t C, int64_t OC, int64_t K, int64_t stride, int64_t groups) {
     return Conv2dDims{8, C, 32, 32, OC, K, stride, 1, groups, 32, 32};
   };
-  EXPECT_TRUE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Auto));
-  EXPECT_TRUE(models::onednn_winograd_fits(d(512, 256, 3, 1, 1), CpuConvAlgorithm::Auto));
-  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Direct));
-  EXPECT_FALSE(models::onednn_winograd_fits(d(32, 64, 3, 1, 1), CpuConvAlgorithm::Auto));   // narrow input
-  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 48, 3, 1, 1), CpuConvAlgorithm::Auto));   // narrow output
-  EXPECT_FALSE(models::onednn_winograd_fits(d(72, 64, 3, 1, 1), CpuConvAlgorithm::Auto));   // not 16k
-  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 2, 1), CpuConvAlgorithm::Auto));   // strided
-  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 1, 1, 1), CpuConvAlgorithm::Auto));   // 1x1
-  EXPECT_FALSE(models::onednn_winograd_fits(d(128, 128, 3, 1, 2), CpuConvAlgorithm::Auto)); // grouped
+  EXPECT_TRUE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Auto, true));
+  EXPECT_TRUE(models::onednn_winograd_fits(d(512, 256, 3, 1, 1), CpuConvAlgorithm::Auto, true));
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Direct, true));
+  EXPECT_FALSE(models::onednn_winograd_fits(d(32, 64, 3, 1, 1), CpuConvAlgorithm::Auto, true));   // narrow input
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 48, 3, 1, 1), CpuConvAlgorithm::Auto, true));   // narrow output
+  EXPECT_FALSE(models::onednn_winograd_fits(d(72, 64, 3, 1, 1), CpuConvAlgorithm::Auto, true));   // not 16k
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 2, 1), CpuConvAlgorithm::Auto, true));   // strided
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 1, 1, 1), CpuConvAlgorithm::Auto, true));   // 1x1
+  EXPECT_FALSE(models::onednn_winograd_fits(d(128, 128, 3, 1, 2), CpuConvAlgorithm::Auto, true)); // grouped
+  EXPECT_FALSE(models::onednn_winograd_fits(d(64, 64, 3, 1, 1), CpuConvAlgorithm::Auto, false));  // no AVX-512
 }
 
 }  // namespace

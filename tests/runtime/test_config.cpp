@@ -52,6 +52,20 @@ TEST(Config, CpuBackendIsAChoiceDefaultingToOnednn) {
             "m.cfg:4: train.cpu_backend = \"mkl\" is not allowed; use one of: onednn, reference");
 }
 
+TEST(Config, CpuGemmIsAChoiceDefaultingToAutoWhichFollowsTheIsa) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg").train.cpu_gemm, CpuGemm::Auto);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cpu_gemm=openblas"}).train.cpu_gemm, CpuGemm::Openblas);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ncpu_gemm = \"mkl\"\n"),
+            "m.cfg:4: train.cpu_gemm = \"mkl\" is not allowed; use one of: auto, onednn, openblas");
+  // auto: oneDNN's matmul where oneDNN runs on AVX-512, OpenBLAS elsewhere; the others stand.
+  EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, true), CpuGemm::Onednn);
+  EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, false), CpuGemm::Openblas);
+  for (bool avx512 : {true, false}) {
+    EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Onednn, avx512), CpuGemm::Onednn);
+    EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Openblas, avx512), CpuGemm::Openblas);
+  }
+}
+
 TEST(Config, CudnnApiIsAChoiceDefaultingToLegacy) {
   EXPECT_EQ(parse_config(kMin, "m.cfg").train.cudnn_api, cuda::CudnnApi::Legacy);
   EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cudnn_api=graph"}).train.cudnn_api, cuda::CudnnApi::Graph);
@@ -103,7 +117,7 @@ TEST(Config, UnknownKeySuggestsClosest) {
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, beta1, "
             "beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, accum_steps, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, cpu_gemm, accum_steps, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

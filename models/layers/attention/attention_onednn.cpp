@@ -8,6 +8,7 @@
 #include "models/layers/attention/attention_saved.h"
 #include "models/layers/attention/causal_core.h"
 #include "models/layers/common.h"
+#include "models/layers/linear/linear_gemm_choice.h"
 #include "models/layers/dropout/dropout_ref.h"
 
 #include <omp.h>
@@ -43,14 +44,15 @@ void CausalSelfAttention::forward_onednn(const StepContext& ctx, const Tensor& x
   const kernels::cpu::CausalBlocks cb(T_);
   s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, cb.packed}, {N, T_, C_}});
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
-  st.c_attn.forward(s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
+  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
+  st.c_attn.forward(lib, s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
                     o_.bias ? params_[1].data<float>() : nullptr, M);
   float* scratch = drop.p > 0 ? per_thread_floats(kernels::cpu::CausalBlocks::kBlockRows * T_) : nullptr;
   kernels::cpu::causal_forward(s.att.data<float>(), s.P.data<float>(), s.qkv.data<float>(), N, H, D_, cb, drop,
                                scratch);
   s.mark(x, ctx, true);
   if (!y) return;
-  st.c_proj.forward(y->data<float>(), s.att.data<float>(), params_[o_.bias ? 2 : 1].data<float>(),
+  st.c_proj.forward(lib, y->data<float>(), s.att.data<float>(), params_[o_.bias ? 2 : 1].data<float>(),
                     o_.bias ? params_[3].data<float>() : nullptr, M);
   if (ctx.training && o_.resid_dropout > 0)
     kernels::cpu::dropout_forward<float>(y->data<float>(), y->data<float>(), y->numel(), o_.resid_dropout, ctx.seed,
@@ -64,6 +66,7 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
   const kernels::cpu::CausalBlocks cb(T_);
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
+  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
   float* datt = slot_floats(dn::Slot::A, M * C_);
   float* dqkv = slot_floats(dn::Slot::B, M * 3 * C_);
   const float* g = dy.data<float>();
@@ -73,14 +76,14 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
     g = gd;
   }
   const size_t wp = o_.bias ? 2 : 1;
-  st.c_proj.backward_weights(grads_[wp].data<float>(), o_.bias ? grads_[3].data<float>() : nullptr, g,
+  st.c_proj.backward_weights(lib, grads_[wp].data<float>(), o_.bias ? grads_[3].data<float>() : nullptr, g,
                              s.att.data<float>(), M);
-  st.c_proj.backward_data(datt, g, params_[wp].data<float>(), M);
+  st.c_proj.backward_data(lib, datt, g, params_[wp].data<float>(), M);
   float* scratch = per_thread_floats(2 * kernels::cpu::CausalBlocks::kBlockRows * T_);
   kernels::cpu::causal_backward(dqkv, datt, s.qkv.data<float>(), s.P.data<float>(), N, H, D_, cb, drop, scratch);
-  st.c_attn.backward_weights(grads_[0].data<float>(), o_.bias ? grads_[1].data<float>() : nullptr, dqkv,
+  st.c_attn.backward_weights(lib, grads_[0].data<float>(), o_.bias ? grads_[1].data<float>() : nullptr, dqkv,
                              x.data<float>(), M);
-  if (dx.defined()) st.c_attn.backward_data(dx.data<float>(), dqkv, params_[0].data<float>(), M);
+  if (dx.defined()) st.c_attn.backward_data(lib, dx.data<float>(), dqkv, params_[0].data<float>(), M);
 }
 
 CausalSelfAttention::OnednnState& CausalSelfAttention::onednn_state() {

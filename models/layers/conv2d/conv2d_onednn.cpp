@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/onednn.h"
 #include "models/layers/common.h"
 #include "models/layers/conv2d/conv2d.h"
@@ -142,7 +143,7 @@ Conv2d::OnednnState::Fwd& Conv2d::OnednnState::forward_entry(const Conv2d& c, co
 }
 
 void Conv2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
-  const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm);
+  const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm, kernels::cpu::onednn_has_avx512_core());
   OnednnState::Fwd& f =
       onednn_state().forward_entry(*this, {x.dim(0), is_channels_last(ctx, x), fused_relu_, winograd});
   const memory* src = &dn::bind(f.src, x.raw());
@@ -202,7 +203,7 @@ Conv2d::OnednnState::Bwd& Conv2d::OnednnState::backward_entry(const Conv2d& c, c
 }
 
 void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
-  const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm);
+  const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm, kernels::cpu::onednn_has_avx512_core());
   OnednnState::Bwd& b =
       onednn_state().backward_entry(*this, {x.dim(0), is_channels_last(ctx, x), fused_relu_, winograd});
   const memory* diff_dst = &dn::bind(b.diff_dst, dy.raw());

@@ -47,7 +47,7 @@ void Linear::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, T
   check_params(dt);
   DP_CHECK(gpu_epilogue() == Epilogue::None, "{}: the GPU plan's {} epilogue on CPU tensors", layer_str(*this),
            epilogue_name(gpu_epilogue()));
-  if (use_onednn(ctx, dt)) return forward_onednn(x[0], y);
+  if (use_onednn(ctx, dt)) return forward_onednn(ctx, x[0], y);
   check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
@@ -64,7 +64,7 @@ void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, 
   if (dx[0].defined()) check_batched(*this, dx[0], dt, N, in_shape_, "input gradient");
   check_params(dt);
   check_grads(*this, dt);
-  if (use_onednn(ctx, dt)) return backward_onednn(x[0], y, dy, dx[0]);
+  if (use_onednn(ctx, dt)) return backward_onednn(ctx, x[0], y, dy, dx[0]);
   check_reference_layout(*this, ctx, x[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);

@@ -55,8 +55,8 @@ class Linear : public Layer {
   struct OnednnState;
   PimplPtr<OnednnState> dnnl_;
   OnednnState& onednn_state();
-  void forward_onednn(const Tensor& x, Tensor& y);
-  void backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
+  void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y);
+  void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 };
 
 // out_features (int, required, >= 1), bias (bool, true), init_std (float, 0: PyTorch's default),

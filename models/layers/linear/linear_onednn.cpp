@@ -1,11 +1,12 @@
 // Linear's oneDNN path: kernels/cpu/onednn_matmul.h's LinearMatmul over the (rows, in) view of
-// the input (rows = samples x positions), with a ReLU post-op when the graph folded a relu into
-// this layer; the weight and bias gradients are added (+=) into the gradient arena. With a fused
+// the input (rows = samples x positions), on the library linear_gemm_choice.h picks, with a ReLU
+// post-op when the graph folded a relu into this layer; the weight and bias gradients are added (+=) into the gradient arena. With a fused
 // ReLU the backward first masks dy by the output (the output is zero where the ReLU cut).
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "models/layers/common.h"
 #include "models/layers/linear/linear.h"
+#include "models/layers/linear/linear_gemm_choice.h"
 
 namespace dp::models {
 
@@ -17,12 +18,14 @@ struct Linear::OnednnState {
   Tensor masked_dy;  // fused ReLU: dy masked by the output, allocated once per shape
 };
 
-void Linear::forward_onednn(const Tensor& x, Tensor& y) {
-  onednn_state().mm.forward(y.data<float>(), x.data<float>(), params_[0].data<float>(),
+void Linear::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
+  onednn_state().mm.forward(linear_gemm(ctx.cpu_gemm), y.data<float>(), x.data<float>(), params_[0].data<float>(),
                             bias_ ? params_[1].data<float>() : nullptr, rows(x), fused_relu_);
 }
 
-void Linear::backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                             Tensor& dx) {
+  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
   OnednnState& s = onednn_state();
   const float* g = dy.data<float>();
   if (fused_relu_) {
@@ -30,9 +33,9 @@ void Linear::backward_onednn(const Tensor& x, const Tensor& y, const Tensor& dy,
     kernels::cpu::relu_backward<float>(s.masked_dy.data<float>(), g, y.data<float>(), dy.numel());
     g = s.masked_dy.data<float>();
   }
-  s.mm.backward_weights(grads_[0].data<float>(), bias_ ? grads_[1].data<float>() : nullptr, g, x.data<float>(),
-                        rows(x));
-  if (dx.defined()) s.mm.backward_data(dx.data<float>(), g, params_[0].data<float>(), rows(x));
+  s.mm.backward_weights(lib, grads_[0].data<float>(), bias_ ? grads_[1].data<float>() : nullptr, g,
+                        x.data<float>(), rows(x));
+  if (dx.defined()) s.mm.backward_data(lib, dx.data<float>(), g, params_[0].data<float>(), rows(x));
 }
 
 Linear::OnednnState& Linear::onednn_state() {
