@@ -40,34 +40,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// ---- signals reach the loop through a self-pipe: SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 from the
-// signal thread (launch/signal_thread.h), SIGCHLD from a handler that only writes one byte ----
-int g_signal_pipe = -1;
-
-void on_signal(int sig) {
-  const int saved = errno;
-  const unsigned char b = static_cast<unsigned char>(sig);
-  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe, &b, 1);
-  errno = saved;
-}
-
-// SIGUSR2 (write the flight record: launch/flight_signal.h) is forwarded like the stop signals.
-// SIGCHLD keeps a handler: the launcher runs no compute library whose stack it could land on.
-constexpr int kRouted[] = {SIGCHLD};
+// ---- signals reach the loop through a self-pipe: the signal thread (launch/signal_thread.h)
+// writes SIGINT, SIGTERM, SIGUSR1, SIGUSR2 (the flight record's, forwarded like the stop
+// signals) and SIGCHLD there as one byte each; no handler runs in this process ----
 
 // Routes the signals to the pipe (and ignores SIGPIPE: a closed stdout must not kill the launcher
-// and orphan its workers); restores what was there on destruction.
+// and orphan its workers); restores what was there on destruction. Once the destructor returns
+// nothing writes to the pipe (the signal thread writes under the lock that unsets it).
 class SignalRouting {
  public:
   explicit SignalRouting(int pipe_w) {
-    g_signal_pipe = pipe_w;
     start_signal_thread();
     set_launcher_fd(pipe_w);
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < std::size(kRouted); ++i) ::sigaction(kRouted[i], &sa, &old_[i]);
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
@@ -75,15 +59,12 @@ class SignalRouting {
   }
   ~SignalRouting() {
     set_launcher_fd(-1);
-    for (size_t i = 0; i < std::size(kRouted); ++i) ::sigaction(kRouted[i], &old_[i], nullptr);
     ::sigaction(SIGPIPE, &old_pipe_, nullptr);
-    g_signal_pipe = -1;
   }
   SignalRouting(const SignalRouting&) = delete;
   SignalRouting& operator=(const SignalRouting&) = delete;
 
  private:
-  struct sigaction old_[std::size(kRouted)] {};
   struct sigaction old_pipe_ {};
 };
 
@@ -157,7 +138,7 @@ std::string describe(int raw_status) {
 [[noreturn]] void exec_worker(const char* exe, char* const* argv, char* const* envp, int out_w, int err_w,
                               pid_t launcher, const char* fail_msg, size_t fail_len) {
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
-  ::signal(SIGUSR2, SIG_IGN);  // until the worker's flight recorder takes it (kept across exec)
+  ::signal(SIGUSR2, SIG_IGN);  // until the worker's main() blocks it (kept across exec)
   // The launcher's mask blocks the signals its signal thread takes: the worker starts with only
   // SIGUSR1 blocked, through exec until the worker's main() takes it (pending, not fatal).
   sigset_t usr1;
@@ -395,7 +376,10 @@ int run_local(int nproc, const std::vector<std::string>& worker_args, const Loca
   UniqueFd sig_r(sp[0]), sig_w(sp[1]);
   SignalRouting routing(sig_w.get());
   // A SIGUSR1 that came before the routing (caught since main()) goes to the workers too.
-  if (StopRequest::received() == SIGUSR1) on_signal(SIGUSR1);
+  if (StopRequest::received() == SIGUSR1) {
+    const unsigned char b = SIGUSR1;
+    [[maybe_unused]] ssize_t n = ::write(sig_w.get(), &b, 1);
+  }
   LocalJob job(nproc, worker_args, opt, sig_r.get());
   job.spawn(shared_env(nproc, free_port()));
   return job.supervise();

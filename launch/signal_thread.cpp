@@ -12,7 +12,7 @@
 namespace dp::launch {
 namespace {
 
-constexpr int kHandled[] = {SIGUSR1, SIGTERM, SIGINT, SIGUSR2};
+constexpr int kHandled[] = {SIGUSR1, SIGTERM, SIGINT, SIGUSR2, SIGCHLD};
 
 sigset_t handled_set() {
   sigset_t set;
@@ -97,6 +97,7 @@ int stop_signal_of_rank(int rank) {
 }
 
 SignalAction signal_action(int sig, const SignalState& s) {
+  if (sig == SIGCHLD) return s.launcher ? SignalAction::ToLauncher : SignalAction::Ignore;
   if (sig != SIGUSR1 && sig != SIGTERM && sig != SIGINT && sig != SIGUSR2) return SignalAction::Ignore;
   if (s.launcher) return SignalAction::ToLauncher;
   if (sig == SIGUSR2) return s.flight ? SignalAction::FlightByte : SignalAction::Ignore;
@@ -107,14 +108,15 @@ SignalAction signal_action(int sig, const SignalState& s) {
 void block_handled_signals() {
   const sigset_t set = handled_set();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  // Queued for sigwaitinfo only if not ignored: the default disposition, harmless while blocked.
+  // Queued for sigwaitinfo only if not ignored: the default disposition, harmless while blocked
+  // (and SIGCHLD's SIG_IGN would reap the children before waitpid sees them).
   // One that this program was started with ignored (SIGINT of a background job) stays ignored
   // outside the training loop, as before.
   unsigned ignored = 0;
   for (int sig : kHandled) {
     struct sigaction old {};
     ::sigaction(sig, nullptr, &old);
-    if (old.sa_handler == SIG_IGN && sig != SIGUSR2) ignored |= 1u << sig;
+    if (old.sa_handler == SIG_IGN && sig != SIGUSR2 && sig != SIGCHLD) ignored |= 1u << sig;
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);

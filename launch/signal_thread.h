@@ -1,5 +1,5 @@
 // defines: the process's signal thread: the asynchronous signals dptrain acts on (SIGUSR1,
-// SIGTERM, SIGINT, SIGUSR2) never run a handler; they are blocked in every thread from main()'s
+// SIGTERM, SIGINT, SIGUSR2, and SIGCHLD for the local launcher) never run a handler; they are blocked in every thread from main()'s
 // first line (a thread inherits its creator's mask) and one thread of our own takes them with
 // sigwaitinfo(2) and acts in ordinary code; plus what the rest of the program tells it
 // (a stop request is live, where the flight record's byte goes, the launcher's pipe), and
@@ -20,7 +20,7 @@ namespace dp::launch {
 enum class SignalAction {
   RecordStop,   // remember it; the training loop stops every rank after the same step
   FlightByte,   // SIGUSR2: one byte to the flight recorder's pipe
-  ToLauncher,   // the local launcher's pipe: it forwards the signal to its workers
+  ToLauncher,   // the local launcher's pipe: it forwards the signal to its workers (SIGCHLD: reaps)
   Terminate,    // the signal's default action: the process ends as killed by it
   Ignore,
 };
@@ -33,7 +33,7 @@ struct SignalState {
 
 SignalAction signal_action(int sig, const SignalState& s);
 
-// main(): blocks the four signals in the calling thread (and so in every thread it starts
+// main(): blocks the five signals in the calling thread (and so in every thread it starts
 // later), and gives SIGUSR2 its default disposition (an ignored signal is discarded, never
 // queued for sigwaitinfo; blocked, the default is harmless). Before anything that may start a
 // thread or re-execute the program: a signal in between stays pending.
@@ -51,7 +51,7 @@ int stop_signal_received();
 void set_stop_signals_caught(bool caught);
 // SIGUSR2 writes one byte to fd while fd >= 0 (FlightSignal); ignored otherwise.
 void set_flight_fd(int fd);
-// While fd >= 0, the four signals go to the launcher as one byte each (the signal's number).
+// While fd >= 0, the five signals go to the launcher as one byte each (the signal's number).
 void set_launcher_fd(int fd);
 
 }  // namespace dp::launch

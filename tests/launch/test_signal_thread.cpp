@@ -27,10 +27,12 @@ TEST(SignalAction, UsrTwoWritesTheFlightRecordOnlyWhileARecorderListens) {
   EXPECT_EQ(signal_action(SIGUSR2, SignalState{false, false, true}), A::FlightByte);
 }
 
-TEST(SignalAction, TheLauncherForwardsAllFourAndNothingElseIsTaken) {
+TEST(SignalAction, TheLauncherTakesAllFiveAndNothingElseIsTaken) {
   const SignalState launcher{true, false, false};
-  for (int sig : {SIGUSR1, SIGTERM, SIGINT, SIGUSR2}) EXPECT_EQ(signal_action(sig, launcher), A::ToLauncher) << sig;
-  for (int sig : {SIGHUP, SIGCHLD, SIGPIPE}) {
+  for (int sig : {SIGUSR1, SIGTERM, SIGINT, SIGUSR2, SIGCHLD})
+    EXPECT_EQ(signal_action(sig, launcher), A::ToLauncher) << sig;
+  EXPECT_EQ(signal_action(SIGCHLD, SignalState{false, true, true}), A::Ignore);  // a worker's: waitpid reaps
+  for (int sig : {SIGHUP, SIGPIPE}) {
     EXPECT_EQ(signal_action(sig, launcher), A::Ignore) << sig;
     EXPECT_EQ(signal_action(sig, SignalState{false, true, true}), A::Ignore) << sig;
   }
