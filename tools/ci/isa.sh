@@ -8,12 +8,13 @@
 # signals. On an AVX2-only CPU the first pass already ran the AVX2 paths natively: nothing to add.
 # OpenBLAS picks its own kernels by the CPU and is not limited here.
 #   tools/ci/isa.sh        (after tools/setup.sh; uses build/)
-# Environment: ISA_LABELS (ctest -L regex, default the labels whose tests run oneDNN), ISA_REPEAT
-# (how often the stop-path tests run under the limit beside a busy loop, default 5).
+# Environment: ISA_LABELS (ctest -L regex, default the labels whose tests run oneDNN: the unit
+# tests of kernels, models and launch, and the PyTorch oracles), ISA_REPEAT (how often the
+# stop-path tests run under the limit beside a busy loop, default 5).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${BUILD_DIR:-build}
-labels=${ISA_LABELS:-^(kernels|models|launch)$}
+labels=${ISA_LABELS:-^(kernels|models|launch|oracle)$}
 repeat=${ISA_REPEAT:-5}
 t0=$(date +%s)
 # oneDNN's own answer to what this CPU has (the test prints it and checks our clones follow it).
@@ -36,6 +37,16 @@ grep -q "oneDNN's effective ISA: avx2 (limit: AVX2); our clones: avx2" <<< "$lim
   { echo "[isa] error: ONEDNN_MAX_CPU_ISA=AVX2 did not limit oneDNN and our clones to AVX2: $limited" >&2; exit 1; }
 echo "[isa] the tests labelled $labels with ONEDNN_MAX_CPU_ISA=AVX2"
 ctest --test-dir "$build" -L "$labels" --output-on-failure -j 2
+# Two integration tests that train several ranks for real: DDP on Fashion-MNIST, and Slurm's
+# requeue, whose USR1 reaches ranks in the middle of a step.
+ctest --test-dir "$build" -R '^integration\.(test_ddp_fmnist|test_submit_requeue)$' --output-on-failure -j 2
+# The GPT benchmark's step (tools/bench/gpt_vs_torch.py's dptrain side), small, on both GEMM
+# libraries: it must train (a finite loss) under the limit.
+for gemm in auto onednn openblas; do
+  out=$("$build/gpt_step_bench" 2 2 64 64 65 4 1 2 0 onednn "$gemm")
+  grep -Eq '"loss": [0-9]+\.[0-9]+' <<< "$out" || { echo "[isa] error: gpt_step_bench ($gemm) under the limit: $out" >&2; exit 1; }
+  echo "[isa] gpt_step_bench smoke ($gemm): $out"
+done
 t1=$(date +%s)
 # The stop path under the limit, looped beside a busy loop: oneDNN's AVX2 GEMM moves the stack
 # pointer into the heap, where a signal handler's frame once landed (launch/signal_thread.h).

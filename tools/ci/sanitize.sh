@@ -3,9 +3,11 @@
 # libFuzzer targets, from one clang build in build-sanitize/ (CPU only: the CUDA paths are not
 # built there). Fails on any sanitizer report (UBSan errors are fatal, ASan's always are).
 #   tools/ci/sanitize.sh            configure, build, run the unit tests (labels base, kernels,
-#                                   runtime, collectives, models, tools)
+#                                   runtime, collectives, models, tools), then the launcher, signal
+#                                   and fault tests (the real dptrain binary, sanitized, several
+#                                   processes) SANITIZE_REPEAT times beside a busy loop
 # Environment: SANITIZE_BUILD_DIR (default build-sanitize), JOBS (default: all cores),
-# SANITIZE_LABELS (ctest -L regex), SANITIZE_EXCLUDE (ctest -E regex). tools/ci/fuzz.sh runs the
+# SANITIZE_LABELS (ctest -L regex), SANITIZE_EXCLUDE (ctest -E regex), SANITIZE_REPEAT (default 3). tools/ci/fuzz.sh runs the
 # fuzzers of the same build.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -24,7 +26,7 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DDPTRAIN_FUZZ=ON "${launcher[@]}" > /dev/null
 # Only what the labels above run (and the binaries their tests start), plus the fuzzers.
-targets=(test_base test_kernels test_runtime test_collectives test_models test_tools dptrain ckptinfo diffckpt collbench
+targets=(test_base test_kernels test_runtime test_collectives test_models test_tools test_launch dptrain ckptinfo diffckpt collbench
          dptrain_probe fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config fuzz_npy fuzz_tar_index)
 echo "[sanitize] building in $build with $jobs jobs (clang-14, ASan + UBSan, fuzzers)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
@@ -36,4 +38,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || true)}
 echo "[sanitize] unit tests (labels $labels)"
 ctest --test-dir "$build" -L "$labels" -E "$exclude" --output-on-failure -j 2 --timeout 1200
-echo "[sanitize] build $((t1 - t0)) s, tests $(( $(date +%s) - t1 )) s"
+t2=$(date +%s)
+# The stop path and the faults through the sanitized binary, looped under load (issue 28: a
+# heap corruption there showed only under load, and only sometimes): a report fails the run.
+repeat=${SANITIZE_REPEAT:-3}
+stop_tests='^(Signals|SignalAction|LocalLauncher|RingFaults|Stragglers|FlightRecorder)\.'
+sh -c 'while :; do :; done' &
+busy=$!
+trap 'kill "$busy" 2> /dev/null || true' EXIT
+echo "[sanitize] the stop-path and fault tests $repeat times beside a busy loop"
+ctest --test-dir "$build" -R "$stop_tests" --repeat "until-fail:$repeat" --output-on-failure -j 2 --timeout 600
+kill "$busy" 2> /dev/null || true
+echo "[sanitize] build $((t1 - t0)) s, tests $((t2 - t1)) s, stop-path loop $(( $(date +%s) - t2 )) s"
