@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "collectives/bootstrap/common.h"
 #include "collectives/communicator.h"
 
@@ -104,13 +105,8 @@ Signature signature_of(const CollectiveInfo& info) {
 }
 
 uint64_t desync_hash(uint64_t previous, const CollectiveInfo& info) {
-  // splitmix64's finaliser over each field: any single difference changes every later value.
-  auto mix = [](uint64_t h, uint64_t v) {
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    return h ^ (h >> 31);
-  };
+  // splitmix64 (base/hash.h) over each field: any single difference changes every later value.
+  auto mix = [](uint64_t h, uint64_t v) { return splitmix64(h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2))); };
   uint64_t h = mix(previous, static_cast<uint64_t>(info.kind) << 8 | info.op);
   h = mix(h, static_cast<uint64_t>(info.dtype));
   h = mix(h, static_cast<uint64_t>(info.count));

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <utility>
 
+#include "base/hash.h"
+
 namespace dp::cuda {
 
 const char* graph_op_name(GraphOp op) {
@@ -82,12 +84,7 @@ bool is_conv(GraphOp op) { return op == GraphOp::ConvFprop || op == GraphOp::Con
 
 // Folds v into h through splitmix64's finaliser (Steele et al., OOPSLA'14), as the legacy
 // algorithm cache does: keys that differ by small numbers in one field do not collide.
-void mix(size_t& h, uint64_t v) {
-  uint64_t z = h + 0x9E3779B97F4A7C15ull + v;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  h = static_cast<size_t>(z ^ (z >> 31));
-}
+void mix(size_t& h, uint64_t v) { hash_combine(h, v); }
 
 }  // namespace
 

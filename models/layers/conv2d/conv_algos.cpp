@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/hash.h"
 
 namespace dp::cuda {
 
@@ -35,12 +36,7 @@ namespace {
 // Folds v into h through splitmix64's finaliser (Steele et al., OOPSLA'14): unlike
 // boost::hash_combine over the identity std::hash, keys that differ by small numbers in one
 // field (stride 1 vs 2, pad 1 vs 2) do not collide.
-void mix(size_t& h, uint64_t v) {
-  uint64_t z = h + 0x9E3779B97F4A7C15ull + v;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  h = static_cast<size_t>(z ^ (z >> 31));
-}
+void mix(size_t& h, uint64_t v) { hash_combine(h, v); }
 }  // namespace
 
 size_t ConvKeyHash::operator()(const ConvKey& k) const noexcept {

@@ -1,18 +1,14 @@
 #include "models/layers/dropout/dropout.h"
 
+#include "base/hash.h"
 #include "models/layers/dropout/dropout_ref.h"
 #include "models/layers/common.h"
 
 namespace dp::models {
 
 namespace {
-// splitmix64's finaliser (Steele et al., "Fast splittable pseudorandom number generators",
-// OOPSLA'14): a cheap bijective mix so that nearby steps give unrelated streams.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// splitmix64 (base/hash.h): a cheap bijective mix so that nearby steps give unrelated streams.
+constexpr uint64_t mix64(uint64_t z) { return splitmix64(z); }
 // FNV-1a, 64-bit.
 uint64_t hash_name(const std::string& s) {
   uint64_t h = 0xCBF29CE484222325ull;
