@@ -84,7 +84,6 @@ class Graph {
   // parameter arena's layout), which the fused optimizer can write in its own pass
   // (Optimizer::write_compute_copy) instead of refresh_compute_params' cast. Undefined otherwise.
   Tensor compute_params() const { return lp_params_.allocated() ? lp_params_.flat() : Tensor(); }
-  DType compute_dtype() const { return compute_; }
   // The CPU's kernels (train.cpu_backend; default OneDnn). Under OneDnn a CPU graph plans, at its
   // next forward: 4-D activations stored channels last when every layer takes them (the model
   // input and a 4-D output are transposed at the edges, so callers always see NCHW), and each

@@ -50,7 +50,6 @@ class BatchNorm2d : public Layer {
   bool can_fuse_gpu_epilogue() const override { return true; }
   // GPU: the implementation that trains (train.bn_impl; runtime/bn_impl.h). Default Cudnn.
   void set_gpu_impl(BnImpl impl) { impl_ = impl; }
-  BnImpl gpu_impl() const { return impl_; }
 
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
