@@ -41,7 +41,7 @@ void forward_in_eval_mode(Graph& model, const data::Dataset& ds, std::vector<int
   while (feed.next(b)) {
     const Tensor* logits = &model.forward(ctx, b.x);
     if (gpu && host_logits) {
-      if (!host.defined() || host.shape() != logits->shape()) host = Tensor::zeros(logits->shape());
+      ensure_tensor(host, logits->shape());
       host.copy_from(*logits);
       logits = &host;
     }

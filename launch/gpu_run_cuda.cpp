@@ -59,8 +59,7 @@ float GpuRun::loss_scale() const { return scaling() ? impl_->scaler.scale() : 1.
 
 double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                              Tensor& dlogits, double weight) const {
-  if (!dlogits.defined() || dlogits.shape() != logits.shape())
-    dlogits = Tensor::zeros(logits.shape(), DType::F32, logits.device());
+  ensure_tensor(dlogits, logits.shape(), DType::F32, logits.device());
   const cudaStream_t s = impl_->exec.compute();
   const double l = loss.forward_backward(logits, labels, &dlogits, s);
   const double f = weight * loss_scale();

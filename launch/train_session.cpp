@@ -523,7 +523,7 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   double lb = 0;
   const Tensor z = score_rows(logits), y = label_rows(b.y);
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
-  if (!dz.defined() || dz.shape() != logits.shape()) dz = Tensor::zeros(logits.shape(), DType::F32, logits.device());
+  ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
     lb = gpu_->loss_and_grad(*loss_, z, y, dz_rows, weight);  // waits for the forward

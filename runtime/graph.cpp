@@ -288,7 +288,7 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
   const Shape out = batched(batch, node.out_shape);
   Tensor& y = acts_[i];
-  if (!y.defined() || y.shape() != out || y.device() != dev || y.dtype() != act) {
+  if (!y.fits(out, act, dev)) {
     MemoryScope scope(MemoryCategory::Activations);
     y = Tensor::zeros(out, act, dev);
   }

@@ -87,8 +87,7 @@ const Tensor& Graph::model_input(const Tensor& x) {
 
 void Graph::change_layout(Tensor& dst, const Tensor& src, bool to_nhwc) const {
   DP_CHECK(src.ndim() == 4 && src.device().is_cpu(), "layout change of {}", src.describe());
-  if (!dst.defined() || dst.shape() != src.shape() || dst.dtype() != src.dtype())
-    dst = Tensor::zeros(src.shape(), src.dtype(), Device::cpu());
+  ensure_tensor(dst, src.shape(), src.dtype(), Device::cpu());
   const int64_t N = src.dim(0), C = src.dim(1), HW = src.dim(2) * src.dim(3);
   if (src.dtype() == DType::F64) {
     if (to_nhwc) kernels::cpu::nchw_to_nhwc(dst.data<double>(), src.data<double>(), N, C, HW);

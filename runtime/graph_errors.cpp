@@ -28,7 +28,7 @@ std::string Graph::failed_forward_allocation(const Tensor& x) const {
     Shape out{x.dim(0)};
     out.insert(out.end(), nodes_[i].out_shape.begin(), nodes_[i].out_shape.end());
     const Tensor& a = acts_[i];
-    if (!a.defined() || a.shape() != out || a.dtype() != act || a.device() != x.device())
+    if (!a.fits(out, act, x.device()))
       return dispatch_site(nodes_[i].layer->name(), nodes_[i].layer->type(), "forward");
   }
   return "";

@@ -58,6 +58,10 @@ class Tensor {
   static Tensor view_of(std::shared_ptr<Storage> storage, size_t byte_offset, const Shape& shape, DType dtype);
 
   bool defined() const { return storage_ != nullptr; }
+  // Defined, and of this shape, dtype and device: a buffer kept from an earlier call still fits.
+  bool fits(const Shape& shape, DType dtype, Device device) const {
+    return defined() && shape_ == shape && dtype_ == dtype && this->device() == device;
+  }
   const Shape& shape() const { return shape_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const;  // negative i counts from the end
@@ -106,5 +110,13 @@ template <> inline DType Tensor::type_tag<int32_t>() { return DType::I32; }
 template <> inline DType Tensor::type_tag<int64_t>() { return DType::I64; }
 template <> inline DType Tensor::type_tag<uint8_t>() { return DType::U8; }
 template <> inline DType Tensor::type_tag<uint16_t>() { return DType::BF16; }  // raw 16-bit access
+
+// `t` itself when it already fits (shape, dtype, device: its values as they are), else a new
+// zero-filled tensor in its place: a buffer kept across calls, reallocated only when the shape
+// changes (a new batch size, a last partial batch).
+inline Tensor& ensure_tensor(Tensor& t, const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu()) {
+  if (!t.fits(shape, dtype, device)) t = Tensor::zeros(shape, dtype, device);
+  return t;
+}
 
 }  // namespace dp

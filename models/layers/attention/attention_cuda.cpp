@@ -42,12 +42,6 @@ struct CausalSelfAttention::CudaState {
 
 namespace {
 
-// t as a device tensor of this shape and dtype (kept when it already is one).
-Tensor& ensure(Tensor& t, const Shape& shape, DType dt, Device dev) {
-  if (!t.defined() || t.dtype() != dt || t.shape() != shape || t.device() != dev) t = Tensor::zeros(shape, dt, dev);
-  return t;
-}
-
 // One row-major GEMM of the projections (lt_matmul.h's LtGemm).
 cuda::LtGemm gemm(DType dt, int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b,
                   void* d, float beta = 0.0f, const void* bias = nullptr) {
@@ -90,8 +84,8 @@ void CausalSelfAttention::forward_gpu(const StepContext& ctx, const Tensor& x, T
   if (!cuda_) cuda_.emplace();
   CudaState& s = *cuda_;
   s.x = nullptr;
-  ensure(s.qkv, {N, T_, 3 * C_}, dt, x.device());
-  ensure(s.att, {N, T_, C_}, dt, x.device());
+  ensure_tensor(s.qkv, {N, T_, 3 * C_}, dt, x.device());
+  ensure_tensor(s.att, {N, T_, C_}, dt, x.device());
   if (M == 0) return;
   cuda::lt_matmul(*ctx.gpu, gemm(dt, M, 3 * C_, C_, x.raw(), false, params_[0].raw(), true, s.qkv.raw(), 0.0f,
                                  o_.bias ? params_[1].raw() : nullptr));
@@ -115,7 +109,7 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
   const AttentionGpuChoice choice = choose_attention_gpu_core(dt, D_, p, ctx.training, o_.sdpa);
   s.core = s.cudnn_failed ? AttentionGpuCore::Own : choice.core;
   if (s.core == AttentionGpuCore::CudnnSdpa) {
-    ensure(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
+    ensure_tensor(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
     const cuda::SdpaShape shape = sdpa_shape(dt, N, H, T_, D_);
     const size_t el = dtype_size(dt);
     char* qkv = static_cast<char*>(s.qkv.raw());
@@ -134,15 +128,15 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
       s.core = AttentionGpuCore::Own;
     }
   }
-  ensure(s.P, {N, H, T_, T_}, DType::F32, s.qkv.device());
+  ensure_tensor(s.P, {N, H, T_, T_}, DType::F32, s.qkv.device());
   const kernels::cpu::AttnDropout drop{p, ctx.seed, attn_stream(ctx.step)};
   if (dt == DType::F32) {
     CHECK_CUDA(kernels::cuda::attention_forward(s.att.data<float>(), s.P.data<float>(), s.qkv.data<float>(), N, T_, H,
                                                 D_, drop, stream));
     return;
   }
-  ensure(s.qkv32, s.qkv.shape(), DType::F32, s.qkv.device());
-  ensure(s.att32, s.att.shape(), DType::F32, s.qkv.device());
+  ensure_tensor(s.qkv32, s.qkv.shape(), DType::F32, s.qkv.device());
+  ensure_tensor(s.att32, s.att.shape(), DType::F32, s.qkv.device());
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_forward(s.att32.data<float>(), s.P.data<float>(), s.qkv32.data<float>(), N, T_,
                                               H, D_, drop, stream));
@@ -170,13 +164,13 @@ void CausalSelfAttention::backward_cuda(const StepContext& ctx, const std::vecto
   const Device dev = x[0].device();
   const void* g = dy.raw();
   if (ctx.training && o_.resid_dropout > 0) {
-    ensure(s.gdrop, dy.shape(), dt, dev);
+    ensure_tensor(s.gdrop, dy.shape(), dt, dev);
     CHECK_CUDA(kernels::cuda::dropout_backward(dt, s.gdrop.raw(), dy.raw(), dy.numel(), o_.resid_dropout, ctx.seed,
                                                resid_stream(ctx.step), stream));
     g = s.gdrop.raw();
   }
   // c_proj: d att = g Wp; dWp += g^T att; dbp += column sums of g.
-  ensure(s.datt, s.att.shape(), dt, dev);
+  ensure_tensor(s.datt, s.att.shape(), dt, dev);
   cuda::lt_matmul(*ctx.gpu, gemm(dt, M, C_, C_, g, false, params_[wp].raw(), false, s.datt.raw()));
   cuda::lt_matmul(*ctx.gpu, gemm(dt, C_, C_, M, g, true, s.att.raw(), false, grads_[wp].raw(), 1.0f));
   if (o_.bias) CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[3].raw(), g, M, C_, 1, stream));
@@ -195,7 +189,7 @@ void CausalSelfAttention::core_backward_gpu(const StepContext& ctx) {
   const int64_t N = s.qkv.dim(0), H = o_.n_head;
   const Device dev = s.qkv.device();
   const cudaStream_t stream = ctx.gpu->compute();
-  ensure(s.dqkv, s.qkv.shape(), dt, dev);
+  ensure_tensor(s.dqkv, s.qkv.shape(), dt, dev);
   if (s.core == AttentionGpuCore::CudnnSdpa) {
     const cuda::SdpaShape shape = sdpa_shape(dt, N, H, T_, D_);
     const size_t el = dtype_size(dt);
@@ -221,15 +215,15 @@ void CausalSelfAttention::core_backward_gpu(const StepContext& ctx) {
     }
   }
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
-  ensure(s.row_dot, {N, H, T_}, DType::F32, dev);
+  ensure_tensor(s.row_dot, {N, H, T_}, DType::F32, dev);
   if (dt == DType::F32) {
     CHECK_CUDA(kernels::cuda::attention_backward(s.dqkv.data<float>(), s.row_dot.data<float>(), s.datt.data<float>(),
                                                  s.qkv.data<float>(), s.P.data<float>(), N, T_, H, D_, drop, stream));
     return;
   }
-  ensure(s.qkv32, s.qkv.shape(), DType::F32, dev);
-  ensure(s.att32, s.att.shape(), DType::F32, dev);  // here: d att in f32
-  ensure(s.dqkv32, s.qkv.shape(), DType::F32, dev);
+  ensure_tensor(s.qkv32, s.qkv.shape(), DType::F32, dev);
+  ensure_tensor(s.att32, s.att.shape(), DType::F32, dev);  // here: d att in f32
+  ensure_tensor(s.dqkv32, s.qkv.shape(), DType::F32, dev);
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.att32.data<float>(), s.datt.raw(), s.datt.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_backward(s.dqkv32.data<float>(), s.row_dot.data<float>(), s.att32.data<float>(),

@@ -40,9 +40,7 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   g.d = y.raw();             // (M, out)
   g.bias = bias_ ? params_[1].raw() : nullptr;
   if (gpu_epilogue() == Epilogue::Gelu) {
-    if (!gelu_pre_.defined() || gelu_pre_.shape() != Shape{M, out_} || gelu_pre_.dtype() != dt ||
-        gelu_pre_.device() != y.device())
-      gelu_pre_ = Tensor::zeros({M, out_}, dt, y.device());
+    ensure_tensor(gelu_pre_, {M, out_}, dt, y.device());
     g.gelu_pre = gelu_pre_.raw();
     gelu_pre_fresh_ = true;
   }

@@ -29,7 +29,7 @@ void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   OnednnState& s = onednn_state();
   const float* g = dy.data<float>();
   if (fused_relu_) {
-    if (!s.masked_dy.defined() || s.masked_dy.shape() != dy.shape()) s.masked_dy = Tensor::zeros(dy.shape());
+    ensure_tensor(s.masked_dy, dy.shape());
     kernels::cpu::relu_backward<float>(s.masked_dy.data<float>(), g, y.data<float>(), dy.numel());
     g = s.masked_dy.data<float>();
   }
