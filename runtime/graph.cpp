@@ -44,6 +44,9 @@ int Graph::find(const std::string& name) const {
   return -1;
 }
 
+// Build, top to bottom: every layer's shapes and parameters declared, the parameters initialised
+// on the CPU, placed on the device, the gradient (and 16-bit) arenas made, each layer bound to its
+// slots.
 void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType compute, cuda::ExecContext* gpu) {
   DP_CHECK(!built_, "graph built twice");
   DP_CHECK(!nodes_.empty(), "empty graph");
@@ -56,6 +59,20 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   device_ = device;
   compute_ = compute;
   gpu_ = gpu;
+  const std::vector<std::vector<ParamDecl>> decls = declare_layers();
+  init_params(decls, seed);
+  place_on_device();
+  make_grad_arenas();
+  bind_layers();
+  acts_.assign(nodes_.size(), Tensor());
+  dacts_.assign(nodes_.size(), Tensor());
+  built_ = true;
+  refresh_compute_params();
+}
+
+// Each node's output shape from its inputs', and its parameters: an arena slot (trainable), a
+// slot of an earlier layer (tied) or a buffer. Returns every node's declarations.
+std::vector<std::vector<ParamDecl>> Graph::declare_layers() {
   consumers_count_.assign(nodes_.size(), 0);
   std::vector<std::vector<ParamDecl>> decls(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -86,8 +103,12 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
       }
     }
   }
-  // Initialise on the CPU (one RNG stream per parameter, so adding a layer never changes the
-  // others' values), then move to the device.
+  return decls;
+}
+
+// Initialise on the CPU, one RNG stream per parameter, so adding a layer never changes the
+// others' values.
+void Graph::init_params(const std::vector<std::vector<ParamDecl>>& decls, uint64_t seed) {
   {
     MemoryScope scope(MemoryCategory::Parameters);
     params_.allocate(DType::F32, Device::cpu());
@@ -102,30 +123,40 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
       d.init(t, rng);
     }
   }
-  if (!device.is_cpu()) {
-    MemoryScope scope(MemoryCategory::Parameters);
-    Arena on_dev = params_.like(DType::F32, device);
-    on_dev.flat().copy_from(params_.flat());
-    params_ = std::move(on_dev);
-    for (auto& b : buffers_) {
-      Tensor t = Tensor::zeros(b.tensor.shape(), b.tensor.dtype(), device);
-      t.copy_from(b.tensor);
-      b.tensor = t;
-    }
+}
+
+// The parameters and buffers onto the graph's device (nothing to do on the CPU).
+void Graph::place_on_device() {
+  if (device_.is_cpu()) return;
+  MemoryScope scope(MemoryCategory::Parameters);
+  Arena on_dev = params_.like(DType::F32, device_);
+  on_dev.flat().copy_from(params_.flat());
+  params_ = std::move(on_dev);
+  for (auto& b : buffers_) {
+    Tensor t = Tensor::zeros(b.tensor.shape(), b.tensor.dtype(), device_);
+    t.copy_from(b.tensor);
+    b.tensor = t;
   }
+}
+
+// The gradient arena, and under mixed precision the 16-bit copies of the parameters and gradients.
+void Graph::make_grad_arenas() {
   {
     MemoryScope scope(MemoryCategory::Gradients);
-    grads_ = params_.like(DType::F32, device);
+    grads_ = params_.like(DType::F32, device_);
   }
+  if (compute_ == DType::F32) return;
+  {
+    MemoryScope scope(MemoryCategory::ComputeParams);
+    lp_params_ = params_.like(compute_, device_);
+  }
+  MemoryScope scope(MemoryCategory::ComputeGrads);
+  lp_grads_ = params_.like(compute_, device_);
+}
+
+// Each layer gets its parameter, gradient and buffer tensors (16-bit ones where it computes in them).
+void Graph::bind_layers() {
   const bool mixed = compute_ != DType::F32;
-  if (mixed) {
-    {
-      MemoryScope scope(MemoryCategory::ComputeParams);
-      lp_params_ = params_.like(compute_, device);
-    }
-    MemoryScope scope(MemoryCategory::ComputeGrads);
-    lp_grads_ = params_.like(compute_, device);
-  }
   for (auto& n : nodes_) {
     n.low_precision = mixed && n.layer->low_precision_params();
     const Arena& p_arena = n.low_precision ? lp_params_ : params_;
@@ -135,10 +166,6 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
     for (int b : n.buffer_ids) bs.push_back(buffers_[b].tensor);
     n.layer->bind(std::move(ps), std::move(gs), std::move(bs));
   }
-  acts_.assign(nodes_.size(), Tensor());
-  dacts_.assign(nodes_.size(), Tensor());
-  built_ = true;
-  refresh_compute_params();
 }
 
 int Graph::tied_slot(const std::string& full, const ParamDecl& d) const {

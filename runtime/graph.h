@@ -197,6 +197,12 @@ class Graph {
   // The arena slot of the parameter `d` (declared as `full`) ties to; UserError when there is none
   // of that name and shape.
   int tied_slot(const std::string& full, const ParamDecl& d) const;
+  // build()'s steps, in order.
+  std::vector<std::vector<ParamDecl>> declare_layers();
+  void init_params(const std::vector<std::vector<ParamDecl>>& decls, uint64_t seed);
+  void place_on_device();
+  void make_grad_arenas();
+  void bind_layers();
   void give_spare(Tensor t);
   // The GPU side, on the compute stream (graph_cuda.cpp): dst += src; mixed precision's output
   // cast to f32 (out32_) and output-gradient cast to the compute dtype (dy16_); a node's 16-bit
