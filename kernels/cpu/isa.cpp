@@ -63,6 +63,7 @@ std::string onednn_isa_name() {
   }
 }
 
-bool onednn_has_avx512_core() { return has(dnnl::get_effective_cpu_isa(), I::avx512_core); }
+// The same answer as cpu_clone_isa()'s, read once (the linear layers ask on every call).
+bool onednn_has_avx512_core() { return cpu_clone_isa() == CloneIsa::Avx512; }
 
 }  // namespace dp::kernels::cpu
