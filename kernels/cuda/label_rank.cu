@@ -1,15 +1,15 @@
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/label_rank.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp_reduce.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
-// One warp per row: each lane counts the scores above the label's in its columns, then a
-// butterfly sum (integers: any order gives the same count).
+// One warp per row: each lane counts the scores above the label's in its columns, then
+// warp_sum adds the counts (integers: any order gives the same count).
 __global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t rows, int64_t K, int32_t cap,
                                    int32_t* out) {
   const int lane = threadIdx.x % 32;
@@ -24,7 +24,7 @@ __global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t row
     const float target = row[label];
     long long higher = 0;
     for (int64_t k = lane; k < K; k += 32) higher += row[k] > target;
-    for (int o = 16; o > 0; o >>= 1) higher += __shfl_xor_sync(kFullMask, higher, o);
+    higher = warp_sum(higher);
     if (lane == 0) out[r] = static_cast<int32_t>(higher < cap ? higher : cap);
   }
 }

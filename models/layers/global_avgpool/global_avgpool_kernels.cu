@@ -7,15 +7,15 @@
 #include "kernels/host_device.h"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp_reduce.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
 // NCHW: one warp per plane (NC planes of HW contiguous values); lane l sums l, l + 32, ...,
-// then a butterfly whose order depends on nothing but the lane.
+// then warp_sum's butterfly, whose order depends on nothing but the lane.
 template <typename T>
 __global__ void forward_nchw_kernel(T* y, const T* x, int64_t NC, int64_t HW) {
   const int lane = threadIdx.x % 32;
@@ -24,7 +24,7 @@ __global__ void forward_nchw_kernel(T* y, const T* x, int64_t NC, int64_t HW) {
     const T* plane = x + p * HW;  // (HW)
     float s = 0.0f;
     for (int64_t i = lane; i < HW; i += 32) s = fp::add(s, to_f32(plane[i]));
-    for (int o = 16; o > 0; o >>= 1) s = fp::add(s, __shfl_xor_sync(kFullMask, s, o));
+    s = warp_sum(s);
     if (lane == 0) y[p] = from_f32<T>(fp::div(s, static_cast<float>(HW)));
   }
 }

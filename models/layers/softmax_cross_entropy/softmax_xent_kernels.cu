@@ -5,24 +5,14 @@
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
+#include "kernels/cuda/warp_reduce.cuh"
 
 namespace dp::kernels::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-
-// Butterfly reductions: every lane ends with the same value, in an order fixed by K alone.
-__device__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-__device__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fp::add(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-
-// One warp per row: z (K) -> row_loss, and dlogits (K) unless null.
+// One warp per row: z (K) -> row_loss, and dlogits (K) unless null. The lanes' partial max and
+// sums meet in warp_max / warp_sum (every lane gets them, in an order fixed by K alone).
 __global__ void xent_rows_kernel(const float* logits, const int32_t* labels, float* dlogits, float* row_loss,
                                  int64_t N, int64_t K, float one_minus_eps, float eps_over_k, float q_label,
                                  float q_other) {
