@@ -2,7 +2,9 @@
 // tree order (thread t adds thread t + w, w halving from kThreads / 2): the same bits on every run
 // and every GPU, and the order the CPU twins reproduce where they promise bits. Every thread gets
 // the sum. For the reductions of bias_grad (kernels/cuda/elementwise.cu), the cross-entropy's mean
-// (softmax_xent_kernels.cu, in double) and LayerNorm's row statistics (layernorm_kernels.cu).
+// (softmax_xent_kernels.cu, in double), LayerNorm's row statistics (layernorm_kernels.cu) and the
+// gradient norm's sums of squares (grad_norm.cu, in double: kernels/grad_norm_math.h's fold).
+// warp_reduce.cuh is the same idea over one warp.
 //
 //   DP_SHARED(float, part, [kThreads]);
 //   const float total = block_sum(part, mine);

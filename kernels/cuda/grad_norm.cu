@@ -1,4 +1,5 @@
 #include "kernels/cuda/grad_norm.h"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/shared_memory.cuh"
@@ -7,15 +8,9 @@
 namespace dp::kernels::cuda {
 namespace {
 
-// The shared-memory fold of kernels/grad_norm_math.h; t[0] holds the sum after it. A template: the
-// emulation build's shared arrays are views, not pointers (kernels/cuda/shared_memory.cuh).
-template <class Shared>
-__device__ void fold(Shared& t) {
-  for (int w = kNormThreads / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) t[threadIdx.x] += t[threadIdx.x + w];
-    __syncthreads();
-  }
-}
+// The fold of kernels/grad_norm_math.h (t[j] += t[j + w], w halving from kNormThreads / 2) is
+// block_sum's tree, which runs over kThreads threads.
+static_assert(kNormThreads == kThreads, "grad_norm's fold is block_sum over a block of kThreads");
 
 // Block c sums chunk c of x.
 __global__ void chunk_squares_kernel(const float* x, int64_t n, double* partial) {
@@ -27,10 +22,8 @@ __global__ void chunk_squares_kernel(const float* x, int64_t n, double* partial)
     const double v = x[begin + i];
     s += v * v;
   }
-  t[threadIdx.x] = s;
-  __syncthreads();
-  fold(t);
-  if (threadIdx.x == 0) partial[blockIdx.x] = t[0];
+  const double total = block_sum(t, s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
 // One block sums the chunks' partial sums.
@@ -38,10 +31,8 @@ __global__ void total_kernel(const double* partial, int64_t chunks, double* sum_
   DP_SHARED(double, t, [kNormThreads]);
   double s = 0;
   for (int64_t i = threadIdx.x; i < chunks; i += kNormThreads) s += partial[i];
-  t[threadIdx.x] = s;
-  __syncthreads();
-  fold(t);
-  if (threadIdx.x == 0) sum_sq[0] = t[0];
+  const double total = block_sum(t, s);
+  if (threadIdx.x == 0) sum_sq[0] = total;
 }
 
 __global__ void clip_kernel(float* x, int64_t n, const double* sum_sq, double max_norm) {
