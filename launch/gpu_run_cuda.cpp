@@ -13,7 +13,7 @@
 #include "runtime/cuda/loss_scale.h"
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/log.h"
-#include "runtime/metrics/capture_range.h"
+#include "launch/telemetry/capture_range.h"
 
 namespace dp::launch {
 

@@ -5,6 +5,7 @@
 #include "launch/batch_feed.h"
 #include "launch/gpu_run.h"
 #include "launch/synthetic_input.h"
+#include "launch/telemetry/mark_source.h"
 
 namespace dp::launch {
 
@@ -54,3 +55,10 @@ void GpuRun::before_step(int64_t) {}
 void GpuRun::after_step(int64_t) {}
 
 }  // namespace dp::launch
+
+namespace dp::metrics {
+// telemetry/mark_source.h: GPU marks are CUDA events.
+std::unique_ptr<MarkSource> cuda_event_marks(void*) {
+  throw DpError("a GPU layer profile (CUDA events) requested in a build without CUDA");
+}
+}  // namespace dp::metrics

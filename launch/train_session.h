@@ -7,7 +7,7 @@
 // It lives in launch/ rather than runtime/ because it wires together models/ (layers, loss),
 // runtime/ (data, optimizers, graph, checkpoints) and collectives/; runtime/ stays below models/.
 // What the cfg decides before the first step is in launch/train_setup.h; what the run reports
-// as it goes (progress, train lines, scalars, trace) in launch/telemetry.h.
+// as it goes (progress, train lines, scalars, trace) in launch/telemetry/telemetry.h.
 //
 // Every rank runs the same sequence of collectives: the start-up allgather and broadcasts, a
 // stop-agreement all-reduce before the first step and after each step but the last, the buffers'
@@ -34,13 +34,13 @@
 #include "launch/run_dir.h"
 #include "launch/stop_signals.h"
 #include "launch/synthetic_input.h"
-#include "launch/telemetry.h"
+#include "launch/telemetry/telemetry.h"
 #include "launch/train_setup.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
-#include "runtime/metrics/layer_profile.h"
+#include "launch/telemetry/layer_profile.h"
 #include "runtime/optim/grad_clip.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/optim/schedule.h"

@@ -11,7 +11,7 @@
 #include "runtime/data/sampler.h"
 #include "runtime/device_memory.h"
 #include "runtime/log.h"
-#include "runtime/metrics/step_range.h"
+#include "launch/telemetry/step_range.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/param_groups.h"
 #include "runtime/optim/sgd.h"

@@ -1,5 +1,5 @@
 // defines: GraphObserver, what Graph::forward and Graph::backward tell a watcher around each node
-// they run: the per-layer profile (runtime/metrics/layer_profile.h) records a time mark at each.
+// they run: the per-layer profile (launch/telemetry/layer_profile.h) records a time mark at each.
 //
 // begin comes right before the graph prepares a node's inputs and runs its layer, end right after
 // the layer and what the graph does for it afterwards (in backward: summing its input gradients

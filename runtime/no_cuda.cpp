@@ -5,7 +5,6 @@
 #include "base/error.h"
 #include "runtime/device_memory.h"
 #include "runtime/graph.h"
-#include "runtime/metrics/mark_source.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/grad_clip.h"
 #include "runtime/optim/sgd.h"
@@ -41,11 +40,6 @@ const Tensor& Graph::output_f32() { no_cuda("a GPU output cast"); }
 const Tensor& Graph::output_grad_in_compute(const Tensor&) { no_cuda("a GPU output-gradient cast"); }
 void Graph::widen_low_precision_grads(const Node&) { no_cuda("GPU gradient widening"); }
 void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
-
-// metrics/mark_source.h: GPU marks are CUDA events.
-namespace metrics {
-std::unique_ptr<MarkSource> cuda_event_marks(void*) { no_cuda("a GPU layer profile (CUDA events)"); }
-}  // namespace metrics
 
 namespace optim {
 void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }

@@ -6,7 +6,10 @@
 Layers, bottom first (docs/architecture.md): a file may include files of its own folder and of
 the folders below it, never of a folder above it.
 
-    base <- kernels <- runtime <- collectives <- models <- launch <- tools
+    base <- kernels <- runtime <- runtime/data <- collectives <- models <- launch <- tools
+
+runtime/data/ (the data library, CMake target dp_data) is a layer of its own above the runtime core:
+the core (the rest of runtime/) never includes it.
 
 A module is a file path without its extension (x.h, x.cpp, x.cu and x.cuh are one module);
 module A depends on module B when a file of A includes a header of B. The module graph must have
@@ -16,13 +19,14 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "kernels", "runtime", "collectives", "models", "launch", "tools"]
+LAYERS = ["base", "kernels", "runtime", "runtime/data", "collectives", "models", "launch", "tools"]
+TOPS = [layer for layer in LAYERS if "/" not in layer]  # the folders walked (runtime/ holds runtime/data/)
 EXTS = (".h", ".cuh", ".cpp", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def source_files(root):
-    for top in LAYERS:
+    for top in TOPS:
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if f.endswith(EXTS):
@@ -35,6 +39,12 @@ def includes(root, path):
             m = INCLUDE.match(line)
             if m:
                 yield n, m.group(1)
+
+
+def layer_of(path):
+    """The layer of a source path or include: the deepest entry of LAYERS that is a prefix of it."""
+    parts = path.replace(os.sep, "/").split("/")
+    return "/".join(parts[:2]) if "/".join(parts[:2]) in LAYERS else parts[0]
 
 
 def module(path):
@@ -90,9 +100,9 @@ def check(root):
     known = set(files)
     edges, where = {}, {}
     for path in files:
-        top = path.split(os.sep)[0]
+        top = layer_of(path)
         for line, inc in includes(root, path):
-            inc_top = inc.split("/")[0]
+            inc_top = layer_of(inc)
             if inc_top not in LAYERS:
                 continue  # a system or third-party header, or a build-generated one
             if inc not in known:

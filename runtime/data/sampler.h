@@ -18,20 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/enum_names.h"
+#include "runtime/data_choices.h"  // Permutation
 
 namespace dp::data {
 
-// Philox: Fisher-Yates (Knuth, TAOCP vol. 2, Algorithm P) over [0, n) driven by
-// keyed_rng(seed, kStreamShuffle, id = epoch): every (seed, epoch) pair is its own Philox
-// stream, so unlike torch's seed + epoch, (seed 1, epoch 0) and (seed 0, epoch 1) differ.
-// Torch: torch's CPU randperm: an MT19937 seeded with the low 32 bits of seed + epoch, then for
-// i = 0 .. n-2 swap p[i] with p[i + next() % (n - i)] (n below 2^32 / 20, as torch's own path).
-enum class Permutation { Philox, Torch };
-// data.permutation's words.
-inline constexpr EnumName<Permutation> kPermutationNames[] = {{Permutation::Philox, "philox"},
-                                                              {Permutation::Torch, "torch"}};
-constexpr std::span<const EnumName<Permutation>> enum_names(Permutation) { return kPermutationNames; }
 std::vector<int64_t> sampler_permutation(int64_t n, uint64_t seed, uint64_t epoch,
                                          Permutation kind = Permutation::Philox);
 

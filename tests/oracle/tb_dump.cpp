@@ -12,7 +12,7 @@
 #include <exception>
 #include <string>
 
-#include "runtime/metrics/tensorboard_writer.h"
+#include "launch/telemetry/tensorboard_writer.h"
 
 namespace {
 

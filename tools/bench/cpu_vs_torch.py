@@ -109,7 +109,7 @@ def dptrain_run(args, row, work):
         pass
     if rc != 0 or len(ips) < 2:
         return None, peak, f"rc={rc}, log {log}"
-    # samples_per_s is already the job's (rank 0 counts every rank's batch: launch/telemetry.cpp).
+    # samples_per_s is already the job's (rank 0 counts every rank's batch: launch/telemetry/telemetry.cpp).
     return statistics.median(ips[1:]), peak, ""
 
 

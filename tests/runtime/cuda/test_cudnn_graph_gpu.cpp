@@ -20,7 +20,7 @@
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/cudnn_graph.h"
 #include "runtime/cuda/exec_context.h"
-#include "runtime/cuda/sdpa_keys.h"
+#include "models/layers/attention/sdpa_keys.h"
 
 namespace dp::cuda {
 namespace {

@@ -7,8 +7,8 @@
 #include "base/error.h"
 #include "runtime/cuda/check_runtime.h"
 #include "runtime/cuda/stream.h"
-#include "runtime/metrics/mark_source.h"
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/mark_source.h"
+#include "launch/telemetry/trace.h"
 
 namespace dp::metrics {
 namespace {

@@ -34,9 +34,9 @@
 
 #include "base/shape.h"
 #include "runtime/graph_observer.h"
-#include "runtime/metrics/mark_source.h"
-#include "runtime/metrics/step_range.h"
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/mark_source.h"
+#include "launch/telemetry/step_range.h"
+#include "launch/telemetry/trace.h"
 
 namespace dp {
 class Graph;

@@ -1,4 +1,4 @@
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/trace.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "runtime/cuda/sdpa_keys.h"
+#include "models/layers/attention/sdpa_keys.h"
 
 #include "base/error.h"
 

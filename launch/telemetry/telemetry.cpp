@@ -1,4 +1,4 @@
-#include "launch/telemetry.h"
+#include "launch/telemetry/telemetry.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/metrics/step_range.h"
+#include "launch/telemetry/step_range.h"
 
 #include <cctype>
 

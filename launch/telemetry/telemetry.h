@@ -24,12 +24,12 @@
 #include "collectives/straggler.h"
 #include "launch/run_dir.h"
 #include "runtime/config.h"
-#include "runtime/metrics/comm_overlap.h"
-#include "runtime/metrics/layer_profile.h"
-#include "runtime/metrics/progress.h"
-#include "runtime/metrics/step_range.h"
-#include "runtime/metrics/tensorboard_writer.h"
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/comm_overlap.h"
+#include "launch/telemetry/layer_profile.h"
+#include "launch/telemetry/progress.h"
+#include "launch/telemetry/step_range.h"
+#include "launch/telemetry/tensorboard_writer.h"
+#include "launch/telemetry/trace.h"
 
 namespace dp::launch {
 

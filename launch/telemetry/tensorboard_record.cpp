@@ -1,4 +1,4 @@
-#include "runtime/metrics/tensorboard_record.h"
+#include "launch/telemetry/tensorboard_record.h"
 
 #include <cstring>
 

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "runtime/metrics/tensorboard_event.h"
-#include "runtime/metrics/tensorboard_record.h"
-#include "runtime/metrics/tensorboard_writer.h"
+#include "launch/telemetry/tensorboard_event.h"
+#include "launch/telemetry/tensorboard_record.h"
+#include "launch/telemetry/tensorboard_writer.h"
 
 namespace dp::metrics {
 namespace {

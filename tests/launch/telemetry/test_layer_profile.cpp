@@ -1,4 +1,4 @@
-// The per-layer profile (runtime/metrics/layer_profile.h) through its host logic: with an injected
+// The per-layer profile (launch/telemetry/layer_profile.h) through its host logic: with an injected
 // clock, the window, the means, the accounting identity (layers + other = step), the table's order
 // and exact format, layers.json's fixed names, the trace's device lane; with a fake event source,
 // the GPU's bookkeeping (events made before the window, one per mark, read once after it, spans
@@ -10,7 +10,7 @@
 #include "tests/gpu_test.h"
 #include "base/error.h"
 #include "runtime/device_memory.h"
-#include "runtime/metrics/layer_profile.h"
+#include "launch/telemetry/layer_profile.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include <cuda_runtime.h>

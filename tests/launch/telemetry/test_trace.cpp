@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "base/error.h"
-#include "runtime/metrics/step_range.h"
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/step_range.h"
+#include "launch/telemetry/trace.h"
 
 namespace dp::metrics {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/metrics/tensorboard_event.h"
+#include "launch/telemetry/tensorboard_event.h"
 
 #include <cstring>
 

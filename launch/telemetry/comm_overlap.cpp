@@ -1,4 +1,4 @@
-#include "runtime/metrics/comm_overlap.h"
+#include "launch/telemetry/comm_overlap.h"
 
 #include <fmt/format.h>
 

@@ -1,11 +1,11 @@
-// Scaled-dot-product attention's graph-API plan keys (runtime/cuda/sdpa_keys.h): the layouts'
+// Scaled-dot-product attention's graph-API plan keys (models/layers/attention/sdpa_keys.h): the layouts'
 // strides (contiguous, GPT's fused QKV rows), the forward and backward keys' tensors, and what
 // validate_plan_key refuses (what cuDNN's fused attention cannot run). No GPU needed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "runtime/cuda/sdpa_keys.h"
+#include "models/layers/attention/sdpa_keys.h"
 
 namespace dp::cuda {
 namespace {

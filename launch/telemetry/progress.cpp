@@ -1,4 +1,4 @@
-#include "runtime/metrics/progress.h"
+#include "launch/telemetry/progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

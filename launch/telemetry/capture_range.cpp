@@ -1,4 +1,4 @@
-#include "runtime/metrics/capture_range.h"
+#include "launch/telemetry/capture_range.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "runtime/metrics/layer_profile.h"
+#include "launch/telemetry/layer_profile.h"
 
 #include <algorithm>
 #include <utility>

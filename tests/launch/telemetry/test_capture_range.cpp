@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "runtime/metrics/capture_range.h"
+#include "launch/telemetry/capture_range.h"
 
 namespace dp::metrics {
 namespace {

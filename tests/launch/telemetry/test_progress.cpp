@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/metrics/progress.h"
+#include "launch/telemetry/progress.h"
 
 namespace dp::metrics {
 namespace {

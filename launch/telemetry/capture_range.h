@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "runtime/metrics/step_range.h"
+#include "launch/telemetry/step_range.h"
 
 namespace dp::metrics {
 

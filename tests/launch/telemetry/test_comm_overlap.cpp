@@ -1,7 +1,7 @@
 // Exposed vs hidden communication time, on hand-made intervals with exact answers.
 #include <gtest/gtest.h>
 
-#include "runtime/metrics/comm_overlap.h"
+#include "launch/telemetry/comm_overlap.h"
 
 namespace dp::metrics {
 namespace {

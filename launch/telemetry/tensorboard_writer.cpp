@@ -1,4 +1,4 @@
-#include "runtime/metrics/tensorboard_writer.h"
+#include "launch/telemetry/tensorboard_writer.h"
 
 #include <cerrno>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "runtime/log.h"
-#include "runtime/metrics/tensorboard_record.h"
+#include "launch/telemetry/tensorboard_record.h"
 
 namespace dp::metrics {
 

@@ -4,7 +4,7 @@
 // A file `events.out.tfevents.<unix seconds>.<host>` in the folder given (TensorBoard reads
 // every such file in a run folder, in name order): first an Event with file_version
 // "brain.Event:2", then one Event per add_scalars call, each framed as a TFRecord
-// (runtime/metrics/tensorboard_record.h). Rank 0 writes; the trainer calls, per logging step:
+// (launch/telemetry/tensorboard_record.h). Rank 0 writes; the trainer calls, per logging step:
 //
 //   metrics::TbWriter tb(run.path());                           // once, if run.tensorboard
 //   tb.add_scalars(step, {{"train/loss", loss}, {"train/lr", lr}, {"perf/samples_per_s", sps}});
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/metrics/tensorboard_event.h"
+#include "launch/telemetry/tensorboard_event.h"
 
 namespace dp::metrics {
 
@@ -61,7 +61,7 @@ class TbWriter {
 
 // Every Event of one file, in order. Checks every record's two CRCs, that the file starts with a
 // file_version event "brain.Event:<n>" and that every event decodes; throws DpError naming the
-// file, record and byte (runtime/metrics/tensorboard_record.h) otherwise.
+// file, record and byte (launch/telemetry/tensorboard_record.h) otherwise.
 std::vector<Event> read_event_file(const std::string& path);
 
 }  // namespace dp::metrics

@@ -1,6 +1,9 @@
-// defines: DatasetKind (data.dataset), the data sets dptrain reads, and its name table: the one
-// list of data set names; SyntheticDevice (data.synthetic_device), where synthetic batches are made. The config schema takes its allowed values from it and
-// launch/datasets.cpp opens each kind (a switch the compiler checks for a missing case).
+// defines: the data section's choices, with their name tables: DatasetKind (data.dataset), the data
+// sets dptrain reads (the one list of data set names); SyntheticDevice (data.synthetic_device), where
+// synthetic batches are made; Permutation (data.permutation), the sampler's shuffle. The config
+// schema takes its allowed values from here (the runtime core, beneath the data library
+// runtime/data/); launch/datasets.cpp opens each kind (a switch the compiler checks for a missing
+// case) and runtime/data/sampler.h draws each permutation.
 #pragma once
 #include <span>
 
@@ -36,5 +39,17 @@ enum class SyntheticDevice { Cpu, Cuda };
 inline constexpr EnumName<SyntheticDevice> kSyntheticDeviceNames[] = {{SyntheticDevice::Cpu, "cpu"},
                                                                       {SyntheticDevice::Cuda, "cuda"}};
 constexpr std::span<const EnumName<SyntheticDevice>> enum_names(SyntheticDevice) { return kSyntheticDeviceNames; }
+
+// The sampler's permutation (runtime/data/sampler.h). Philox: Fisher-Yates (Knuth, TAOCP vol. 2,
+// Algorithm P) over [0, n) driven by keyed_rng(seed, kStreamShuffle, id = epoch): every (seed,
+// epoch) pair is its own Philox stream, so unlike torch's seed + epoch, (seed 1, epoch 0) and
+// (seed 0, epoch 1) differ.
+// Torch: torch's CPU randperm: an MT19937 seeded with the low 32 bits of seed + epoch, then for
+// i = 0 .. n-2 swap p[i] with p[i + next() % (n - i)] (n below 2^32 / 20, as torch's own path).
+enum class Permutation { Philox, Torch };
+// data.permutation's words.
+inline constexpr EnumName<Permutation> kPermutationNames[] = {{Permutation::Philox, "philox"},
+                                                              {Permutation::Torch, "torch"}};
+constexpr std::span<const EnumName<Permutation>> enum_names(Permutation) { return kPermutationNames; }
 
 }  // namespace dp::data

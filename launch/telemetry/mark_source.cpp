@@ -1,9 +1,9 @@
-#include "runtime/metrics/mark_source.h"
+#include "launch/telemetry/mark_source.h"
 
 #include <utility>
 
 #include "base/error.h"
-#include "runtime/metrics/trace.h"
+#include "launch/telemetry/trace.h"
 
 namespace dp::metrics {
 namespace {

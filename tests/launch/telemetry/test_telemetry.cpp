@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launch/telemetry.h"
-#include "runtime/metrics/tensorboard_writer.h"
+#include "launch/telemetry/telemetry.h"
+#include "launch/telemetry/tensorboard_writer.h"
 #include "tests/fashion_mnist.h"
 #include "tests/launch/run_files.h"
 
