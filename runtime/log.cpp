@@ -118,12 +118,6 @@ std::vector<std::pair<std::string, spdlog::level::level_enum>> parse_levels(cons
   return out;
 }
 
-spdlog::level::level_enum level_of(const std::string& subsystem) {
-  auto& s = state();
-  std::lock_guard lock(s.mu);
-  return level_for(s, subsystem);
-}
-
 void configure(const std::string& level, const std::string& file_path, bool console_all,
                const std::string& subsystem_levels) {
   configure(level_of_word(level), file_path, console_all, subsystem_levels);

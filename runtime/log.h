@@ -40,9 +40,6 @@ spdlog::level::level_enum spdlog_level(LogLevel level);
 //   run.log_levels: unknown level 'loud' for subsystem 'ring' (use one of trace, debug, info, warn, error, off)
 std::vector<std::pair<std::string, spdlog::level::level_enum>> parse_levels(const std::string& spec);
 
-// The level a subsystem's logger has now (the per-subsystem level, else the global one).
-spdlog::level::level_enum level_of(const std::string& subsystem);
-
 // Re-applies the "[rank r/N host]" prefix to every logger after the process identity changed
 // (the bootstrap learns the rank after the first loggers exist).
 void refresh_prefix();
