@@ -5,17 +5,8 @@
 #include <numbers>
 
 #include "base/error.h"
-#include "runtime/suggest.h"
 
 namespace dp::optim {
-
-ScheduleKind parse_schedule_kind(const std::string& name) {
-  if (const auto kind = enum_from_name<ScheduleKind>(name)) return *kind;
-  const std::vector<std::string> kinds = enum_name_list<ScheduleKind>();
-  const std::string near = closest_match(name, kinds);
-  DP_THROW_USER("unknown lr schedule '{}'{}: use one of {}", name,
-                near.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", near), join(kinds));
-}
 
 void validate_schedule(const ScheduleOptions& o, int64_t total_steps) {
   if (!(o.base_lr >= 0) || !std::isfinite(o.base_lr))

@@ -12,7 +12,6 @@
 #pragma once
 #include <cstdint>
 #include <span>
-#include <string>
 
 #include "runtime/enum_names.h"
 
@@ -23,10 +22,6 @@ enum class ScheduleKind { Constant, Step, Cosine };
 inline constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {
     {ScheduleKind::Constant, "constant"}, {ScheduleKind::Step, "step"}, {ScheduleKind::Cosine, "cosine"}};
 constexpr std::span<const EnumName<ScheduleKind>> enum_names(ScheduleKind) { return kScheduleKindNames; }
-
-// A schedule named outside the config (tests/oracle/optim_dump's kind=...): UserError naming the
-// closest kind and all of them otherwise. The config schema parses train.schedule itself.
-ScheduleKind parse_schedule_kind(const std::string& name);
 
 struct ScheduleOptions {
   ScheduleKind kind = ScheduleKind::Constant;

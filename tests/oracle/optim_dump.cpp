@@ -22,6 +22,7 @@
 #include "runtime/optim/sgd.h"
 #include "base/rng.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/suggest.h"
 
 namespace {
 
@@ -107,8 +108,11 @@ void print_lrs(int argc, char** argv) {
     auto eq = a.find('=');
     DP_CHECK(eq != std::string::npos, "argument '{}' is not key=value", a);
     std::string k = a.substr(0, eq), val = a.substr(eq + 1);
-    if (k == "kind") o.kind = parse_schedule_kind(val);
-    else if (k == "base_lr") o.base_lr = std::stod(val);
+    if (k == "kind") {
+      const auto kind = enum_from_name<ScheduleKind>(val);
+      DP_CHECK(kind, "unknown kind '{}': use one of {}", val, join(enum_name_list<ScheduleKind>()));
+      o.kind = *kind;
+    } else if (k == "base_lr") o.base_lr = std::stod(val);
     else if (k == "warmup_steps") o.warmup_steps = std::stoll(val);
     else if (k == "warmup_start_factor") o.warmup_start_factor = std::stod(val);
     else if (k == "step_size") o.step_size = std::stoll(val);

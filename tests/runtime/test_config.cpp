@@ -165,6 +165,19 @@ TEST(Config, RunNameIsOneFolderName) {
   EXPECT_EQ(parse_config(kMin, "m.cfg", {"run.name=\"..x.y\""}).run.name, "..x.y");
 }
 
+// train.schedule's words come from kScheduleKindNames (runtime/optim/schedule.h), parsed once here.
+TEST(Config, ScheduleKindsParseByName) {
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.schedule=constant"}).train.schedule, optim::ScheduleKind::Constant);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.schedule=step"}).train.schedule, optim::ScheduleKind::Step);
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.schedule=cosine"}).train.schedule, optim::ScheduleKind::Cosine);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\nschedule = \"cosin\"\n"),
+            "m.cfg:4: train.schedule = \"cosin\" is not allowed (did you mean \"cosine\"?); use one of: constant, step, "
+            "cosine");
+  EXPECT_EQ(error_of(kMin, {"train.schedule=exponential"}),
+            "--set train.schedule=exponential: train.schedule = \"exponential\" is not allowed; use one of: constant, "
+            "step, cosine");
+}
+
 TEST(Config, NotAnAllowedValue) {
   EXPECT_EQ(error_of(std::string(kMin) + "[train]\noptimizer = \"adam\"\n"),
             "m.cfg:4: train.optimizer = \"adam\" is not allowed (did you mean \"adamw\"?); use one of: sgd, adamw");
