@@ -118,6 +118,20 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
   return *this;
 }
 
+namespace {
+// Maps `bytes` of the shared-memory object open as fd, read-write and shared, and closes fd
+// (the mapping keeps the object).
+char* map_and_close(int fd, size_t bytes, const std::string& name) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (p == MAP_FAILED)
+    throw DpError(fmt::format("ring: cannot map shared memory {} [{}]: {}", name, identity_string(),
+                              std::strerror(err)));
+  return static_cast<char*>(p);
+}
+}  // namespace
+
 ShmSegment::~ShmSegment() {
   if (owner_) unlink();
   if (base_) munmap(base_, bytes_);
@@ -145,13 +159,7 @@ ShmSegment ShmSegment::create(const std::string& name, size_t bytes) {
                               "larger, e.g. docker --shm-size, or lower DPTRAIN_RING_SHM_BYTES)",
                               bytes >> 20, identity_string(), std::strerror(rc)));
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED)
-    throw DpError(fmt::format("ring: cannot map shared memory {} [{}]: {}", name, identity_string(),
-                              std::strerror(err)));
-  s.base_ = static_cast<char*>(p);
+  s.base_ = map_and_close(fd, bytes, name);
   s.bytes_ = bytes;
   new (s.base_) BellWord();
   return s;
@@ -167,15 +175,9 @@ ShmSegment ShmSegment::open(const std::string& name, size_t bytes) {
     ::close(fd);
     throw DpError(fmt::format("ring: shared memory {} is smaller than expected [{}]", name, identity_string()));
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED)
-    throw DpError(fmt::format("ring: cannot map shared memory {} [{}]: {}", name, identity_string(),
-                              std::strerror(err)));
   ShmSegment s;
   s.name_ = name;
-  s.base_ = static_cast<char*>(p);
+  s.base_ = map_and_close(fd, bytes, name);
   s.bytes_ = bytes;
   return s;
 }
