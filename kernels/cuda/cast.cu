@@ -38,24 +38,18 @@ __global__ void convert_kernel(Out* y, const In* x, int64_t n, VecSplit split) {
   });
 }
 
-// y = Widen(x) * inv_scale with the found-inf flag: one flag write per thread that saw a
-// non-finite value (benign races, all write 1). Widen: FromF16 (f16 gradients) or an identity.
-struct Same {
-  __device__ float operator()(float v) const { return v; }
-};
-template <typename In, typename Widen>
-__global__ void unscale_kernel(float* y, const In* x, int64_t n, float inv_scale, float* found_inf, VecSplit split) {
+// g *= inv_scale in place with the found-inf flag: one flag write per thread that saw a
+// non-finite value (benign races, all write 1).
+__global__ void unscale_kernel(float* g, int64_t n, float inv_scale, float* found_inf, VecSplit split) {
   bool bad = false;
   vec_for_each<kW>(n, split, [&](int64_t i, auto w) {
     constexpr int V = decltype(w)::value;
-    const Pack<In, V> a = load_pack<V>(x + i);
-    Pack<float, V> r;
+    Pack<float, V> a = load_pack<V>(g + i);
     for (int k = 0; k < V; ++k) {
-      const float v = Widen{}(a.v[k]);
-      bad |= !isfinite(v);
-      r.v[k] = fp::mul(v, inv_scale);
+      bad |= !isfinite(a.v[k]);
+      a.v[k] = fp::mul(a.v[k], inv_scale);
     }
-    store_pack<V>(y + i, r);
+    store_pack<V>(g + i, a);
   });
   if (bad) *found_inf = 1.0f;
 }
@@ -66,15 +60,6 @@ cudaError_t convert(Out* y, const In* x, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const VecSplit sp = vec_split(n, kW, {{y, sizeof(Out)}, {x, sizeof(In)}});
   DP_LAUNCH(convert_kernel<Out, In, Op>, pass_grid(sp, n), kThreads, 0, stream)(y, x, n, sp);
-  DP_RETURN_LAUNCH();
-}
-
-template <typename In, typename Widen>
-cudaError_t unscale(float* y, const In* x, int64_t n, float inv_scale, float* found_inf, cudaStream_t stream) {
-  if (n < 0) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  const VecSplit sp = vec_split(n, kW, {{y, sizeof(float)}, {x, sizeof(In)}});
-  DP_LAUNCH(unscale_kernel<In, Widen>, pass_grid(sp, n), kThreads, 0, stream)(y, x, n, inv_scale, found_inf, sp);
   DP_RETURN_LAUNCH();
 }
 
@@ -104,12 +89,12 @@ cudaError_t widen_to_f32(DType dtype, float* y, const void* x, int64_t n, cudaSt
   if (dtype == DType::F16) return f16_to_f32(y, s, n, stream);
   return cudaErrorInvalidValue;
 }
-cudaError_t unscale_f16_to_f32(float* y, const uint16_t* x, int64_t n, float inv_scale, float* found_inf,
-                               cudaStream_t stream) {
-  return unscale<uint16_t, FromF16>(y, x, n, inv_scale, found_inf, stream);
-}
 cudaError_t unscale_f32(float* g, int64_t n, float inv_scale, float* found_inf, cudaStream_t stream) {
-  return unscale<float, Same>(g, g, n, inv_scale, found_inf, stream);
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  const VecSplit sp = vec_split(n, kW, {{g, sizeof(float)}});
+  DP_LAUNCH(unscale_kernel, pass_grid(sp, n), kThreads, 0, stream)(g, n, inv_scale, found_inf, sp);
+  DP_RETURN_LAUNCH();
 }
 
 }  // namespace dp::kernels::cuda

@@ -1,7 +1,8 @@
 // kernels/cuda/cast.h against base/half.h: every one of the 65536 bf16 and f16 values
 // widened to f32, and f32 values (random bits, halfway cases, subnormals, overflow, inf, NaN)
 // narrowed, equal the CPU conversion bit for bit except that a NaN only has to stay a NaN;
-// and the dynamic-loss-scaling unscale (f16 -> f32 * 1/scale, exact: one multiply) with its
+// and the dynamic-loss-scaling unscale of fp16 gradients as the product runs it (the reducer
+// widens f16 -> f32 into the arena, then f32 * 1/scale in place, exact: one multiply) with its
 // found-inf flag. Guard regions catch out-of-bounds writes; everything skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -128,7 +129,8 @@ DP_GPU_TEST_F(CudaCastGpu, UnscaleMultipliesEveryElementAndFlagsInfOrNaN) {
     if (bad_kind == 2) x[at] = 0x7E00u;  // NaN
     test::Guarded<uint16_t> x_(x, s);
     test::Guarded<float> y_(n, s), flag_(std::vector<float>{0.0f}, s);
-    CHECK_CUDA(unscale_f16_to_f32(y_.get(), x_.get(), n, inv_scale, flag_.get(), s));
+    CHECK_CUDA(f16_to_f32(y_.get(), x_.get(), n, s));
+    CHECK_CUDA(unscale_f32(y_.get(), n, inv_scale, flag_.get(), s));
     const auto y = y_.download();
     EXPECT_EQ(flag_.download()[0], bad_kind == 0 ? 0.0f : 1.0f);
     for (int64_t i = 0; i < n; ++i)

@@ -247,8 +247,9 @@ DP_GPU_TEST_F(CudaVecPassGpu, CastsAndUnscaleAtEveryOffset) {
         auto g = window(g16, o[1]);
         auto y = window(std::vector<float>(n), o[0]);
         test::Guarded<float> flag(std::vector<float>{0.0f}, s());
-        CHECK_CUDA(unscale_f16_to_f32(y.get(), g.get(), n, 0.125f, flag.get(), s()));
-        expect_same(y.download(), want, "unscale_f16_to_f32");
+        CHECK_CUDA(f16_to_f32(y.get(), g.get(), n, s()));
+        CHECK_CUDA(unscale_f32(y.get(), n, 0.125f, flag.get(), s()));
+        expect_same(y.download(), want, "f16_to_f32 then unscale_f32");
         EXPECT_EQ(flag.download()[0], bad_at >= 0 ? 1.0f : 0.0f);
         auto g2 = window(g32, o[1]);
         flag.upload({0.0f});
