@@ -103,15 +103,13 @@ class ExecContext;
 // Enqueues g on ctx.compute(): the algorithm is the heuristic's first choice for
 // lt_key(g, ctx.tf32())
 // within ctx.workspace_limit() bytes of workspace, asked once per key (a process-wide cache
-// under a mutex), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
+// under a mutex; each choice logged once at debug level, subsystem "cuda", with the number of
+// keys cached so far), and its workspace comes from ctx.workspace(). When cuBLASLt offers no
 // algorithm (an odd alignment, say), the key remembers that, one warning is logged and the same
 // problem runs through cublasGemmEx (the same compute type) on ctx.cublas() with the bias added by
 // kernels/cuda/elementwise.h's bias_add (and a GELU: the GEMM into gelu_pre, then the own GELU
 // kernel, models/layers/gelu/gelu_kernels.h, into D; also when lt_gelu_epilogue_allowed(n) is
 // false). Throws (CHECK_CUBLAS / CHECK_CUDA) on failure.
 void lt_matmul(ExecContext& ctx, const LtGemm& g);
-
-// Number of cached algorithm choices (tests and logs).
-size_t lt_matmul_cache_size();
 
 }  // namespace dp::cuda

@@ -169,17 +169,22 @@ Choice choose_algorithm(ExecContext& ctx, const LtGemm& g, const LtKey& key, con
                            dtype_name(g.dtype), g.m, g.n, g.k, g.trans_a, g.trans_b, g.bias != nullptr,
                            g.gelu_pre != nullptr, key.align_a, key.align_b, key.align_d, ctx.workspace_limit());
   }
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  cache().emplace(key, choice);
+  size_t cached = 0;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex());
+    cache().emplace(key, choice);
+    cached = cache().size();
+  }
+  if (choice.lt)
+    log::get("cuda")->debug("cuBLASLt algorithm for {} m={} n={} k={} trans_a={} trans_b={} bias={} gelu={} "
+                            "(alignments {}/{}/{}): {} bytes of workspace; {} problems chosen in this process",
+                            dtype_name(g.dtype), g.m, g.n, g.k, g.trans_a, g.trans_b, g.bias != nullptr,
+                            g.gelu_pre != nullptr, key.align_a, key.align_b, key.align_d, choice.workspace_bytes,
+                            cached);
   return choice;
 }
 
 }  // namespace
-
-size_t lt_matmul_cache_size() {
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  return cache().size();
-}
 
 void lt_matmul(ExecContext& ctx, const LtGemm& g) {
   check_lt_gemm(g);
