@@ -1,32 +1,13 @@
-// defines: Rng, a counter-based Philox4x32-10 generator (Salmon et al., "Parallel random numbers:
-// as easy as 1, 2, 3", SC'11). Counter-based so that a (seed, stream, offset) triple names a
-// value: the same numbers on any thread count, and resumable from a saved offset.
+// defines: Rng, a counter-based generator over Philox4x32-10 (base/philox.h), and RngStream, the
+// well-known streams. Counter-based so that a (seed, stream, offset) triple names a value: the
+// same numbers on any thread count, and resumable from a saved offset.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
-namespace dp {
+#include "base/philox.h"
 
-struct Philox {
-  // Returns the 4 x 32-bit block for (key, counter).
-  static void block(uint64_t key, uint64_t ctr_lo, uint64_t ctr_hi, uint32_t out[4]) {
-    uint32_t c0 = static_cast<uint32_t>(ctr_lo), c1 = static_cast<uint32_t>(ctr_lo >> 32);
-    uint32_t c2 = static_cast<uint32_t>(ctr_hi), c3 = static_cast<uint32_t>(ctr_hi >> 32);
-    uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-    for (int r = 0; r < 10; ++r) {
-      uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
-      uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
-      uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
-      uint32_t n1 = static_cast<uint32_t>(p1);
-      uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
-      uint32_t n3 = static_cast<uint32_t>(p0);
-      c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
-  }
-};
+namespace dp {
 
 class Rng {
  public:

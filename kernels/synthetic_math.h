@@ -19,8 +19,8 @@
 #pragma once
 #include <cstdint>
 
+#include "base/philox.h"
 #include "base/rng.h"
-#include "kernels/cuda/philox.h"
 #include "kernels/host_device.h"
 
 namespace dp::kernels {
@@ -34,7 +34,7 @@ DP_HD uint64_t synthetic_stream(uint64_t id) { return (static_cast<uint64_t>(kSt
 // Word w (0, 1, 2, ...) of stream `stream` under key `seed`: word w % 4 of block w / 4.
 DP_HD uint32_t synthetic_word(uint64_t seed, uint64_t stream, uint64_t w) {
   uint32_t block[4];
-  cuda::philox_block(seed, w / 4, stream, block);
+  Philox::block(seed, w / 4, stream, block);
   return block[w % 4];
 }
 

@@ -4,7 +4,8 @@
 
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/philox.h"
+#include "base/philox.h"
+#include "kernels/cuda/dropout_keep.h"
 
 namespace dp::kernels::cuda {
 namespace {
@@ -18,7 +19,7 @@ struct Drop {
   __device__ float operator()(float v, uint64_t idx) const {
     if (threshold == 0) return v;
     uint32_t r[4];
-    philox_block(seed, idx / 4, stream, r);
+    Philox::block(seed, idx / 4, stream, r);
     return dropout_keep(r[idx % 4], threshold) ? v * scale : 0.0f;
   }
 };

@@ -7,7 +7,8 @@
 #include "kernels/cuda/kernel_launch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layout.h"
-#include "kernels/cuda/philox.h"
+#include "base/philox.h"
+#include "kernels/cuda/dropout_keep.h"
 
 namespace dp::kernels::cuda {
 namespace {
@@ -34,7 +35,7 @@ __global__ void dropout_kernel(T* out, const T* in, int64_t n, uint32_t threshol
   for (int64_t blk = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; blk < blocks;
        blk += int64_t(gridDim.x) * blockDim.x) {
     uint32_t r[4];
-    philox_block(seed, static_cast<uint64_t>(blk), stream_id, r);
+    Philox::block(seed, static_cast<uint64_t>(blk), stream_id, r);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int64_t i = blk * 4 + j;

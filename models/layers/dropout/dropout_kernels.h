@@ -1,6 +1,6 @@
 // defines: the CUDA twins of models/layers/dropout/dropout_ref.h, inverted dropout (f32; bf16/f16 through the
 // typed entries) with the counter-based mask: element i is kept iff word i % 4 of Philox block i / 4 of (seed, stream) passes
-// (kernels/cuda/philox.h), so the mask equals the CPU twin's for the same (seed, stream, i) —
+// (base/philox.h; the decision kernels/cuda/dropout_keep.h), so the mask equals the CPU twin's for the same (seed, stream, i) —
 // the layer derives stream from (step, layer name) — and the backward recomputes it.
 //
 // Returns the launch status (check with CHECK_CUDA). Device pointers; p in [0, 1), else

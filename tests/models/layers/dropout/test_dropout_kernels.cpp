@@ -1,13 +1,13 @@
 // models/layers/dropout/dropout_kernels.h against the CPU twin (models/layers/dropout/dropout_ref.h): the same mask for the
-// same (seed, stream, element), bit for bit. The shared pieces (Philox block, keep decision)
-// are host-callable and tested here for real; the kernels skip without a GPU.
+// same (seed, stream, element), bit for bit. The keep decision is host-callable and tested here
+// for real (the Philox block is base/philox.h, one copy for both: tests/base/test_philox.cpp);
+// the kernels skip without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "kernels/cuda/philox.h"
-#include "base/rng.h"
+#include "kernels/cuda/dropout_keep.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include "models/layers/dropout/dropout_ref.h"
@@ -19,17 +19,6 @@
 
 namespace dp::kernels::cuda {
 namespace {
-
-TEST(CudaDropout, PhiloxBlockEqualsTheRuntimeRng) {
-  std::mt19937_64 g(std::random_device{}());
-  for (int t = 0; t < 20000; ++t) {
-    const uint64_t key = g(), lo = t < 100 ? t : g(), hi = t % 3 == 0 ? 0 : g();
-    uint32_t want[4], got[4];
-    Philox::block(key, lo, hi, want);
-    philox_block(key, lo, hi, got);
-    for (int j = 0; j < 4; ++j) ASSERT_EQ(got[j], want[j]) << "key " << key << " ctr " << hi << ":" << lo;
-  }
-}
 
 TEST(CudaDropout, IntegerKeepDecisionEqualsTheCpuTwinsDoubleCompare) {
   std::mt19937_64 g(std::random_device{}());
