@@ -353,92 +353,127 @@ int run_training(const Config& cfg, bool reset) {
   return 0;
 }
 
+// `dptrain --help`'s first lines.
+constexpr const char* kUsage =
+    "dptrain: data-parallel training of convolutional networks and GPT models, CPU or CUDA.\n"
+    "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
+    "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
+    "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
+    "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
+    "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
+    "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
+    "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample\n"
+    "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model\n"
+    "  dptrain make-shards INPUT --out DIR   byte-level token shards of a file (language models)";
+
+// Everything the command line fills: the training run's options and each command's.
+struct CliArgs {
+  RunArgs run;
+  bool reference = false, list_layers = false, reset = false, check = false;
+  int nproc = 1;
+  RunArgs submit;
+  SlurmOptions slurm;
+  bool dry_run = false;
+  InferArgs eval, predict;
+  SampleArgs sample;
+  MakeShardsArgs shards;
+};
+
+// The commands, to ask which one was given.
+struct Commands {
+  CLI::App *submit, *eval, *predict, *sample, *shards;
+};
+
+// `dptrain model.cfg`'s options (a training run, or one of the print-and-exit flags).
+void add_main_options(CLI::App& app, CliArgs& a) {
+  app.set_version_flag("--version", "dptrain 0.1.0");
+  app.footer(tunables_help());
+  add_run_options(app, a.run);
+  app.add_option("--nproc", a.nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--print-config-reference", a.reference,
+               "print every cfg key and environment tunable (Markdown) and exit");
+  app.add_flag("--list-layers", a.list_layers, "print the layer types and their keys, and the presets, and exit");
+  app.add_flag("--reset", a.reset,
+               "start over: delete the run directory's checkpoints instead of resuming from them (the earlier run's "
+               "metrics, event files and final weights move into <run>/before-reset-<time>/)");
+  app.add_flag("--check", a.check,
+               "check model.cfg and its data files, print the resolved model (parameters, shapes) and exit; writes "
+               "nothing");
+}
+
+Commands add_commands(CLI::App& app, CliArgs& a) {
+  Commands c{};
+  c.submit = add_submit_command(app, a.submit, a.slurm, a.dry_run);
+  c.eval = add_inference_command(app, a.eval, false);
+  c.predict = add_inference_command(app, a.predict, true);
+  c.sample = add_sample_command(app, a.sample);
+  c.shards = add_make_shards_command(app, a.shards);
+  return c;
+}
+
+// --nproc N: this process launches N workers (our arguments minus --nproc) and supervises them,
+// after checking once what can be checked (the cfg). The launcher's variables in our environment
+// mean we are a worker already.
+bool is_launcher(int nproc) {
+  const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
+  if (nproc > 1 && !launcher)
+    std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
+  return launcher;
+}
+
+// `dptrain model.cfg` and its print-and-exit flags: print, check, launch the workers or train.
+int run_main_command(const CliArgs& a, bool launcher, int argc, char** argv) {
+  if (launcher && (a.reference || a.list_layers)) return run_local(a.nproc, worker_args_of(argc, argv));
+  if (a.reference) return print_config_reference();
+  if (a.list_layers) return print_layer_list();
+  if (a.run.cfg_path.empty()) {
+    std::fprintf(stderr, "dptrain: error: no config given; try: dptrain models/fmnist_cnn.cfg (see --help)\n");
+    return 2;
+  }
+  Config cfg = load_config(a.run.cfg_path, overrides_of(a.run));
+  models::validate_model(cfg.model);
+  if (a.check) {
+    log::configure("warn", "", false, cfg.run.log_levels);  // the summary is the output
+    return check_config(cfg, a.run.cfg_path);
+  }
+  // The environment's tunables: a bad one is refused here, before any rank waits for another.
+  // The launcher only checks them (its workers read their own).
+  if (launcher) {
+    check_tunables();
+    return run_local(a.nproc, worker_args_of(argc, argv));
+  }
+  return run_training(cfg, a.reset);
+}
+
+// The command given, each with its errors reported (reporting_errors).
+int dispatch(const Commands& c, const CliArgs& a, int argc, char** argv) {
+  if (c.submit->parsed()) return reporting_errors([&] { return submit(a.submit, a.slurm, a.dry_run); });
+  if (c.shards->parsed()) return reporting_errors([&] { return make_shards(a.shards); });
+  const bool launcher = is_launcher(a.nproc);
+  if (c.sample->parsed()) return reporting_errors([&] { return sample(a.sample); });
+  if (c.eval->parsed() || c.predict->parsed()) {
+    const bool p = c.predict->parsed();
+    return reporting_errors([&] { return inference(p ? a.predict : a.eval, p, a.nproc, launcher, argc, argv); });
+  }
+  return reporting_errors([&] { return run_main_command(a, launcher, argc, argv); });
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"dptrain: data-parallel training of convolutional networks and GPT models, CPU or CUDA.\n"
-               "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
-               "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
-               "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
-               "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
-               "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
-               "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
-               "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample\n"
-               "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model\n"
-
-               "  dptrain make-shards INPUT --out DIR   byte-level token shards of a file (language models)"};
-  app.set_version_flag("--version", "dptrain 0.1.0");
-  app.footer(tunables_help());
-  RunArgs run_args;
-  bool reference = false, list_layers = false, reset = false, check = false;
-  int nproc = 1;
-  add_run_options(app, run_args);
-  app.add_option("--nproc", nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
-      ->check(CLI::Range(1, 1024));
-  app.add_flag("--print-config-reference", reference,
-               "print every cfg key and environment tunable (Markdown) and exit");
-  app.add_flag("--list-layers", list_layers, "print the layer types and their keys, and the presets, and exit");
-  app.add_flag("--reset", reset,
-               "start over: delete the run directory's checkpoints instead of resuming from them (the earlier run's "
-               "metrics, event files and final weights move into <run>/before-reset-<time>/)");
-  app.add_flag("--check", check,
-               "check model.cfg and its data files, print the resolved model (parameters, shapes) and exit; writes "
-               "nothing");
-
-  RunArgs sub_args;
-  SlurmOptions slurm;
-  bool dry_run = false;
-  CLI::App* sub = add_submit_command(app, sub_args, slurm, dry_run);
-  InferArgs eval_args, predict_args;
-  CLI::App* eval = add_inference_command(app, eval_args, false);
-  CLI::App* predict = add_inference_command(app, predict_args, true);
-  SampleArgs sample_args;
-  CLI::App* sample_cmd = add_sample_command(app, sample_args);
-  MakeShardsArgs shard_args;
-  CLI::App* shards = add_make_shards_command(app, shard_args);
-
+  CLI::App app{kUsage};
+  CliArgs a;
+  add_main_options(app, a);
+  const Commands commands = add_commands(app, a);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  take_config_from_sets(run_args);
-  take_config_from_sets(sub_args);
-  if (sub->parsed()) return reporting_errors([&] { return submit(sub_args, slurm, dry_run); });
-  if (shards->parsed()) return reporting_errors([&] { return make_shards(shard_args); });
-  // --nproc N: this process launches N workers (our arguments minus --nproc) and supervises
-  // them, after checking once what can be checked (the cfg). The launcher's variables in our
-  // environment mean we are a worker already.
-  const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
-  if (nproc > 1 && !launcher)
-    std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
-  if (sample_cmd->parsed()) return reporting_errors([&] { return sample(sample_args); });
-  if (eval->parsed() || predict->parsed()) {
-    const bool p = predict->parsed();
-    return reporting_errors([&] { return inference(p ? predict_args : eval_args, p, nproc, launcher, argc, argv); });
-  }
-  return reporting_errors([&] {
-    if (launcher && (reference || list_layers)) return run_local(nproc, worker_args_of(argc, argv));
-    if (reference) return print_config_reference();
-    if (list_layers) return print_layer_list();
-    if (run_args.cfg_path.empty()) {
-      std::fprintf(stderr, "dptrain: error: no config given; try: dptrain models/fmnist_cnn.cfg (see --help)\n");
-      return 2;
-    }
-    Config cfg = load_config(run_args.cfg_path, overrides_of(run_args));
-    models::validate_model(cfg.model);
-    if (check) {
-      log::configure("warn", "", false, cfg.run.log_levels);  // the summary is the output
-      return check_config(cfg, run_args.cfg_path);
-    }
-    // The environment's tunables: a bad one is refused here, before any rank waits for another.
-    // The launcher only checks them (its workers read their own).
-    if (launcher) {
-      check_tunables();
-      return run_local(nproc, worker_args_of(argc, argv));
-    }
-    return run_training(cfg, reset);
-  });
+  take_config_from_sets(a.run);
+  take_config_from_sets(a.submit);
+  return dispatch(commands, a, argc, argv);
 }
 
 }  // namespace dp::launch
