@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/alignment.h"
 #include "base/hash.h"
 
 namespace dp::cuda {
@@ -36,12 +37,7 @@ std::vector<NumericNote> deselected_notes(MathMode m) {
   return {NumericNote::ReducedPrecisionReduction};
 }
 
-int64_t byte_alignment(const void* p) {
-  const auto v = reinterpret_cast<uintptr_t>(p);
-  int64_t a = kMaxTensorAlign;
-  while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
-  return a;
-}
+int64_t byte_alignment(const void* p) { return address_alignment(p, kMaxTensorAlign); }
 
 std::array<int64_t, 4> packed_strides(const std::array<int64_t, 4>& d) {
   return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};

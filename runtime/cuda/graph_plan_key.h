@@ -50,7 +50,8 @@ enum ConvFusion : uint8_t { kFuseNone = 0, kFuseBias = 1, kFuseRelu = 2 };
 
 // The largest alignment a key records: cuDNN's default assumption for every tensor pointer.
 constexpr int64_t kMaxTensorAlign = 16;
-// The largest power of two, at most kMaxTensorAlign, dividing the address (16 for null).
+// The largest power of two, at most kMaxTensorAlign, dividing the address (16 for null):
+// base/alignment.h with cuDNN's cap.
 int64_t byte_alignment(const void* p);
 
 struct GraphTensor {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/alignment.h"
 #include "base/error.h"
 #include "base/hash.h"
 
@@ -23,14 +24,7 @@ std::string ConvKey::str() const {
                      align < 256 ? fmt::format(", filter {}-byte aligned", align) : "");
 }
 
-int64_t pointer_alignment(std::initializer_list<const void*> ptrs) {
-  int64_t a = 256;
-  for (const void* p : ptrs) {
-    const auto v = reinterpret_cast<uintptr_t>(p);
-    while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
-  }
-  return a;
-}
+int64_t pointer_alignment(std::initializer_list<const void*> ptrs) { return address_alignment(ptrs, 256); }
 
 namespace {
 // Folds v into h through splitmix64's finaliser (Steele et al., OOPSLA'14): unlike

@@ -44,7 +44,7 @@ struct ConvKey {
   std::string str() const;
 };
 
-// The largest power of two (at most 256) dividing every address in `ptrs`.
+// The largest power of two (at most 256) dividing every address in `ptrs` (base/alignment.h).
 int64_t pointer_alignment(std::initializer_list<const void*> ptrs);
 
 struct ConvKeyHash {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "base/alignment.h"
 #include "base/error.h"
 
 namespace dp::cuda {
@@ -24,12 +25,7 @@ ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a,
   return g;
 }
 
-uint32_t pointer_alignment(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 1;
-  while (align < 256 && (a & align) == 0) align <<= 1;
-  return align;
-}
+uint32_t pointer_alignment(const void* p) { return static_cast<uint32_t>(address_alignment(p, 256)); }
 
 bool lt_uses_tf32(DType dtype, Tf32 tf32) { return dtype == DType::F32 && tf32_in_matmuls(tf32); }
 

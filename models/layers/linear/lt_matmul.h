@@ -63,7 +63,7 @@ struct ColumnMajorGemm {
 ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
 
 // The largest power of two (<= 256, cuBLASLt's default alignment preference) dividing the
-// address; 256 for null. Algorithms are chosen for the operands' alignment.
+// address; 256 for null (base/alignment.h). Algorithms are chosen for the operands' alignment.
 uint32_t pointer_alignment(const void* p);
 
 // What the choice of algorithm depends on: the device, the workspace bound, the problem, the
