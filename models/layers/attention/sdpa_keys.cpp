@@ -21,10 +21,6 @@ GraphTensor stats(const SdpaShape& s, const void* p) {
 }
 }  // namespace
 
-SdpaLayout sdpa_bhsd(const SdpaShape& s) {
-  return {packed_strides(q_dims(s)), packed_strides(k_dims(s)), packed_strides(v_dims(s)), packed_strides(o_dims(s))};
-}
-
 SdpaLayout sdpa_fused_qkv(const SdpaShape& s) {
   DP_CHECK(s.heads_kv() == s.h && s.len_kv() == s.s_q && s.dim_v() == s.d,
            "the fused QKV layout needs as many key/value heads, keys and value dims as queries");

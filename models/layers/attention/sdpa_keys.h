@@ -1,6 +1,6 @@
 // defines: the cuDNN graph-API plan keys of scaled-dot-product attention (pure) — SdpaShape
-// (batch, heads, sequence lengths, head dims, dtype), SdpaLayout (the strides of q, k, v and o:
-// contiguous [B,H,S,D], or the rows of a fused QKV projection), sdpa_fprop_key and sdpa_bprop_key.
+// (batch, heads, sequence lengths, head dims, dtype), SdpaLayout (the strides of q, k, v and o;
+// sdpa_fused_qkv: GPT's rows of a fused QKV projection), sdpa_fprop_key and sdpa_bprop_key.
 //
 // Usage (a CUDA layer; runtime/cuda/cudnn_graph.h):
 //   PlanKey key = sdpa_fprop_key(shape, sdpa_fused_qkv(shape), {.causal = true, .scale = 1/sqrt(D)},
@@ -40,8 +40,6 @@ struct SdpaShape {
 struct SdpaLayout {
   std::array<int64_t, 4> q{}, k{}, v{}, o{};
 };
-// Each tensor its own contiguous [B, H, S, D] buffer.
-SdpaLayout sdpa_bhsd(const SdpaShape& s);
 // GPT's layout: q, k, v are the three thirds of each row of the fused QKV projection's output
 // [B, S, 3, H, D] (so q at +0, k at +H*D, v at +2*H*D elements of one buffer), and o is [B, S, H, D],
 // the input of the output projection; needs h_kv == h, s_kv == s_q, d_v == d.

@@ -21,6 +21,7 @@
 #include "runtime/cuda/cudnn_graph.h"
 #include "runtime/cuda/exec_context.h"
 #include "models/layers/attention/sdpa_keys.h"
+#include "tests/models/layers/attention/sdpa_test_layout.h"
 
 namespace dp::cuda {
 namespace {
@@ -143,7 +144,7 @@ void check_attention(bool fused_qkv) {
   const double scale = 1.0 / std::sqrt(64.0);
   Rng rng(11, 0);
   const size_t n = static_cast<size_t>(s.b * s.h * s.s_q * s.d);
-  Attention a{s, fused_qkv ? sdpa_fused_qkv(s) : sdpa_bhsd(s), random_bf16(n, rng), random_bf16(n, rng),
+  Attention a{s, fused_qkv ? sdpa_fused_qkv(s) : test::contiguous_bhsd(s), random_bf16(n, rng), random_bf16(n, rng),
               random_bf16(n, rng), random_bf16(n, rng)};
   const Reference ref = reference(a, scale);
 
@@ -203,7 +204,7 @@ DP_GPU_TEST(CudnnGraphGpu, AMalformedKeyAndAMisalignedPointerAreRefused) {
   ExecContext gpu(0, size_t{64} << 20);
   SdpaShape s;
   s.b = 1, s.h = 1, s.s_q = 64, s.d = 36;  // head dim not a multiple of 8
-  PlanKey bad = sdpa_fprop_key(s, sdpa_bhsd(s), {}, false, {}, 0);
+  PlanKey bad = sdpa_fprop_key(s, test::contiguous_bhsd(s), {}, false, {}, 0);
   try {
     choose_graph_plan(gpu, {{{bad, {nullptr, nullptr, nullptr, nullptr}}}}, "layer 'attn'");
     FAIL() << "expected DpError";
@@ -215,7 +216,8 @@ DP_GPU_TEST(CudnnGraphGpu, AMalformedKeyAndAMisalignedPointerAreRefused) {
   DeviceBuffer buf(4 * n * 2 + 16, gpu.compute());
   char* p = static_cast<char*>(buf.data());
   std::vector<void*> ptrs{p, p + n * 2, p + 2 * n * 2, p + 3 * n * 2};
-  const PlanKey key = sdpa_fprop_key(s, sdpa_bhsd(s), {true, 0.125f}, false, {ptrs[0], ptrs[1], ptrs[2], ptrs[3]}, 0);
+  const PlanKey key =
+      sdpa_fprop_key(s, test::contiguous_bhsd(s), {true, 0.125f}, false, {ptrs[0], ptrs[1], ptrs[2], ptrs[3]}, 0);
   auto plan = choose_graph_plan(gpu, {{{key, ptrs}}}, "layer 'attn'");
   ptrs[3] = p + 3 * n * 2 + 2;  // o only 2-byte aligned now
   try {

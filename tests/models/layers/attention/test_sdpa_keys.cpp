@@ -1,11 +1,13 @@
-// Scaled-dot-product attention's graph-API plan keys (models/layers/attention/sdpa_keys.h): the layouts'
-// strides (contiguous, GPT's fused QKV rows), the forward and backward keys' tensors, and what
-// validate_plan_key refuses (what cuDNN's fused attention cannot run). No GPU needed.
+// Scaled-dot-product attention's graph-API plan keys (models/layers/attention/sdpa_keys.h): the
+// layouts' strides (GPT's fused QKV rows, and the tests' contiguous one), the forward and backward
+// keys' tensors, and what validate_plan_key refuses (what cuDNN's fused attention cannot run). No
+// GPU needed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "models/layers/attention/sdpa_keys.h"
+#include "tests/models/layers/attention/sdpa_test_layout.h"
 
 namespace dp::cuda {
 namespace {
@@ -20,8 +22,9 @@ SdpaShape gpt2() {
   return s;
 }
 
+// The tests' layout for shapes the fused rows cannot hold (sdpa_test_layout.h).
 TEST(SdpaKeys, ContiguousLayoutIsPackedBhsd) {
-  const SdpaLayout l = sdpa_bhsd(gpt2());
+  const SdpaLayout l = test::contiguous_bhsd(gpt2());
   EXPECT_EQ(l.q, (Dims{12 * 1024 * 64, 1024 * 64, 64, 1}));
   EXPECT_EQ(l.o, l.q);
 }
@@ -60,7 +63,7 @@ TEST(SdpaKeys, BackwardKeyPairsEachGradientWithItsTensor) {
   alignas(16) static char buf[32];
   std::array<const void*, 9> ptrs{};
   ptrs[6] = buf + 2;  // dq only 2-byte aligned
-  const PlanKey k = sdpa_bprop_key(s, sdpa_bhsd(s), {true, 0.125f}, ptrs, 0);
+  const PlanKey k = sdpa_bprop_key(s, test::contiguous_bhsd(s), {true, 0.125f}, ptrs, 0);
   ASSERT_EQ(k.tensors.size(), 9u);
   EXPECT_EQ(k.tensors[6].dims, k.tensors[0].dims);
   EXPECT_EQ(k.tensors[6].align, 2);
@@ -71,45 +74,46 @@ TEST(SdpaKeys, BackwardKeyPairsEachGradientWithItsTensor) {
 TEST(SdpaKeys, GroupedQueryAttentionAndOtherLengthsValidate) {
   SdpaShape s = gpt2();
   s.h_kv = 4, s.s_kv = 512, s.d_v = 128;
-  const PlanKey k = sdpa_fprop_key(s, sdpa_bhsd(s), {false, 0.125f}, true, {}, 0);
+  const PlanKey k = sdpa_fprop_key(s, test::contiguous_bhsd(s), {false, 0.125f}, true, {}, 0);
   EXPECT_EQ(k.tensors[1].dims, (Dims{4, 4, 512, 64}));
   EXPECT_EQ(k.tensors[2].dims, (Dims{4, 4, 512, 128}));
   EXPECT_EQ(k.tensors[3].dims, (Dims{4, 12, 1024, 128}));
   EXPECT_EQ(validate_plan_key(k), "");
 }
 
+// On the product's layout (GPT's fused QKV rows) wherever the shape fits in it.
 TEST(SdpaKeys, WhatFusedAttentionCannotRunIsRefusedWithTheReason) {
   SdpaShape s = gpt2();
   s.dtype = DType::F32;
-  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0)),
+  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_fused_qkv(s), {}, true, {}, 0)),
             "sdpa_fprop: cuDNN's fused attention takes bf16 or f16, not f32");
   s = gpt2();
   s.d = 36;
-  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0)),
+  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_fused_qkv(s), {}, true, {}, 0)),
             "sdpa_fprop: head dim 36 (cuDNN's fused attention needs a multiple of 8, at most 256)");
   s.d = 320;
-  EXPECT_THAT(validate_plan_key(sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0)), HasSubstr("head dim 320"));
+  EXPECT_THAT(validate_plan_key(sdpa_fprop_key(s, sdpa_fused_qkv(s), {}, true, {}, 0)), HasSubstr("head dim 320"));
   s = gpt2();
-  s.h_kv = 5;
-  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0)),
+  s.h_kv = 5;  // grouped-query attention: not in the fused QKV rows
+  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, test::contiguous_bhsd(s), {}, true, {}, 0)),
             "sdpa_fprop: 12 query heads are not a multiple of 5 key heads");
   s = gpt2();
-  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_bhsd(s), {true, 0.0f}, true, {}, 0)),
+  EXPECT_EQ(validate_plan_key(sdpa_fprop_key(s, sdpa_fused_qkv(s), {true, 0.0f}, true, {}, 0)),
             "sdpa_fprop: scale 0 must be finite and > 0");
-  PlanKey k = sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0);
+  PlanKey k = sdpa_fprop_key(s, sdpa_fused_qkv(s), {}, true, {}, 0);
   k.tensors[0].strides = {64, 1024 * 64 * 12, 1, 1024};  // head dim not contiguous
   k.tensors[0].strides[3] = 2;
   EXPECT_EQ(validate_plan_key(k), "sdpa_fprop: the head dim must have stride 1");
-  k = sdpa_fprop_key(s, sdpa_bhsd(s), {}, true, {}, 0);
+  k = sdpa_fprop_key(s, sdpa_fused_qkv(s), {}, true, {}, 0);
   k.tensors[4].dtype = DType::BF16;
   EXPECT_EQ(validate_plan_key(k), "sdpa_fprop: stats is bf16 [4,12,1024,1], expected f32 [4,12,1024,1]");
-  k = sdpa_bprop_key(s, sdpa_bhsd(s), {}, {}, 0);
+  k = sdpa_bprop_key(s, sdpa_fused_qkv(s), {}, {}, 0);
   k.tensors[8].dims[3] = 32;
   EXPECT_EQ(validate_plan_key(k), "sdpa_bprop: dv is [4,12,1024,32], expected v's shape [4,12,1024,64]");
-  k = sdpa_bprop_key(s, sdpa_bhsd(s), {}, {}, 0);
+  k = sdpa_bprop_key(s, sdpa_fused_qkv(s), {}, {}, 0);
   k.tensors.pop_back();
   EXPECT_EQ(validate_plan_key(k), "sdpa_bprop: 8 tensors, expected 9");
-  k = sdpa_bprop_key(s, sdpa_bhsd(s), {}, {}, 0);
+  k = sdpa_bprop_key(s, sdpa_fused_qkv(s), {}, {}, 0);
   k.math = MathMode::Fma;
   EXPECT_EQ(validate_plan_key(k), "sdpa_bprop: fma math, expected tensor16");
 }
