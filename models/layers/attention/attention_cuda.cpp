@@ -8,6 +8,8 @@
 // Linear's), the core's backward into dqkv, c_attn's three. Under 16-bit data the own kernel runs
 // on f32 copies of qkv and att (kernels/cuda/cast.h), the straightforward twin over speed.
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/elementwise.h"
@@ -38,6 +40,7 @@ struct CausalSelfAttention::CudaState {
   // 16-bit data and its row sums.
   Tensor gdrop, datt, dqkv, qkv32, att32, dqkv32, row_dot;
   bool cudnn_failed = false;  // cuDNN had no plan once: the own kernel from then on
+  uint8_t cores_logged = 0;   // a bit per AttentionGpuCore: each core's choice is logged once
 };
 
 namespace {
@@ -55,6 +58,18 @@ cuda::LtGemm gemm(DType dt, int64_t m, int64_t n, int64_t k, const void* a, bool
   g.beta = beta;
   g.bias = bias;
   return g;
+}
+
+// The core a layer runs, and why not cuDNN's, at debug level (subsystem cudnn) the first time
+// the layer runs it: at most a line per core and layer (training and evaluation may differ).
+void log_core_once(uint8_t& logged, const Layer& layer, AttentionGpuCore core, bool cudnn_failed,
+                   const std::string& why) {
+  const auto bit = static_cast<uint8_t>(1u << static_cast<unsigned>(core));
+  if (logged & bit) return;
+  logged |= bit;
+  const std::string reason = cudnn_failed ? "cuDNN had no fused attention for this layer's shape" : why;
+  log::get("cudnn")->debug("{}: attention core {}{}", layer_str(layer), attention_gpu_core_name(core),
+                           reason.empty() ? "" : " (" + reason + ")");
 }
 
 cuda::SdpaShape sdpa_shape(DType dt, int64_t N, int64_t H, int64_t T, int64_t D) {
@@ -108,6 +123,7 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
   const double p = ctx.training ? o_.dropout : 0.0;
   const AttentionGpuChoice choice = choose_attention_gpu_core(dt, D_, p, ctx.training, o_.sdpa);
   s.core = s.cudnn_failed ? AttentionGpuCore::Own : choice.core;
+  log_core_once(s.cores_logged, *this, s.core, s.cudnn_failed, choice.why);
   if (s.core == AttentionGpuCore::CudnnSdpa) {
     ensure_tensor(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
     const cuda::SdpaShape shape = sdpa_shape(dt, N, H, T_, D_);

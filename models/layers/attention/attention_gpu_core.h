@@ -11,7 +11,8 @@
 namespace dp::models {
 
 enum class AttentionGpuCore { CudnnSdpa, Own };
-const char* attention_gpu_core_name(AttentionGpuCore c);  // "cudnn_sdpa", "own"
+// "cudnn_sdpa", "own": the word of the layer's debug line (subsystem cudnn) naming the core it runs.
+const char* attention_gpu_core_name(AttentionGpuCore c);
 
 // The layer's `sdpa` argument: "auto" takes cuDNN where it can, "own" always the own kernel.
 enum class SdpaPreference { Auto, Own };
