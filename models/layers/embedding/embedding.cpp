@@ -6,7 +6,7 @@
 namespace dp::models {
 
 Embedding::Embedding(std::string name, int64_t num_embeddings, int64_t embedding_dim, double init_std)
-    : Layer(std::move(name)), num_(num_embeddings), dim_(embedding_dim), init_std_(init_std) {}
+    : TableLayer(std::move(name), num_embeddings, embedding_dim, init_std) {}
 
 Shape Embedding::setup(const std::vector<Shape>& in) {
   DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
@@ -14,10 +14,6 @@ Shape Embedding::setup(const std::vector<Shape>& in) {
   Shape out = in_;
   out.push_back(dim_);
   return out;
-}
-
-std::vector<ParamDecl> Embedding::declare_params() const {
-  return {{"weight", {num_, dim_}, true, DType::F32, init_normal(init_std_)}};
 }
 
 void Embedding::check_ids(const Tensor& ids) const {

@@ -1,20 +1,19 @@
 // defines: Embedding, layer type "embedding": the rows of a table picked by integer ids
 // (PyTorch's nn.Embedding; GPT's token embedding transformer.wte), and its registration.
 #pragma once
+#include "models/layers/embedding/table_layer.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
 
-class Embedding : public Layer {
+class Embedding : public TableLayer {
  public:
   Embedding(std::string name, int64_t num_embeddings, int64_t embedding_dim, double init_std);
   const char* type() const override { return "embedding"; }
   bool takes_integer_input() const override { return true; }
   // Input: ids of any per-sample shape [S...] (i32) -> [S..., embedding_dim].
+  // The table (TableLayer): (num_embeddings, embedding_dim).
   Shape setup(const std::vector<Shape>& in) override;
-  // "weight" (num_embeddings, embedding_dim): N(0, init_std^2) (PyTorch's default: std 1; GPT: 0.02).
-  std::vector<ParamDecl> declare_params() const override;
-  bool cpu_channels_last() const override { return true; }  // no 4-D activations: no layout
 
  protected:
   // y[i, :] = weight[id[i], :]; backward: weight.grad[id[i], :] += dy[i, :] (in id order, so the
@@ -32,8 +31,6 @@ class Embedding : public Layer {
 
  private:
   void check_ids(const Tensor& ids) const;
-  int64_t num_, dim_;
-  double init_std_;
   Shape in_;
 };
 

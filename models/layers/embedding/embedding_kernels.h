@@ -22,7 +22,8 @@ namespace dp::kernels::cuda {
                                             int64_t V, int64_t D, cudaStream_t stream);
 
 // dw (V, D) += dy[m, :] at row ids[m], m in order (ids outside [0, V) skipped).
-// D x R threads (R id ranges), each walking all M ids and adding the rows of its range.
+// D x R threads (R id ranges), each walking all M ids and adding the rows of its range: the table
+// gradient the position embedding shares (table_grad.cuh).
 [[nodiscard]] cudaError_t embedding_backward(DType dtype, float* dw, const int32_t* ids, const void* dy, int64_t M,
                                              int64_t V, int64_t D, cudaStream_t stream);
 

@@ -1,19 +1,18 @@
 // defines: PositionEmbedding, layer type "position_embedding": a learned vector per position added
 // to a sequence (GPT's transformer.wpe: x + wpe[arange(T)]), and its registration.
 #pragma once
+#include "models/layers/embedding/table_layer.h"
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
 
-class PositionEmbedding : public Layer {
+class PositionEmbedding : public TableLayer {
  public:
   PositionEmbedding(std::string name, int64_t num_positions, double init_std);
   const char* type() const override { return "position_embedding"; }
-  // Input [T, C] with T <= num_positions -> [T, C].
+  // Input [T, C] with T <= num_positions -> [T, C]. The table (TableLayer) is (num_positions, C),
+  // C learned here; rows T.. are unused by a shorter sequence.
   Shape setup(const std::vector<Shape>& in) override;
-  // "weight" (num_positions, C): N(0, init_std^2). Rows T.. are unused by a shorter sequence.
-  std::vector<ParamDecl> declare_params() const override;
-  bool cpu_channels_last() const override { return true; }  // no 4-D activations: no layout
 
  protected:
   // y[n, t, :] = x[n, t, :] + weight[t, :]; backward: dx = dy, weight.grad[t, :] += sum_n dy[n, t, :]
@@ -25,8 +24,7 @@ class PositionEmbedding : public Layer {
   DP_LAYER_CUDA_PATH();
 
  private:
-  int64_t num_, T_ = 0, C_ = 0;
-  double init_std_;
+  int64_t T_ = 0;  // positions of the input; its width C is the table's dim_
 };
 
 // num_positions (int, required, >= 1), init_std (float, 1.0).

@@ -13,11 +13,11 @@ namespace dp::models {
 void PositionEmbedding::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
   const int64_t N = x[0].dim(0);
-  check_gpu_tensor(*this, x[0], ctx.compute, {N, T_, C_}, "input");
-  check_gpu_tensor(*this, y, ctx.compute, {N, T_, C_}, "output");
-  check_gpu_tensor(*this, params_.at(0), DType::F32, {num_, C_}, "weight");
+  check_gpu_tensor(*this, x[0], ctx.compute, {N, T_, dim_}, "input");
+  check_gpu_tensor(*this, y, ctx.compute, {N, T_, dim_}, "output");
+  check_gpu_tensor(*this, params_.at(0), DType::F32, {num_, dim_}, "weight");
   CHECK_CUDA(kernels::cuda::position_embedding_forward(ctx.compute, y.raw(), x[0].raw(), params_[0].data<float>(), N,
-                                                       T_, C_, ctx.gpu->compute()));
+                                                       T_, dim_, ctx.gpu->compute()));
 }
 
 void PositionEmbedding::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&,
@@ -25,13 +25,13 @@ void PositionEmbedding::backward_cuda(const StepContext& ctx, const std::vector<
   DP_CHECK(ctx.gpu, "{}: a GPU tensor but no GPU context", layer_str(*this));
   const int64_t N = x[0].dim(0);
   const cudaStream_t stream = ctx.gpu->compute();
-  check_gpu_tensor(*this, dy, ctx.compute, {N, T_, C_}, "output gradient");
-  check_gpu_tensor(*this, grads_.at(0), DType::F32, {num_, C_}, "weight gradient");
+  check_gpu_tensor(*this, dy, ctx.compute, {N, T_, dim_}, "output gradient");
+  check_gpu_tensor(*this, grads_.at(0), DType::F32, {num_, dim_}, "weight gradient");
   if (dx[0].defined()) {
-    check_gpu_tensor(*this, dx[0], ctx.compute, {N, T_, C_}, "input gradient");
+    check_gpu_tensor(*this, dx[0], ctx.compute, {N, T_, dim_}, "input gradient");
     CHECK_CUDA(cudaMemcpyAsync(dx[0].raw(), dy.raw(), dy.nbytes(), cudaMemcpyDeviceToDevice, stream));
   }
-  CHECK_CUDA(kernels::cuda::position_embedding_backward(ctx.compute, grads_[0].data<float>(), dy.raw(), N, T_, C_,
+  CHECK_CUDA(kernels::cuda::position_embedding_backward(ctx.compute, grads_[0].data<float>(), dy.raw(), N, T_, dim_,
                                                         stream));
 }
 

@@ -1,7 +1,9 @@
 // defines: the CUDA twins of models/layers/position_embedding/position_embedding_ref.h: the
 // broadcast add of a learned position table over the batch and its reduction, on an explicit
 // stream. x, y, dy in dtype (F32, BF16 or F16: raw 16-bit bits), the table and its gradient f32.
-// The reduction runs one thread per (t, c) down the batch in order: the same bits run to run.
+// The reduction runs one thread per (t, c) down the batch in order: the same bits run to run
+// (the token embedding's table gradient, models/layers/embedding/table_grad.cuh, with row t of
+// dy row n T + t).
 //
 // Device pointers; N, Tn, C >= 0 (any 0: nothing launched, cudaSuccess), another dtype or a
 // negative size is cudaErrorInvalidValue. Returns the launch status (check with CHECK_CUDA).
