@@ -112,48 +112,53 @@ def make_optimizer(torch, model, spec, cuda):
     return torch.optim.AdamW(params, lr=spec["lr"], weight_decay=spec["weight_decay"])
 
 
-def run_mode(torch, args, mode, dev):
-    """Builds, warms up and times one mode. Returns a dict of RESULT fields."""
-    c, h, w, classes, spec = MODELS[args.model]
+def error_result(args, mode, device, status="error", note="-"):
+    """A RESULT line's fields before (or without) a measurement, in the line's order."""
+    return dict(tool="torch", model=args.model, batch=args.batch, dtype=args.dtype, mode=mode, img_s="-", step_ms="-",
+                peak_bytes="-", reserved_bytes="-", compile_s="-", device=device, status=status, note=note)
+
+
+def model_width(args):
+    """W of the model's input: the image width, or the GPT's context (--image-size overrides both)."""
+    return args.image_size or MODELS[args.model][2]
+
+
+def make_inputs(torch, args, dev, fmt):
+    """--input-sets batches on the device from their own generator: (xs, ys). GPT: token ids in,
+    the next tokens as targets at every position; images: normal inputs in fmt, uniform labels."""
+    c, h, w, classes, _ = MODELS[args.model]
     if args.image_size:
         h = w = args.image_size
-    res = dict(tool="torch", model=args.model, batch=args.batch, dtype=args.dtype, mode=mode, img_s="-", step_ms="-",
-               peak_bytes="-", reserved_bytes="-", compile_s="-", device=dev.type, status="error", note="-")
-    cuda = dev.type == "cuda"
-    sixteen = args.dtype in ("bf16", "fp16")
-    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
-    fmt = torch.channels_last if (sixteen and args.channels_last) else torch.contiguous_format
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-
-    torch.manual_seed(0)
-    gpt = args.model == "gpt2"
-    if gpt:
-        fmt = torch.contiguous_format
-    model = build_model(args.model, classes, w).to(dev).to(memory_format=fmt)
-    model.train()
-    opt = make_optimizer(torch, model, spec, cuda)
-    scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
-    loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator(device=dev).manual_seed(1)
-    if gpt:  # token ids in, the next tokens as targets at every position
+    if args.model == "gpt2":
         xs = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
         ys = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
-    else:
-        xs = [torch.randn(args.batch, c, h, w, device=dev, generator=gen).contiguous(memory_format=fmt)
-              for _ in range(args.input_sets)]
-        ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
+        return xs, ys
+    xs = [torch.randn(args.batch, c, h, w, device=dev, generator=gen).contiguous(memory_format=fmt)
+          for _ in range(args.input_sets)]
+    ys = [torch.randint(0, classes, (args.batch,), device=dev, generator=gen) for _ in range(args.input_sets)]
+    return xs, ys
 
+
+def make_step(torch, args, mode, dev, fmt):
+    """The model (initialised from the global seed; DDP under torchrun, compiled for mode=compile),
+    its optimizer, and step(x, y): one training step on that batch, returning the loss."""
+    classes, spec = MODELS[args.model][3:]
+    sixteen = args.dtype in ("bf16", "fp16")
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
+    gpt = args.model == "gpt2"
+    model = build_model(args.model, classes, model_width(args)).to(dev).to(memory_format=fmt)
+    model.train()
+    opt = make_optimizer(torch, model, spec, dev.type == "cuda")
+    scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
+    loss_fn = torch.nn.CrossEntropyLoss()
     fwd = model
     if torch.distributed.is_initialized():
         fwd = torch.nn.parallel.DistributedDataParallel(model)
     if mode == "compile":
         fwd = torch.compile(fwd, mode=args.compile_mode if args.compile_mode != "default" else None)
 
-    def step(i):
-        x, y = xs[i % len(xs)], ys[i % len(ys)]
+    def step(x, y):
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=sixteen):
             out = fwd(x)
@@ -163,11 +168,12 @@ def run_mode(torch, args, mode, dev):
         scaler.update()
         return loss
 
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()
+    return step
 
-    # Warm-up: the first step builds cuDNN plans (and compiles, for mode=compile).
+
+def warm_up(args, mode, step, sync, res):
+    """--warmup steps (at least 2). The first builds cuDNN plans (and compiles, for mode=compile:
+    its time is res's compile_s). Returns (the loss, seconds per step after the first)."""
     t0 = time.perf_counter()
     loss = step(0)
     sync()
@@ -181,8 +187,12 @@ def run_mode(torch, args, mode, dev):
     per_step = (time.perf_counter() - t0) / max(max(args.warmup, 2) - 1, 1)
     if not math.isfinite(float(loss.detach())):
         res["note"] = "loss_not_finite_after_warmup"
+    return loss, per_step
 
-    steps_per_window = args.steps if args.steps else max(3, int(args.seconds / args.windows / max(per_step, 1e-6)))
+
+def timed_windows(torch, args, step, cuda, steps_per_window, loss):
+    """--windows windows of steps_per_window steps from step --warmup on, each timed with CUDA
+    events (time.perf_counter on the CPU). Returns (seconds per window, the last loss)."""
     times = []
     i = args.warmup
     for _ in range(args.windows):
@@ -201,18 +211,47 @@ def run_mode(torch, args, mode, dev):
                 loss = step(i)
                 i += 1
             times.append(time.perf_counter() - t0)
+    return times, loss
+
+
+def record_timing(torch, args, res, times, steps_per_window, xs, ys, cuda):
+    """res's throughput (the median window, the whole job's), spread, windows, input and peak memory."""
     med = statistics.median(times)
     world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
     res["img_s"] = f"{world * args.batch * steps_per_window / med:.1f}"
     res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
-    if gpt:
-        res["tokens_s"] = f"{w * world * args.batch * steps_per_window / med:.0f}"
+    if args.model == "gpt2":
+        res["tokens_s"] = f"{model_width(args) * world * args.batch * steps_per_window / med:.0f}"
     res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
     res["steps"] = f"{args.windows}x{steps_per_window}"
     res["inputs_bytes"] = str(sum(x.numel() * x.element_size() + y.numel() * y.element_size() for x, y in zip(xs, ys)))
     if cuda:
         res["peak_bytes"] = str(torch.cuda.max_memory_allocated())
         res["reserved_bytes"] = str(torch.cuda.max_memory_reserved())
+
+
+def run_mode(torch, args, mode, dev):
+    """Builds, warms up and times one mode. Returns a dict of RESULT fields."""
+    res = error_result(args, mode, dev.type)
+    cuda = dev.type == "cuda"
+    channels_last = args.dtype in ("bf16", "fp16") and args.channels_last and args.model != "gpt2"
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    torch.manual_seed(0)
+    train_step = make_step(torch, args, mode, dev, fmt)
+    xs, ys = make_inputs(torch, args, dev, fmt)
+
+    def step(i):
+        return train_step(xs[i % len(xs)], ys[i % len(ys)])
+
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    loss, per_step = warm_up(args, mode, step, sync, res)
+    steps_per_window = args.steps if args.steps else max(3, int(args.seconds / args.windows / max(per_step, 1e-6)))
+    times, loss = timed_windows(torch, args, step, cuda, steps_per_window, loss)
+    record_timing(torch, args, res, times, steps_per_window, xs, ys, cuda)
     final = float(loss.detach())
     if not math.isfinite(final):
         res["note"] = f"loss_not_finite:{final}"
@@ -221,7 +260,8 @@ def run_mode(torch, args, mode, dev):
     return res
 
 
-def main():
+def parse_args():
+    """The options, with --smoke's and the default batch applied. Returns (args, modes)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=sorted(MODELS), default="fmnist_cnn")
@@ -259,20 +299,22 @@ def main():
     bad = [m for m in modes if m not in ("eager", "compile")]
     if bad or not modes or args.batch < 1 or args.windows < 1:
         p.error(f"--modes takes eager and/or compile (got {args.modes!r}); --batch and --windows must be >= 1")
+    return args, modes
 
-    import torch
 
+def set_up_torch(torch, args):
+    """The device (the local rank's GPU under torchrun) with the process group, cuDNN's benchmark
+    and TF32 set and the versions printed; None (and an error RESULT line) without the GPU asked for."""
     dev = torch.device(args.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         print(f"RESULT tool=torch model={args.model} batch={args.batch} dtype={args.dtype} mode={clean(args.modes)} "
               f"img_s=- step_ms=- peak_bytes=- reserved_bytes=- compile_s=- device=cuda status=error "
               f"note=torch.cuda.is_available()_is_False", flush=True)
-        return 1
+        return None
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         torch.distributed.init_process_group("gloo" if dev.type == "cpu" else "nccl")
         if dev.type == "cuda":
             dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    quiet = torch.distributed.is_initialized() and torch.distributed.get_rank() != 0
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     if args.tf32 != "default":
         on = args.tf32 == "on"
@@ -282,29 +324,43 @@ def main():
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on {where}; "
           f"tf32 matmul={torch.backends.cuda.matmul.allow_tf32} conv={torch.backends.cudnn.allow_tf32}; "
           f"cudnn.benchmark={torch.backends.cudnn.benchmark}", file=sys.stderr, flush=True)
+    return dev
 
+
+def run_and_report(torch, args, mode, dev, quiet):
+    """One mode, its failure (OOM, a compile error) caught so that it does not hide the others; a
+    human line on stderr, the RESULT line on stdout (rank 0 only). True when it ran ok."""
+    try:
+        res = run_mode(torch, args, mode, dev)
+    except Exception as e:  # one mode's failure (OOM, a compile error) must not hide the others
+        oom = type(e).__name__ == "OutOfMemoryError"
+        res = error_result(args, mode, dev.type, "oom" if oom else "error", clean(f"{type(e).__name__}:{e}"))
+        print(f"torch_train_bench: {args.model} {args.dtype} {mode}: {type(e).__name__}: {e}", file=sys.stderr,
+              flush=True)
+    finally:
+        if mode == "compile":
+            torch._dynamo.reset()
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    print(f"{args.model} batch {args.batch} {args.dtype} {mode}: {res['img_s']} img/s, {res['step_ms']} ms/step, "
+          f"peak {res['peak_bytes']} B, compile {res['compile_s']} s, windows {res.get('steps', '-')}, "
+          f"spread {res.get('spread', '-')}: {res['status']}", file=sys.stderr, flush=True)
+    if not quiet:
+        print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()), flush=True)
+    return res["status"] == "ok"
+
+
+def main():
+    args, modes = parse_args()
+    import torch
+
+    dev = set_up_torch(torch, args)
+    if dev is None:
+        return 1
+    quiet = torch.distributed.is_initialized() and torch.distributed.get_rank() != 0
     failed = 0
     for mode in modes:
-        try:
-            res = run_mode(torch, args, mode, dev)
-        except Exception as e:  # one mode's failure (OOM, a compile error) must not hide the others
-            oom = type(e).__name__ == "OutOfMemoryError"
-            res = dict(tool="torch", model=args.model, batch=args.batch, dtype=args.dtype, mode=mode, img_s="-",
-                       step_ms="-", peak_bytes="-", reserved_bytes="-", compile_s="-", device=dev.type,
-                       status="oom" if oom else "error", note=clean(f"{type(e).__name__}:{e}"))
-            print(f"torch_train_bench: {args.model} {args.dtype} {mode}: {type(e).__name__}: {e}", file=sys.stderr,
-                  flush=True)
-        finally:
-            if mode == "compile":
-                torch._dynamo.reset()
-            if dev.type == "cuda":
-                torch.cuda.empty_cache()
-        failed += res["status"] != "ok"
-        print(f"{args.model} batch {args.batch} {args.dtype} {mode}: {res['img_s']} img/s, {res['step_ms']} ms/step, "
-              f"peak {res['peak_bytes']} B, compile {res['compile_s']} s, windows {res.get('steps', '-')}, "
-              f"spread {res.get('spread', '-')}: {res['status']}", file=sys.stderr, flush=True)
-        if not quiet:
-            print("RESULT " + " ".join(f"{k}={clean(v)}" for k, v in res.items()), flush=True)
+        failed += not run_and_report(torch, args, mode, dev, quiet)
     return 1 if failed else 0
 
 
