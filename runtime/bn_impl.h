@@ -1,5 +1,5 @@
 // defines: BnImpl (train.bn_impl), which implementation a BatchNorm2d's GPU path trains with, and
-// its name table. The GPU plan (runtime/gpu_fusion.h: a ReLU, or a residual add and a ReLU, folded
+// its name table. The GPU plan (runtime/fusion_plan.h: a ReLU, or a residual add and a ReLU, folded
 // into the batch norm) is the same whichever runs; each applies the fused epilogue itself.
 //
 // Cudnn: cuDNN's legacy spatial batch norm (cudnnBatchNormalizationForwardTraining / Backward;

@@ -73,15 +73,11 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
 // Each node's output shape from its inputs', and its parameters: an arena slot (trainable), a
 // slot of an earlier layer (tied) or a buffer. Returns every node's declarations.
 std::vector<std::vector<ParamDecl>> Graph::declare_layers() {
-  consumers_count_.assign(nodes_.size(), 0);
   std::vector<std::vector<ParamDecl>> decls(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     auto& n = nodes_[i];
     std::vector<Shape> in;
-    for (int src : n.inputs) {
-      in.push_back(src == kInput ? input_shape_ : nodes_[src].out_shape);
-      if (src != kInput) consumers_count_[src]++;
-    }
+    for (int src : n.inputs) in.push_back(src == kInput ? input_shape_ : nodes_[src].out_shape);
     n.out_shape = n.layer->setup(in);
     decls[i] = n.layer->declare_params();
     for (const auto& d : decls[i]) {

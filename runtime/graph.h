@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/arena.h"
-#include "runtime/gpu_fusion.h"
+#include "runtime/fusion_plan.h"
 #include "runtime/layer.h"
 
 namespace dp {
@@ -86,8 +86,8 @@ class Graph {
   Tensor compute_params() const { return lp_params_.allocated() ? lp_params_.flat() : Tensor(); }
   // The CPU's kernels (train.cpu_backend; default OneDnn). Under OneDnn a CPU graph plans, at its
   // next forward: 4-D activations stored channels last when every layer takes them (the model
-  // input and a 4-D output are transposed at the edges, so callers always see NCHW), and each
-  // relu that is the only consumer of a layer that can_fuse_relu() folded into that layer (the
+  // input and a 4-D output are transposed at the edges, so callers always see NCHW), and the
+  // relus runtime/fusion_plan.h folds into the layers before them on FusionPath::CpuOnednn (the
   // relu node then shares its producer's output and passes its gradient through). Reference:
   // NCHW, unfused, the reference kernels. The GPU ignores it.
   void set_cpu_backend(CpuBackend b);
@@ -101,25 +101,26 @@ class Graph {
   cuda::ExecContext* gpu() const { return gpu_; }
   // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
   void set_observer(GraphObserver* o) { observer_ = o; }
-  // The GPU plan (train.gpu_fusion; default off until a GPU run has checked it), made at a GPU graph's next forward: each relu and
-  // add that runtime/gpu_fusion.h folds into the batch norm before it (`bn -> relu`,
-  // `bn -> add -> relu`), and each relu that is a convolution's only consumer under cuDNN's graph
-  // API (train.cudnn_api = "graph": Layer::gpu_can_fuse_relu, the relu in the convolution's fused
-  // epilogue), is not run; its producer's layer applies it (Layer::set_gpu_epilogue, set_fused_relu),
-  // the folded nodes share the host's output, and their gradients are the host's: the host's
-  // backward gives the residual's gradient too. A host with a residual runs at the add's
-  // position. Off: every node runs. The CPU ignores it.
+  // The GPU plan (train.gpu_fusion; default off until a GPU run has checked it), made at a GPU
+  // graph's next forward by runtime/fusion_plan.h on FusionPath::Gpu, or GpuCudnnGraph under
+  // train.cudnn_api = "graph" (convolutions then take a ReLU too): each relu, add and tanh gelu it
+  // folds into the layer before it (`bn -> relu`, `bn -> add -> relu`, `conv -> relu`,
+  // `c_fc -> gelu`) is not run; its producer's layer applies it (Layer::set_epilogue), the folded
+  // nodes share the host's output, and their gradients are the host's: the host's backward gives
+  // the residual's gradient too. A host with a residual runs at the add's position. Off: every
+  // node runs. The CPU ignores it.
   void set_gpu_fusion(bool on);
   bool gpu_fusion() const { return gpu_fusion_; }
   // One line for the log: the convolutions' cuDNN API and what the GPU plan folded
   // ("bn1+relu1 layer1.0.bn3+add+relu3 conv1+relu ...").
   std::string gpu_plan_summary();
-  // What runtime/gpu_fusion.h plans over: each node's role (a layer that can fuse an epilogue, a
-  // relu, an add, other) and inputs.
-  std::vector<FusionNode> fusion_wiring() const;
-  // Tests: run with `plan` (e.g. plan_gpu_fusion(fusion_wiring())) instead of the device's own
-  // plan, on either device, its epilogues handed to the layers; a CPU graph then keeps NCHW f32
-  // activations and folds nothing else. Until set_cpu_backend or set_gpu_fusion re-plans.
+  // What runtime/fusion_plan.h plans over on `path`: each node's epilogues on that path, what it
+  // is as a follower, and its inputs.
+  std::vector<FusionNode> fusion_wiring(FusionPath path) const;
+  // Tests: run with `plan` (e.g. plan_fusion(fusion_wiring(FusionPath::Gpu))) instead of the
+  // device's own plan, on either device, its epilogues handed to the layers; a CPU graph then
+  // keeps NCHW f32 activations and folds nothing else. Until set_cpu_backend or set_gpu_fusion
+  // re-plans.
   void use_plan_for_testing(std::vector<NodePlan> plan);
   // The node whose layer applies `node` (a relu, or an add, folded into it by the CPU or the GPU
   // plan), or -1 (not folded, or not planned yet).
@@ -145,15 +146,17 @@ class Graph {
 
  private:
   std::vector<Node> nodes_;
-  std::vector<int> consumers_count_;
   Shape input_shape_;
   Arena params_, grads_;
   std::vector<NamedTensor> buffers_;
   std::vector<Tensor> acts_, dacts_;
   Tensor input_;
   // The plan of the device's kind (plan_cpu or plan_gpu): per node, what folds into what and
-  // where each layer runs (runtime/gpu_fusion.h's NodePlan; the CPU folds relus only, in place).
+  // where each layer runs (runtime/fusion_plan.h's NodePlan; the CPU folds relus only, in place).
   std::vector<NodePlan> plan_;
+  // plan_ = plan, each layer given its epilogue, the folded nodes' shared outputs let go
+  // (graph_fusion.cpp).
+  void adopt_plan(std::vector<NodePlan> plan);
   bool planned() const { return device_.is_cpu() ? cpu_planned_ : gpu_planned_; }
   // The CPU plan (plan_cpu): backend, layout, folded relus. Input, output and output gradient in
   // the planned layout.
@@ -169,7 +172,6 @@ class Graph {
   void plan_gpu();
   // Whether convolutions take a folded ReLU on this GPU (cuDNN's graph API; graph_cuda.cpp).
   bool gpu_convolutions_fuse_relu() const;
-  void hand_epilogues_to_layers();  // the plan's epilogues to the layers (graph_gpu_plan.cpp)
   const char* gpu_convolution_api() const;  // for the plan's log line
   // The nodes whose outputs node's layer takes: its inputs, then the residual of an AddRelu host.
   std::vector<int> run_sources(int node) const;

@@ -1,7 +1,8 @@
 // Graph's CPU plan (graph.h, set_cpu_backend): under the oneDNN backend, the layout of the
-// activations (channels last when every layer takes it) and the ReLUs folded into their
-// producers (the folding rule, which the GPU plan in graph_cuda.cpp shares); the step context
-// that carries the plan to the layers; the layout changes at the graph's edges.
+// activations (channels last when every layer takes it) and the ReLUs runtime/fusion_plan.h folds
+// into their producers on FusionPath::CpuOnednn (the GPU plan's rules, adopted the same way:
+// graph_fusion.cpp); the step context that carries the plan to the layers; the layout changes at
+// the graph's edges.
 #include <algorithm>
 
 #include "kernels/cpu/isa.h"
@@ -21,22 +22,9 @@ void Graph::plan_cpu(DType dtype) {
   // layers whose CUDA paths do not apply them.
   DP_CHECK(device_.is_cpu(), "CPU plan of a graph on {}", device_.str());
   const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
-  for (size_t i = 0; i < plan_.size(); ++i)
-    if (plan_[i].folded_into >= 0) acts_[i] = Tensor();  // shared its host's output: not its own
-  plan_ = unfused_plan(nodes_.size());
-  for (auto& n : nodes_) n.layer->set_fused_relu(false);
+  adopt_plan(onednn ? plan_fusion(fusion_wiring(FusionPath::CpuOnednn)) : unfused_plan(nodes_.size()));
   cpu_channels_last_ = onednn && std::all_of(nodes_.begin(), nodes_.end(),
                                              [](const Node& n) { return n.layer->cpu_channels_last(); });
-  for (size_t i = 0; onednn && i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
-    if (!n.layer->is_relu() || n.inputs.size() != 1 || n.inputs[0] == kInput) continue;
-    const int src = n.inputs[0];
-    // Exact only when the relu is the producer's sole consumer: nobody else reads the pre-ReLU values.
-    if (consumers_count_[src] != 1 || !nodes_[src].layer->can_fuse_relu()) continue;
-    nodes_[src].layer->set_fused_relu(true);
-    plan_[i].folded_into = src;
-    plan_[i].runs_at = -1;
-  }
   cpu_plan_dtype_ = dtype;
   cpu_planned_ = true;
 }

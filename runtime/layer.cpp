@@ -12,10 +12,11 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
-void Layer::set_gpu_epilogue(Epilogue e) {
-  const bool can = e == Epilogue::None || (e == Epilogue::Gelu ? gpu_can_fuse_gelu() : can_fuse_gpu_epilogue());
-  DP_CHECK(can, "layer '{}' ({}) cannot fuse a {} epilogue", name_, type(), epilogue_name(e));
-  gpu_epilogue_ = e;
+void Layer::set_epilogue(Epilogue e) {
+  bool can = e == Epilogue::None;
+  for (FusionPath path : kFusionPaths) can = can || applicable_epilogues(path).has(e);
+  DP_CHECK(can, "layer '{}' ({}) cannot apply a {} epilogue on any path", name_, type(), epilogue_name(e));
+  epilogue_ = e;
 }
 
 namespace {

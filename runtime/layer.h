@@ -98,36 +98,25 @@ class Layer {
   // The CPU graph's plan under CpuBackend::OneDnn (Graph::forward). cpu_channels_last: the layer
   // takes and gives 4-D activations stored NHWC on the CPU (under ctx.channels_last); the graph
   // keeps activations channels last only when every layer does. has_onednn_path: f32 runs on
-  // oneDNN (logged once per graph). can_fuse_relu: the layer's oneDNN path can apply a ReLU to
-  // its own output and mask its output gradient by it; the graph then folds a relu that is the
-  // layer's only consumer into it and calls set_fused_relu(true) (false when it re-plans).
-  // gpu_can_fuse_relu: the same for the layer's CUDA path, which a GPU graph folds into when its
-  // context runs cuDNN's graph API (train.cudnn_api = "graph"; Graph::build).
+  // oneDNN (logged once per graph).
   virtual bool cpu_channels_last() const { return false; }
   virtual bool has_onednn_path() const { return false; }
-  virtual bool can_fuse_relu() const { return false; }
-  virtual bool gpu_can_fuse_relu() const { return false; }
-  virtual bool is_relu() const { return false; }  // a plain ReLU, which the plan may fold
-  virtual void set_fused_relu(bool on) { DP_CHECK(!on, "layer '{}' cannot fuse a ReLU", name_); }
-  bool fused_relu() const { return fused_relu_; }
 
-  // The GPU graph's plan (runtime/gpu_fusion.h, train.gpu_fusion). can_fuse_gpu_epilogue: the
-  // layer's CUDA path can apply an Epilogue (runtime/epilogue.h) to its own output and take it off
-  // its output gradient in backward; the graph folds a following relu (Relu), or a following add
-  // and its relu (AddRelu: the add's other input comes as an extra last input x.back(), and its
-  // gradient goes to dx.back()), into such a layer and calls set_gpu_epilogue (None when it
-  // re-plans). is_add: a plain two-input sum, which the plan may fold.
-  // gpu_can_fuse_gelu: the layer's CUDA path can apply Epilogue::Gelu (a linear layer on
-  // cuBLASLt's GELU epilogue), the only epilogue such a layer is given; is_tanh_gelu: a GELU with
-  // the tanh approximation, which the plan may fold into one.
-  virtual bool can_fuse_gpu_epilogue() const { return false; }
-  virtual bool gpu_can_fuse_gelu() const { return false; }
-  virtual bool is_add() const { return false; }
-  virtual bool is_tanh_gelu() const { return false; }
-  void set_gpu_epilogue(Epilogue e);
-  Epilogue gpu_epilogue() const { return gpu_epilogue_; }
+  // Fusion (runtime/fusion_plan.h; the vocabulary in runtime/epilogue.h). A graph's plan, on the
+  // CPU under oneDNN or on the GPU under train.gpu_fusion, folds the plain ops after a layer into
+  // it: a following relu (Epilogue::Relu), a following add and its relu (AddRelu: the add's other
+  // input comes as an extra last input x.back(), and its gradient goes to dx.back()), a following
+  // tanh gelu (Gelu). applicable_epilogues: what this layer's kernels on `path` apply to its own
+  // output and take off its output gradient in backward (none by default). as_follower: what the
+  // plan may fold this layer as into the layer before it (Other by default: never).
+  virtual EpilogueSet applicable_epilogues(FusionPath) const { return {}; }
+  virtual Follower as_follower() const { return Follower::Other; }
+  // The plan's epilogue for this layer (None when it re-plans), which its paths apply; a DpError
+  // unless one of its paths can apply it.
+  void set_epilogue(Epilogue e);
+  Epilogue epilogue() const { return epilogue_; }
   // The inputs forward and backward take: num_inputs(), plus the residual under AddRelu.
-  int run_inputs() const { return num_inputs() + (gpu_epilogue_ == Epilogue::AddRelu ? 1 : 0); }
+  int run_inputs() const { return num_inputs() + (epilogue_ == Epilogue::AddRelu ? 1 : 0); }
 
   // Called by the graph after allocation: views in declare_params order, split into trainable
   // (params/grads, views into the arenas) and buffers.
@@ -155,8 +144,9 @@ class Layer {
 
   std::string name_;
   std::vector<Tensor> params_, grads_, buffers_;
-  bool fused_relu_ = false;  // set by layers whose set_fused_relu accepts
-  Epilogue gpu_epilogue_ = Epilogue::None;  // set by set_gpu_epilogue
+
+ private:
+  Epilogue epilogue_ = Epilogue::None;  // set by set_epilogue
 };
 
 }  // namespace dp

@@ -40,10 +40,12 @@ void check_grads(const Layer& layer, DType dtype) {
 }
 
 void check_reference_layout(const Layer& layer, const StepContext& ctx, const Tensor& x) {
-  DP_CHECK(!is_channels_last(ctx, x) && !layer.fused_relu(),
+  const bool folded = layer.epilogue() != Epilogue::None;
+  DP_CHECK(!is_channels_last(ctx, x) && !folded,
            "{}: the reference CPU kernels got {} (they take NCHW, unfused; the graph plans channels-last "
            "activations and fused ReLUs for the oneDNN backend, f32, only)",
-           layer_str(layer), layer.fused_relu() ? "a fused ReLU" : "channels-last activations");
+           layer_str(layer),
+           folded ? fmt::format("a fused {} epilogue", epilogue_name(layer.epilogue())) : "channels-last activations");
 }
 
 int64_t window_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad) {

@@ -49,8 +49,8 @@ inline bool use_onednn(const StepContext& ctx, DType dtype) {
 }
 
 // The reference kernels are NCHW and unfused: a DpError naming the layer when a call under
-// ctx.channels_last (4-D x) or with a fused ReLU reaches them (the graph sets either only with
-// the oneDNN backend, whose layers take f32 there).
+// ctx.channels_last (4-D x) or with an epilogue (a fused ReLU) reaches them (the graph sets either
+// only with the oneDNN backend, whose layers take f32 there).
 void check_reference_layout(const Layer& layer, const StepContext& ctx, const Tensor& x);
 
 // Output size along one axis of a convolution or pooling window: floor((in + 2 pad - k) /

@@ -123,7 +123,7 @@ DP_GPU_TEST_P(BnImplLayersGpu, MatchCpuTwin) {
   for (auto& t : cpu.params) t.copy_from(gpu::rounded(t, DType::F32));
   gpu::GpuLayer g(c, cpu, p.compute, dev);
   dynamic_cast<models::BatchNorm2d&>(*g.layer).set_gpu_impl(bc.impl);
-  g.layer->set_gpu_epilogue(bc.epi);
+  g.layer->set_epilogue(bc.epi);
   Rng rng(seed, 1);
   std::vector<Tensor> x = cpu.random_inputs(c.batch, rng);
   for (auto& t : x) t = gpu::rounded(t, p.compute);

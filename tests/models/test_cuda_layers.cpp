@@ -82,7 +82,7 @@ void match_cpu_twin(const LayerCase& c, const Precision& p, cuda::CudnnApi api, 
   TestLayer cpu = make_test_layer(c, DType::F64, seed);
   for (auto& t : cpu.params) t.copy_from(gpu::rounded(t, cpu.layer->low_precision_params() ? p.compute : DType::F32));
   gpu::GpuLayer g(c, cpu, p.compute, dev);
-  if (relu) g.layer->set_fused_relu(true);
+  if (relu) g.layer->set_epilogue(Epilogue::Relu);
   Rng rng(seed, 1);
   std::vector<Tensor> x = cpu.random_inputs(c.batch, rng);
   for (auto& t : x) t = gpu::rounded(t, p.compute);

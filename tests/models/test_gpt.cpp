@@ -10,7 +10,7 @@
 #include "models/presets.h"
 #include "models/registry.h"
 #include "models/weights_import.h"
-#include "runtime/gpu_fusion.h"
+#include "runtime/fusion_plan.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -178,7 +178,7 @@ TEST(GptPreset, ReducerSeesTheTiedParameterOnceAndComplete) {
 // not fold, and the plan on the wiring is all a GPU graph adds.
 TEST(GptGraph, GpuPlanFoldsEachMlpGeluIntoItsCfc) {
   auto g = models::build_model(gpt_config(3, 2, 8, 6, 11), {6}, 1);
-  const std::vector<NodePlan> plan = plan_gpu_fusion(g->fusion_wiring());
+  const std::vector<NodePlan> plan = plan_fusion(g->fusion_wiring(FusionPath::Gpu));
   std::vector<std::string> folds;
   for (size_t i = 0; i < plan.size(); ++i) {
     if (plan[i].folded_into < 0) continue;

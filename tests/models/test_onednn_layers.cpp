@@ -59,7 +59,7 @@ TEST_P(OnednnLayers, MatchReferenceTwin) {
   for (auto& p : ref.params) p.copy_from(cast(cast(p, DType::F32), DType::F64));  // values f32 can hold
   for (auto& b : ref.buffers) b.copy_from(cast(cast(b, DType::F32), b.dtype()));
   dnn.copy_state_from(ref);
-  if (relu) dnn.layer->set_fused_relu(true);
+  if (relu) dnn.layer->set_epilogue(Epilogue::Relu);
   Rng rng(21, 3);
   std::vector<Tensor> x64 = ref.random_inputs(c.batch, rng), x32;
   for (auto& x : x64) x.copy_from(cast(cast(x, DType::F32), DType::F64));
@@ -117,6 +117,7 @@ std::vector<OnednnCase> onednn_cases() {
   std::vector<LayerCase> all = layer_cases();
   for (const auto& w : winograd_cases()) all.push_back(w);
   for (const auto& c : all) {
+    const bool folds_relu = make_layer(c.type, c.args)->applicable_epilogues(FusionPath::CpuOnednn).has(Epilogue::Relu);
     // Dropout draws its mask per stored element: NHWC drops other elements than the NCHW twin.
     // The layers with linear products: on each GEMM library (auto is one of the two).
     const bool gemms = c.type == "linear" || c.type == "causal_self_attention";
@@ -125,7 +126,7 @@ std::vector<OnednnCase> onednn_cases() {
       for (CpuGemm g : {CpuGemm::Auto, CpuGemm::Onednn, CpuGemm::Openblas}) {
         if (g != CpuGemm::Auto && !gemms) continue;
         out.push_back({c, nhwc, false, g});
-        if (make_layer(c.type, c.args)->can_fuse_relu()) out.push_back({c, nhwc, true, g});
+        if (folds_relu) out.push_back({c, nhwc, true, g});
       }
     }
   }
@@ -146,7 +147,7 @@ std::vector<Tensor> run_once(const LayerCase& c, bool relu, CpuConvAlgorithm alg
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
   TestLayer t = make_test_layer(c, DType::F32, 8);
-  if (relu) t.layer->set_fused_relu(true);
+  if (relu) t.layer->set_epilogue(Epilogue::Relu);
   Rng rng(99, 0);
   std::vector<Tensor> x;
   for (const auto& xi : t.random_inputs(c.batch, rng)) x.push_back(relayout(xi, true));

@@ -1,4 +1,4 @@
-// The graph running the GPU plan's folds (runtime/gpu_fusion.h), checked on the CPU with toy
+// The graph running the GPU plan's folds (runtime/fusion_plan.h), checked on the CPU with toy
 // layers that apply the epilogues themselves (Graph::use_plan_for_testing): a fused graph computes
 // bit for bit what the unfused one does (output, every parameter gradient), hosts with a residual
 // run at their add's position after the residual's producer, folded nodes are not run and not
@@ -58,7 +58,9 @@ class ToyNorm final : public ToyLayer {
  public:
   ToyNorm(std::string name, float w) : ToyLayer(std::move(name)), w0_(w) {}
   const char* type() const override { return "toynorm"; }
-  bool can_fuse_gpu_epilogue() const override { return true; }
+  EpilogueSet applicable_epilogues(FusionPath path) const override {
+    return path == FusionPath::CpuOnednn ? EpilogueSet{} : EpilogueSet{Epilogue::Relu, Epilogue::AddRelu};
+  }
   std::vector<ParamDecl> declare_params() const override { return {{"weight", {1}, true, DType::F32, constant(w0_)}}; }
 
  protected:
@@ -66,8 +68,8 @@ class ToyNorm final : public ToyLayer {
     const float w = params_[0].data<float>()[0];
     for (int64_t i = 0; i < y.numel(); ++i) {
       float v = w * x[0].data<float>()[i] - 0.5f;
-      if (gpu_epilogue() == Epilogue::AddRelu) v = v + x[1].data<float>()[i];
-      if (gpu_epilogue() != Epilogue::None) v = v > 0 ? v : 0.0f;
+      if (epilogue() == Epilogue::AddRelu) v = v + x[1].data<float>()[i];
+      if (epilogue() != Epilogue::None) v = v > 0 ? v : 0.0f;
       y.data<float>()[i] = v;
     }
   }
@@ -76,7 +78,7 @@ class ToyNorm final : public ToyLayer {
     const float w = params_[0].data<float>()[0];
     float dw = 0;
     for (int64_t i = 0; i < dy.numel(); ++i) {
-      const float g = gpu_epilogue() != Epilogue::None && !(y.data<float>()[i] > 0) ? 0.0f : dy.data<float>()[i];
+      const float g = epilogue() != Epilogue::None && !(y.data<float>()[i] > 0) ? 0.0f : dy.data<float>()[i];
       dw += g * x[0].data<float>()[i];
       if (dx[0].defined()) dx[0].data<float>()[i] = w * g;
       if (dx.size() > 1 && dx[1].defined()) dx[1].data<float>()[i] = g;
@@ -92,7 +94,7 @@ class ToyRelu final : public ToyLayer {
  public:
   using ToyLayer::ToyLayer;
   const char* type() const override { return "relu"; }
-  bool is_relu() const override { return true; }
+  Follower as_follower() const override { return Follower::Relu; }
 
  protected:
   void forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) override {
@@ -109,7 +111,7 @@ class ToyAdd final : public ToyLayer {
   using ToyLayer::ToyLayer;
   const char* type() const override { return "add"; }
   int num_inputs() const override { return 2; }
-  bool is_add() const override { return true; }
+  Follower as_follower() const override { return Follower::Add; }
 
  protected:
   void forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) override {
@@ -161,7 +163,7 @@ Tensor filled(const Shape& s, float scale) {
 
 TEST(GraphFusion, AFusedGraphComputesWhatTheUnfusedOneDoesBitForBit) {
   auto fused = two_blocks(), plain = two_blocks();
-  const std::vector<NodePlan> plan = plan_gpu_fusion(fused->fusion_wiring());
+  const std::vector<NodePlan> plan = plan_fusion(fused->fusion_wiring(FusionPath::Gpu));
   fused->use_plan_for_testing(plan);
   plain->use_plan_for_testing(unfused_plan(plain->nodes().size()));
   Recorder rec;
@@ -194,9 +196,9 @@ TEST(GraphFusion, AFusedGraphComputesWhatTheUnfusedOneDoesBitForBit) {
   EXPECT_EQ(ready.size(), 7u);  // once per layer with parameters (s0 n1 n3 n6 s7 n8 s11)
   const std::vector<int> folded = {-1, -1, 1, -1, 3, 3, -1, -1, -1, 6, 6, -1};
   for (int i = 0; i < 12; ++i) EXPECT_EQ(fused->folded_into(i), folded[i]) << fused->nodes()[i].layer->name();
-  EXPECT_EQ(fused->nodes()[3].layer->gpu_epilogue(), Epilogue::AddRelu);
-  EXPECT_EQ(fused->nodes()[1].layer->gpu_epilogue(), Epilogue::Relu);
-  EXPECT_EQ(fused->nodes()[8].layer->gpu_epilogue(), Epilogue::None);
+  EXPECT_EQ(fused->nodes()[3].layer->epilogue(), Epilogue::AddRelu);
+  EXPECT_EQ(fused->nodes()[1].layer->epilogue(), Epilogue::Relu);
+  EXPECT_EQ(fused->nodes()[8].layer->epilogue(), Epilogue::None);
 
   // A second step reuses the plan and its shared outputs: the same numbers again.
   fused->zero_grad();
@@ -211,13 +213,13 @@ TEST(GraphFusion, AFusedGraphComputesWhatTheUnfusedOneDoesBitForBit) {
 
 TEST(GraphFusion, AHostTakesTheResidualAsItsLastInput) {
   auto g = two_blocks();
-  g->use_plan_for_testing(plan_gpu_fusion(g->fusion_wiring()));
+  g->use_plan_for_testing(plan_fusion(g->fusion_wiring(FusionPath::Gpu)));
   EXPECT_EQ(g->nodes()[3].layer->run_inputs(), 2);
   EXPECT_EQ(g->nodes()[6].layer->run_inputs(), 2);
   EXPECT_EQ(g->nodes()[1].layer->run_inputs(), 1);
   // Re-planning hands every layer the new plan's epilogue.
   g->use_plan_for_testing(unfused_plan(g->nodes().size()));
-  for (const auto& n : g->nodes()) EXPECT_EQ(n.layer->gpu_epilogue(), Epilogue::None) << n.layer->name();
+  for (const auto& n : g->nodes()) EXPECT_EQ(n.layer->epilogue(), Epilogue::None) << n.layer->name();
 }
 
 }  // namespace

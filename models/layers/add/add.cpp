@@ -22,7 +22,8 @@ void Add::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& 
   check_batched(*this, y, dt, N, shape_, "output");
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
-    if (fused_relu_) kernels::cpu::add_relu<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
+    if (epilogue() == Epilogue::Relu)
+      kernels::cpu::add_relu<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
     else kernels::cpu::add<T>(y.data<T>(), x[0].data<T>(), x[1].data<T>(), y.numel());
   });
 }
@@ -37,7 +38,7 @@ void Add::backward_cpu(const StepContext&, const std::vector<Tensor>& x, const T
     check_batched(*this, g, x[0].dtype(), N, shape_, "input gradient");
     if (first != nullptr) {
       g.copy_from(*first);
-    } else if (fused_relu_) {
+    } else if (epilogue() == Epilogue::Relu) {
       dispatch_float(*this, g.dtype(), [&](auto tag) {
         using T = decltype(tag);
         kernels::cpu::relu_backward<T>(g.data<T>(), dy.data<T>(), y.data<T>(), g.numel());

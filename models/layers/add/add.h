@@ -14,10 +14,12 @@ class Add : public Layer {
   // Layout-free: NHWC on the CPU as well. Under the oneDNN backend the graph may fold a following
   // relu in (add_relu forward; the backward masks dy by the output once for both inputs).
   bool cpu_channels_last() const override { return true; }
-  bool can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool on) override { fused_relu_ = on; }
-  // The GPU plan may fold it, with the relu after it, into a batch norm feeding it (runtime/gpu_fusion.h).
-  bool is_add() const override { return true; }
+  EpilogueSet applicable_epilogues(FusionPath path) const override {
+    return path == FusionPath::CpuOnednn ? EpilogueSet{Epilogue::Relu} : EpilogueSet{};
+  }
+  // The GPU plan may fold it, with the relu after it, into a batch norm feeding it
+  // (runtime/fusion_plan.h).
+  Follower as_follower() const override { return Follower::Add; }
 
  protected:
   // Both inputs receive dy (where their gradient is wanted).

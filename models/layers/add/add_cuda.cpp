@@ -16,6 +16,8 @@ void Add::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, Ten
   check_gpu_tensor(*this, x[0], ctx.compute, s, "input 0");
   check_gpu_tensor(*this, x[1], ctx.compute, s, "input 1");
   check_gpu_tensor(*this, y, ctx.compute, s, "output");
+  // A folded ReLU is the CPU plan's only (FusionPath::CpuOnednn): no kernel here applies it.
+  DP_CHECK(epilogue() == Epilogue::None, "{}: a {} epilogue on GPU tensors", layer_str(*this), epilogue_name(epilogue()));
   CHECK_CUDA(kernels::cuda::add(ctx.compute, y.raw(), x[0].raw(), x[1].raw(), y.numel(), ctx.gpu->compute()));
 }
 

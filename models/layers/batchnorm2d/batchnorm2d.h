@@ -42,12 +42,13 @@ class BatchNorm2d : public Layer {
   // SyncBN stays on the reference path (NCHW, unfused): its statistics are all-reduced there.
   bool cpu_channels_last() const override { return !sync_; }
   bool has_onednn_path() const override { return true; }
-  bool can_fuse_relu() const override { return !sync_; }
-  void set_fused_relu(bool on) override { fused_relu_ = on; }
-  // GPU: every path applies the GPU plan's epilogues (a ReLU, or a residual add and a ReLU;
-  // SyncBN included): on its own output in forward, on dy (g = dy * (y > 0), the residual's
-  // gradient g) before its backward.
-  bool can_fuse_gpu_epilogue() const override { return true; }
+  // CPU: oneDNN's fused ReLU (not SyncBN, which stays on the reference path). GPU: every path
+  // applies a ReLU, or a residual add and a ReLU (SyncBN included): on its own output in forward,
+  // on dy (g = dy * (y > 0), the residual's gradient g) before its backward.
+  EpilogueSet applicable_epilogues(FusionPath path) const override {
+    if (path == FusionPath::CpuOnednn) return sync_ ? EpilogueSet{} : EpilogueSet{Epilogue::Relu};
+    return {Epilogue::Relu, Epilogue::AddRelu};
+  }
   // GPU: the implementation that trains (train.bn_impl; runtime/bn_impl.h). Default Cudnn.
   void set_gpu_impl(BnImpl impl) { impl_ = impl; }
 
@@ -61,8 +62,8 @@ class BatchNorm2d : public Layer {
   DP_LAYER_CPU_PATH();
   // The same semantics on ctx.gpu->compute(): x, y, dy, dx in ctx.compute (NHWC under
   // channels_last); weight, bias, their gradients and the running statistics f32,
-  // num_batches_tracked i64 (incremented on the device). With a GPU epilogue (Layer::
-  // set_gpu_epilogue) y is relu(bn(x) [+ x[1]]) and dx[1] the residual's gradient. Training
+  // num_batches_tracked i64 (incremented on the device). With an epilogue (Layer::epilogue) y is
+  // relu(bn(x) [+ x[1]]) and dx[1] the residual's gradient. Training
   // without SyncBN runs train.bn_impl (bn_gpu_path): cuDNN's legacy spatial batch norm, our
   // one-pass kernels, or cuDNN's persistent NHWC batch norm; each keeps its statistics for the
   // backward of the same input (a backward of another input recomputes them with our kernels).

@@ -1,5 +1,5 @@
 // defines: the elementwise half of batch norm on the GPU, with the fused epilogues of the GPU
-// plan (runtime/gpu_fusion.h: a ReLU, or a residual add then a ReLU, folded into the batch norm):
+// plan (runtime/fusion_plan.h: a ReLU, or a residual add then a ReLU, folded into the batch norm):
 //   batchnorm_apply           y = act((x - mean[c]) * scale[c] + shift[c] [+ r])
 //   batchnorm_backward_apply  g = dy [* (y > 0)]; dx = (k[c] g + c1[c]) - (x - mean[c]) c2[c]; r's gradient = g
 //   batchnorm_coefficients    mean, invstd, scale (f32) from f64 statistics (SyncBN's, eval's)

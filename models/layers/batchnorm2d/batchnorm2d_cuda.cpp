@@ -127,7 +127,7 @@ BnCall make_call(const StepContext& ctx, const Layer& l, const std::vector<Tenso
                 .d = {x[0].dim(0), C, H * W, is_channels_last(ctx, x[0])},
                 .H = H,
                 .W = W,
-                .epi = l.gpu_epilogue(),
+                .epi = l.epilogue(),
                 .momentum = momentum,
                 .eps = eps,
                 .w = ps[0].data<float>(),
@@ -135,7 +135,7 @@ BnCall make_call(const StepContext& ctx, const Layer& l, const std::vector<Tenso
                 .running_mean = bs[0].data<float>(),
                 .running_var = bs[1].data<float>(),
                 .x = x[0].raw(),
-                .r = l.gpu_epilogue() == Epilogue::AddRelu ? x[1].raw() : nullptr,
+                .r = l.epilogue() == Epilogue::AddRelu ? x[1].raw() : nullptr,
                 .y = y.raw()};
 }
 
@@ -146,7 +146,7 @@ void BatchNorm2d::forward_cuda(const StepContext& ctx, const std::vector<Tensor>
   const DType dt = ctx.compute;
   const int64_t N = x[0].dim(0);
   check_gpu_tensor(*this, x[0], dt, {N, C_, H_, W_}, "input");
-  if (gpu_epilogue() == Epilogue::AddRelu) check_gpu_tensor(*this, x[1], dt, {N, C_, H_, W_}, "residual input");
+  if (epilogue() == Epilogue::AddRelu) check_gpu_tensor(*this, x[1], dt, {N, C_, H_, W_}, "residual input");
   check_gpu_tensor(*this, y, dt, {N, C_, H_, W_}, "output");
   check_bound_gpu();
   Communicator* comm = sync_comm(ctx);
@@ -219,7 +219,7 @@ void BatchNorm2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor
   check_gpu_tensor(*this, y, dt, shape, "output");
   check_gpu_tensor(*this, dy, dt, shape, "output gradient");
   if (dx[0].defined()) check_gpu_tensor(*this, dx[0], dt, shape, "input gradient");
-  const bool residual = gpu_epilogue() == Epilogue::AddRelu;
+  const bool residual = epilogue() == Epilogue::AddRelu;
   if (residual) {
     check_gpu_tensor(*this, x[1], dt, shape, "residual input");
     if (dx[1].defined()) check_gpu_tensor(*this, dx[1], dt, shape, "residual gradient");

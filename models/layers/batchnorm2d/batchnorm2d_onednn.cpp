@@ -50,7 +50,7 @@ dnnl::normalization_flags bn_flags(bool training, bool relu) {
 
 BatchNorm2d::OnednnState::Entry& BatchNorm2d::OnednnState::entry(const BatchNorm2d& bn, int64_t batch, bool nhwc,
                                                                  bool training) {
-  const bool relu = bn.fused_relu_;
+  const bool relu = bn.epilogue() == Epilogue::Relu;
   const auto key = std::make_tuple(batch, nhwc, training, relu);
   if (auto it = entries.find(key); it != entries.end()) return it->second;
   return dn::onednn_call(layer_str(bn) + " forward", [&]() -> Entry& {
@@ -78,7 +78,7 @@ void BatchNorm2d::OnednnState::make_backward(const BatchNorm2d& bn, Entry& e, bo
     const memory::desc data = e.fpd.src_desc();
     dnnl::batch_normalization_backward::primitive_desc bpd(
         dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, static_cast<float>(bn.eps_),
-                                                 bn_flags(training, bn.fused_relu_)),
+                                                 bn_flags(training, bn.epilogue() == Epilogue::Relu)),
         dn::scratch_attr(), dn::engine(), e.fpd);
     e.bwd = dnnl::batch_normalization_backward(bpd);
     const memory::desc vec = dn::plain_md({bn.C_}, dn::Tag::x);
@@ -101,7 +101,7 @@ void BatchNorm2d::OnednnState::run_forward(const BatchNorm2d& bn, Entry& e, cons
                                        {DNNL_ARG_MEAN, e.mean},
                                        {DNNL_ARG_VARIANCE, e.var},
                                        {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch)}};
-  if (bn.fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
+  if (bn.epilogue() == Epilogue::Relu) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   dn::execute(e.fwd, args);
 }
 
@@ -133,7 +133,7 @@ void BatchNorm2d::backward_onednn(const StepContext& ctx, const Tensor& x, const
   OnednnState::Entry& e = onednn_state().entry(*this, x.dim(0), is_channels_last(ctx, x), ctx.training);
   if (!e.have_bwd) onednn_state().make_backward(*this, e, ctx.training);
   // The statistics (training) and the ReLU's workspace must be this input's.
-  if ((ctx.training || fused_relu_) && (e.x != x.raw() || e.step != ctx.step)) {
+  if ((ctx.training || epilogue() == Epilogue::Relu) && (e.x != x.raw() || e.step != ctx.step)) {
     if (!e.dst_scratch) e.dst_scratch = dn::owned(e.fpd.dst_desc());  // made only when needed
     onednn_state().run_forward(*this, e, x, e.dst_scratch.get_data_handle(), ctx.training);
     e.x = x.raw(), e.step = ctx.step;
@@ -147,7 +147,7 @@ void BatchNorm2d::backward_onednn(const StepContext& ctx, const Tensor& x, const
       {DNNL_ARG_VARIANCE, e.var},                     {DNNL_ARG_DIFF_SCALE, e.diff_scale},
       {DNNL_ARG_DIFF_SHIFT, e.diff_shift},            {DNNL_ARG_SCRATCHPAD, dn::scratch(e.scratch_bwd)},
       {DNNL_ARG_DIFF_SRC, dx.defined() ? dn::bind(e.diff_src, dx.raw()) : e.dx_scratch}};
-  if (fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
+  if (epilogue() == Epilogue::Relu) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
   dn::execute(e.bwd, args);
   dn::add_into(grads_[0].data<float>(), e.diff_scale, C_);
   dn::add_into(grads_[1].data<float>(), e.diff_shift, C_);

@@ -29,11 +29,12 @@ class Conv2d : public Layer {
   bool low_precision_params() const override { return true; }
   bool cpu_channels_last() const override { return true; }
   bool has_onednn_path() const override { return true; }
-  bool can_fuse_relu() const override { return true; }
-  // Under the graph API the ReLU is the forward's epilogue; either CUDA path applies a folded
-  // ReLU and masks the output gradient by it.
-  bool gpu_can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool on) override { fused_relu_ = on; }
+  // A following ReLU: oneDNN's post-op on the CPU; on the GPU the forward's fused epilogue under
+  // cuDNN's graph API, which is where the plan folds one (either CUDA path applies an
+  // Epilogue::Relu, though, and masks the output gradient by it).
+  EpilogueSet applicable_epilogues(FusionPath path) const override {
+    return path == FusionPath::Gpu ? EpilogueSet{} : EpilogueSet{Epilogue::Relu};
+  }
 
  protected:
   DP_LAYER_CPU_PATH();

@@ -217,7 +217,7 @@ void Conv2d::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
     const ConvBiasView v = conv_bias_view(N, a_.out_channels, OH_ * OW_, st.key.channels_last);
     CHECK_CUDA(kernels::cuda::bias_add(dt, y.raw(), params_[1].raw(), v.outer, v.channels, v.inner, gpu.compute()));
   }
-  if (fused_relu_) conv_cuda::relu_in_place(y, gpu.compute());
+  if (epilogue() == Epilogue::Relu) conv_cuda::relu_in_place(y, gpu.compute());
 }
 
 void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
@@ -231,7 +231,8 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   if (dx[0].defined()) check_on_gpu(*this, dx[0], dt, with_batch(N, {C_, H_, W_}), dev, "input gradient");
   check_params_cuda(dt, dev, /*grads=*/true);
   if (N == 0) return;
-  if (fused_relu_) check_on_gpu(*this, y, dt, dy.shape(), dev, "output");
+  const bool relu = epilogue() == Epilogue::Relu;
+  if (relu) check_on_gpu(*this, y, dt, dy.shape(), dev, "output");
   if (uses_graph_api(ctx) && backward_graph(ctx, x[0], y, dy, dx[0])) return;
 
   CudaState& st = cuda_state(ctx, dt, N);
@@ -241,7 +242,7 @@ void Conv2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   const float one = 1.0f, zero = 0.0f;
   const std::string who = layer_str(*this);
   // The gradient of the convolution's own output: dy, masked by a folded ReLU.
-  const void* g = fused_relu_ ? conv_cuda::relu_masked_grad(st.dy_masked, dy, y, gpu.compute()) : dy.raw();
+  const void* g = relu ? conv_cuda::relu_masked_grad(st.dy_masked, dy, y, gpu.compute()) : dy.raw();
 
   // dx = W^T * dy (overwritten), with the weight as the forward gave it to cuDNN (a layer that
   // just fell back from the graph API has no copy yet: the weights have not changed since).

@@ -19,7 +19,7 @@ void weight_to_krsc(DType dt, void* y, const void* x, int64_t k, int64_t c, int6
 // y (k, c, r, s) += x (k, r, s, c), in the gradient's dtype.
 void grad_add_from_krsc(DType dt, void* y, const void* x, int64_t k, int64_t c, int64_t r, int64_t s, cudaStream_t st);
 
-// The folded ReLU (Layer::fused_relu): y = max(y, 0) in place, after a forward that did not fuse it.
+// The folded ReLU (Epilogue::Relu): y = max(y, 0) in place, after a forward that did not fuse it.
 void relu_in_place(const Tensor& y, cudaStream_t st);
 // The output gradient masked by the folded ReLU: scratch (grown to dy's size on `st`) = dy where
 // y > 0, else 0 (relu's own backward, kernels/cuda/elementwise.h); returns scratch's data.

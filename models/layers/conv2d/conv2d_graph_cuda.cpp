@@ -72,7 +72,8 @@ Conv2d::GraphState& Conv2d::graph_state(const StepContext& ctx, int64_t batch) {
   GraphState& st = *graph_;
   const ConvGraphShape shape{dims(batch), ctx.compute, ctx.channels_last, ctx.gpu->device(),
                              tf32_in_convolutions(ctx.gpu->tf32())};
-  const bool same = st.gpu == ctx.gpu && st.relu == fused_relu_ && st.shape.dtype == shape.dtype &&
+  const bool relu = epilogue() == Epilogue::Relu;
+  const bool same = st.gpu == ctx.gpu && st.relu == relu && st.shape.dtype == shape.dtype &&
                     st.shape.channels_last == shape.channels_last && st.shape.d.N == batch;
   if (same) return st;
   const bool legacy = st.legacy && st.gpu == ctx.gpu;
@@ -82,7 +83,7 @@ Conv2d::GraphState& Conv2d::graph_state(const StepContext& ctx, int64_t batch) {
   st.dw_scratch = cuda::DeviceBuffer(w_bytes, ctx.gpu->compute());
   if (filter_layouts(shape.d, shape.channels_last).size() > 1) st.w_krsc = cuda::DeviceBuffer(w_bytes, ctx.gpu->compute());
   st.shape = shape;
-  st.relu = fused_relu_;
+  st.relu = relu;
   st.gpu = ctx.gpu;
   return st;
 }
@@ -103,7 +104,7 @@ bool Conv2d::forward_graph(const StepContext& ctx, const Tensor& x, Tensor& y) {
   }
   if (!st.fwd) {
     // Tiers: the fused epilogue, then (when there is one) the convolution alone.
-    const uint8_t fusion = (a_.bias ? cuda::kFuseBias : 0) | (fused_relu_ ? cuda::kFuseRelu : 0);
+    const uint8_t fusion = (a_.bias ? cuda::kFuseBias : 0) | (st.relu ? cuda::kFuseRelu : 0);
     std::vector<uint8_t> epilogues{fusion};
     if (fusion != cuda::kFuseNone) epilogues.push_back(cuda::kFuseNone);
     std::vector<std::vector<cuda::PlanRequest>> tiers;
@@ -136,7 +137,7 @@ bool Conv2d::forward_graph(const StepContext& ctx, const Tensor& x, Tensor& y) {
     CHECK_CUDA(st.shape.channels_last ? kernels::cuda::bias_add(dt, y.raw(), b, N * HW, K, 1, gpu.compute())
                                       : kernels::cuda::bias_add(dt, y.raw(), b, N, K, HW, gpu.compute()));
   }
-  if (fused_relu_ && !(k.fusion & cuda::kFuseRelu)) conv_cuda::relu_in_place(y, gpu.compute());
+  if (st.relu && !(k.fusion & cuda::kFuseRelu)) conv_cuda::relu_in_place(y, gpu.compute());
   return true;
 }
 
@@ -146,7 +147,7 @@ bool Conv2d::backward_graph(const StepContext& ctx, const Tensor& x, const Tenso
   const DType dt = ctx.compute;
   const int64_t K = a_.out_channels, Cg = C_ / a_.groups, R = a_.kernel;
   void* w = params_[0].raw();
-  void* g = fused_relu_ ? const_cast<void*>(conv_cuda::relu_masked_grad(st.dy_masked, dy, y, gpu.compute())) : dy.raw();
+  void* g = st.relu ? const_cast<void*>(conv_cuda::relu_masked_grad(st.dy_masked, dy, y, gpu.compute())) : dy.raw();
   const std::vector<FilterLayout> layouts = filter_layouts(st.shape.d, st.shape.channels_last);
   st.no_dx = !dx.defined();
   try {

@@ -144,8 +144,8 @@ Conv2d::OnednnState::Fwd& Conv2d::OnednnState::forward_entry(const Conv2d& c, co
 
 void Conv2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
   const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm, kernels::cpu::onednn_has_avx512_core());
-  OnednnState::Fwd& f =
-      onednn_state().forward_entry(*this, {x.dim(0), is_channels_last(ctx, x), fused_relu_, winograd});
+  const bool relu = epilogue() == Epilogue::Relu;
+  OnednnState::Fwd& f = onednn_state().forward_entry(*this, {x.dim(0), is_channels_last(ctx, x), relu, winograd});
   const memory* src = &dn::bind(f.src, x.raw());
   const memory* dst = &dn::bind(f.dst, y.raw());
   if (f.blocked) {
@@ -204,10 +204,10 @@ Conv2d::OnednnState::Bwd& Conv2d::OnednnState::backward_entry(const Conv2d& c, c
 
 void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
   const bool winograd = onednn_winograd_fits(dims(x.dim(0)), ctx.cpu_conv_algorithm, kernels::cpu::onednn_has_avx512_core());
-  OnednnState::Bwd& b =
-      onednn_state().backward_entry(*this, {x.dim(0), is_channels_last(ctx, x), fused_relu_, winograd});
+  const bool relu = epilogue() == Epilogue::Relu;
+  OnednnState::Bwd& b = onednn_state().backward_entry(*this, {x.dim(0), is_channels_last(ctx, x), relu, winograd});
   const memory* diff_dst = &dn::bind(b.diff_dst, dy.raw());
-  if (fused_relu_) {
+  if (relu) {
     kernels::cpu::relu_backward<float>(static_cast<float*>(b.masked_dy.get_data_handle()), dy.data<float>(),
                                        y.data<float>(), dy.numel());
     diff_dst = &b.masked_dy;

@@ -14,7 +14,8 @@ class Gelu : public Layer {
   Shape setup(const std::vector<Shape>& in) override;  // any shape -> same
   bool cpu_channels_last() const override { return true; }  // elementwise: any layout
   bool has_onednn_path() const override { return true; }
-  bool is_tanh_gelu() const override { return tanh_; }  // the GPU plan may fold it into a linear layer
+  // The GPU plan may fold a tanh GELU into a linear layer (cuBLASLt's GELU is the tanh one).
+  Follower as_follower() const override { return tanh_ ? Follower::TanhGelu : Follower::Other; }
 
  protected:
   // f32 under the oneDNN backend: oneDNN's eltwise gelu_tanh / gelu_erf forward and backward

@@ -22,11 +22,12 @@ class Linear : public Layer {
   bool low_precision_params() const override { return true; }
   bool cpu_channels_last() const override { return true; }  // 2-D and 3-D activations: no layout
   bool has_onednn_path() const override { return true; }
-  bool can_fuse_relu() const override { return true; }
-  void set_fused_relu(bool on) override { fused_relu_ = on; }
-  // The GPU plan's Epilogue::Gelu (train.gpu_fusion; GPT's c_fc -> gelu): cuBLASLt's GELU_AUX
-  // epilogue applies a tanh GELU to the output and keeps its input (gelu_pre_) for the backward.
-  bool gpu_can_fuse_gelu() const override { return true; }
+  // CPU: oneDNN's ReLU post-op. GPU: Epilogue::Gelu (train.gpu_fusion; GPT's c_fc -> gelu),
+  // cuBLASLt's GELU_AUX epilogue applies a tanh GELU to the output and keeps its input
+  // (gelu_pre_) for the backward.
+  EpilogueSet applicable_epilogues(FusionPath path) const override {
+    return path == FusionPath::CpuOnednn ? EpilogueSet{Epilogue::Relu} : EpilogueSet{Epilogue::Gelu};
+  }
 
  protected:
   DP_LAYER_CPU_PATH();

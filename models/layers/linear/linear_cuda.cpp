@@ -30,6 +30,9 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   DP_CHECK(params_.size() == (bias_ ? 2u : 1u), "{}: {} parameters bound", layer_str(*this), params_.size());
   check_gpu_tensor(*this, params_[0], dt, {out_, in_}, "weight");
   if (bias_) check_gpu_tensor(*this, params_[1], dt, {out_}, "bias");
+  // The GPU path applies a GELU only (a folded ReLU is the CPU plan's: linear_onednn.cpp).
+  DP_CHECK(epilogue() == Epilogue::None || epilogue() == Epilogue::Gelu, "{}: a {} epilogue on GPU tensors",
+           layer_str(*this), epilogue_name(epilogue()));
   if (M == 0) return;
   cuda::LtGemm g;
   g.dtype = dt;
@@ -39,7 +42,7 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   g.trans_b = true;
   g.d = y.raw();             // (M, out)
   g.bias = bias_ ? params_[1].raw() : nullptr;
-  if (gpu_epilogue() == Epilogue::Gelu) {
+  if (epilogue() == Epilogue::Gelu) {
     ensure_tensor(gelu_pre_, {M, out_}, dt, y.device());
     g.gelu_pre = gelu_pre_.raw();
     gelu_pre_fresh_ = true;
@@ -50,7 +53,7 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
 namespace {
 // The gradient the matmuls take: dy, or with a folded GELU g = dy * gelu'(pre) written over pre.
 const void* matmul_grad(const Layer& l, const StepContext& ctx, const Tensor& dy, Tensor& pre, bool& fresh, int64_t n) {
-  if (l.gpu_epilogue() != Epilogue::Gelu) return dy.raw();
+  if (l.epilogue() != Epilogue::Gelu) return dy.raw();
   DP_CHECK(fresh && pre.defined() && pre.numel() == n,
            "{}: a backward with a folded GELU needs the forward just before it (its kept GELU input becomes the "
            "gradient, once)",

@@ -20,7 +20,8 @@ struct Linear::OnednnState {
 
 void Linear::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
   onednn_state().mm.forward(linear_gemm(ctx.cpu_gemm), y.data<float>(), x.data<float>(), params_[0].data<float>(),
-                            bias_ ? params_[1].data<float>() : nullptr, rows(x), fused_relu_);
+                            bias_ ? params_[1].data<float>() : nullptr, rows(x),
+                            epilogue() == Epilogue::Relu);
 }
 
 void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -28,7 +29,7 @@ void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
   OnednnState& s = onednn_state();
   const float* g = dy.data<float>();
-  if (fused_relu_) {
+  if (epilogue() == Epilogue::Relu) {
     ensure_tensor(s.masked_dy, dy.shape());
     kernels::cpu::relu_backward<float>(s.masked_dy.data<float>(), g, y.data<float>(), dy.numel());
     g = s.masked_dy.data<float>();

@@ -10,7 +10,7 @@ class ReLU : public Layer {
   const char* type() const override { return "relu"; }
   Shape setup(const std::vector<Shape>& in) override;  // any shape -> same
   bool cpu_channels_last() const override { return true; }  // elementwise: any layout
-  bool is_relu() const override { return true; }
+  Follower as_follower() const override { return Follower::Relu; }  // the plan may fold it
 
  protected:
   // Uses y (y > 0 <=> x > 0), as torch's threshold_backward does.
