@@ -10,9 +10,13 @@ Shape with_batch(int64_t n, const Shape& s) {
   return out;
 }
 
-void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, size_t rank, const char* expected) {
+const Shape& single_input(const Layer& layer, const std::vector<Shape>& in) {
   DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(layer), in.size());
-  if (in[0].size() != rank)
+  return in[0];
+}
+
+void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, size_t rank, const char* expected) {
+  if (single_input(layer, in).size() != rank)
     DP_THROW_USER("{}: input per-sample shape is {}, expected {} dimensions {}", layer_str(layer), shape_str(in[0]),
                   rank, expected);
 }
@@ -26,6 +30,12 @@ void check_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape&
 void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t batch, const Shape& per_sample,
                    const char* what) {
   check_tensor(layer, t, dtype, with_batch(batch, per_sample), what);
+}
+
+void check_same_shape_io(const Layer& layer, const Tensor& x, const Tensor& y, const Shape& per_sample) {
+  const int64_t N = x.dim(0);
+  check_batched(layer, x, x.dtype(), N, per_sample, "input");
+  check_batched(layer, y, x.dtype(), N, per_sample, "output");
 }
 
 void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {

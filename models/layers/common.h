@@ -14,6 +14,10 @@ std::string layer_str(const Layer& layer);
 // [n, s...]
 Shape with_batch(int64_t n, const Shape& s);
 
+// The per-sample shape of a layer's one input; a DpError unless it has exactly one (the graph
+// wires num_inputs() inputs, so more is an internal error).
+const Shape& single_input(const Layer& layer, const std::vector<Shape>& in);
+
 // Throws UserError unless the layer has exactly one input and it has `rank` dimensions, naming
 // what the layer expects (e.g. "[C, H, W]").
 void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, size_t rank, const char* expected);
@@ -23,6 +27,8 @@ void expect_single_input_rank(const Layer& layer, const std::vector<Shape>& in, 
 void check_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
 void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t batch, const Shape& per_sample,
                    const char* what);
+// A shape-preserving layer's forward: x and y are both [N, per_sample...] in x's dtype.
+void check_same_shape_io(const Layer& layer, const Tensor& x, const Tensor& y, const Shape& per_sample);
 // The GPU twin of check_tensor: `t` is defined, a `dtype` tensor of `shape` on a CUDA device.
 void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
 // Every bound gradient is `dtype` with its parameter's shape.

@@ -29,16 +29,13 @@ uint64_t Dropout::mask_stream(const std::string& layer_name, uint64_t step) {
 }
 
 Shape Dropout::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  shape_ = in[0];
+  shape_ = single_input(*this, in);
   return shape_;
 }
 
 void Dropout::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0);
-  check_batched(*this, x[0], dt, N, shape_, "input");
-  check_batched(*this, y, dt, N, shape_, "output");
+  check_same_shape_io(*this, x[0], y, shape_);
   if (!ctx.training || p_ == 0) {
     y.copy_from(x[0]);
     return;

@@ -9,8 +9,7 @@ Embedding::Embedding(std::string name, int64_t num_embeddings, int64_t embedding
     : TableLayer(std::move(name), num_embeddings, embedding_dim, init_std) {}
 
 Shape Embedding::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  in_ = in[0];
+  in_ = single_input(*this, in);
   Shape out = in_;
   out.push_back(dim_);
   return out;

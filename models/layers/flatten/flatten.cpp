@@ -6,8 +6,7 @@
 namespace dp::models {
 
 Shape Flatten::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  in_ = in[0];
+  in_ = single_input(*this, in);
   return {shape_numel(in_)};
 }
 

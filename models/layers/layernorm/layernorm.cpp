@@ -8,8 +8,7 @@ namespace dp::models {
 LayerNorm::LayerNorm(std::string name, double eps, bool bias) : Layer(std::move(name)), eps_(eps), bias_(bias) {}
 
 Shape LayerNorm::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  if (in[0].empty()) DP_THROW_USER("{}: the input is a scalar per sample; layernorm normalises a last dimension", layer_str(*this));
+  if (single_input(*this, in).empty()) DP_THROW_USER("{}: the input is a scalar per sample; layernorm normalises a last dimension", layer_str(*this));
   shape_ = in[0];
   C_ = shape_.back();
   return shape_;
@@ -23,9 +22,7 @@ std::vector<ParamDecl> LayerNorm::declare_params() const {
 
 void LayerNorm::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0);
-  check_batched(*this, x[0], dt, N, shape_, "input");
-  check_batched(*this, y, dt, N, shape_, "output");
+  check_same_shape_io(*this, x[0], y, shape_);
   check_tensor(*this, params_.at(0), dt, {C_}, "weight");
   if (bias_) check_tensor(*this, params_.at(1), dt, {C_}, "bias");
   if (use_onednn(ctx, dt)) return forward_onednn(ctx, x[0], y);

@@ -11,8 +11,8 @@ Linear::Linear(std::string name, int64_t out_features, bool bias, double init_st
     : Layer(std::move(name)), out_(out_features), bias_(bias), init_std_(init_std), tie_weight_(std::move(tie_weight)) {}
 
 Shape Linear::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  if (in[0].size() != 1 && in[0].size() != 2)
+  const size_t rank = single_input(*this, in).size();
+  if (rank != 1 && rank != 2)
     DP_THROW_USER("{}: input per-sample shape is {}, but linear takes [in_features] or [T, in_features] (applied to "
                   "the last dimension); add a 'flatten' layer before it",
                   layer_str(*this), shape_str(in[0]));

@@ -6,16 +6,13 @@
 namespace dp::models {
 
 Shape ReLU::setup(const std::vector<Shape>& in) {
-  DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(*this), in.size());
-  shape_ = in[0];
+  shape_ = single_input(*this, in);
   return shape_;
 }
 
 void ReLU::forward_cpu(const StepContext&, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0);
-  check_batched(*this, x[0], dt, N, shape_, "input");
-  check_batched(*this, y, dt, N, shape_, "output");
+  check_same_shape_io(*this, x[0], y, shape_);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::relu_forward<T>(y.data<T>(), x[0].data<T>(), y.numel());
