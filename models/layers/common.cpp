@@ -38,6 +38,13 @@ void check_same_shape_io(const Layer& layer, const Tensor& x, const Tensor& y, c
   check_batched(layer, y, x.dtype(), N, per_sample, "output");
 }
 
+void check_backward_io(const Layer& layer, const Tensor& x, const Tensor& dy, const Tensor& dx,
+                       const Shape& in_per_sample, const Shape& out_per_sample) {
+  const int64_t N = x.dim(0);
+  check_batched(layer, dy, x.dtype(), N, out_per_sample, "output gradient");
+  if (dx.defined()) check_batched(layer, dx, x.dtype(), N, in_per_sample, "input gradient");
+}
+
 void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what) {
   DP_CHECK(t.defined(), "{}: {} is undefined", layer_str(layer), what);
   DP_CHECK(t.dtype() == dtype && t.shape() == shape && t.device().is_cuda(), "{}: {} is {}, expected {}{} on a GPU",

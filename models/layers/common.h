@@ -29,6 +29,10 @@ void check_batched(const Layer& layer, const Tensor& t, DType dtype, int64_t bat
                    const char* what);
 // A shape-preserving layer's forward: x and y are both [N, per_sample...] in x's dtype.
 void check_same_shape_io(const Layer& layer, const Tensor& x, const Tensor& y, const Shape& per_sample);
+// A one-input layer's backward: dy is [N, out_per_sample...] and dx, where defined, [N,
+// in_per_sample...], both in x's dtype (N: x's batch).
+void check_backward_io(const Layer& layer, const Tensor& x, const Tensor& dy, const Tensor& dx,
+                       const Shape& in_per_sample, const Shape& out_per_sample);
 // The GPU twin of check_tensor: `t` is defined, a `dtype` tensor of `shape` on a CUDA device.
 void check_gpu_tensor(const Layer& layer, const Tensor& t, DType dtype, const Shape& shape, const char* what);
 // Every bound gradient is `dtype` with its parameter's shape.

@@ -146,8 +146,7 @@ void BatchNorm2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>
                                std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
-  check_batched(*this, dy, dt, N, {C_, H_, W_}, "output gradient");
-  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {C_, H_, W_}, "input gradient");
+  check_backward_io(*this, x[0], dy, dx[0], {C_, H_, W_}, {C_, H_, W_});
   check_bound(dt);
   check_grads(*this, dt);
   Communicator* comm = sync_comm(ctx);

@@ -77,8 +77,7 @@ void Conv2d::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, 
                           std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
   const int64_t N = x[0].dim(0);
-  check_batched(*this, dy, dt, N, {a_.out_channels, OH_, OW_}, "output gradient");
-  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, {C_, H_, W_}, "input gradient");
+  check_backward_io(*this, x[0], dy, dx[0], {C_, H_, W_}, {a_.out_channels, OH_, OW_});
   check_params(dt);
   check_grads(*this, dt);
   if (use_onednn(ctx, dt)) return backward_onednn(ctx, x[0], y, dy, dx[0]);

@@ -36,9 +36,7 @@ void LayerNorm::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x
 void LayerNorm::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor&, const Tensor& dy,
                              std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0);
-  check_batched(*this, dy, dt, N, shape_, "output gradient");
-  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, shape_, "input gradient");
+  check_backward_io(*this, x[0], dy, dx[0], shape_, shape_);
   check_grads(*this, dt);
   if (use_onednn(ctx, dt)) return backward_onednn(ctx, x[0], dy, dx[0]);
   dispatch_float(*this, dt, [&](auto tag) {

@@ -60,9 +60,7 @@ void Linear::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, T
 void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, const Tensor& y, const Tensor& dy,
                           std::vector<Tensor>& dx) {
   const DType dt = x[0].dtype();
-  const int64_t N = x[0].dim(0);
-  check_batched(*this, dy, dt, N, out_shape_, "output gradient");
-  if (dx[0].defined()) check_batched(*this, dx[0], dt, N, in_shape_, "input gradient");
+  check_backward_io(*this, x[0], dy, dx[0], in_shape_, out_shape_);
   check_params(dt);
   check_grads(*this, dt);
   if (use_onednn(ctx, dt)) return backward_onednn(ctx, x[0], y, dy, dx[0]);
