@@ -14,6 +14,9 @@ std::string nccl_hint(ncclResult_t r) {
 
 bool cudnn_status_is_device_oom(cudnnStatus_t s) { return s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED; }
 bool cublas_status_is_device_oom(cublasStatus_t s) { return s == CUBLAS_STATUS_ALLOC_FAILED; }
+bool cudnn_status_is_not_supported(cudnnStatus_t s) {
+  return CUDNN_STATUS_CATEGORY(static_cast<int>(s)) == CUDNN_STATUS_NOT_SUPPORTED;
+}
 
 void fail_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) {
   const std::string what = fmt::format("{} ({})", cudnnGetErrorString(s), static_cast<int>(s));

@@ -21,6 +21,11 @@ std::string nccl_hint(ncclResult_t r);
 // fail_cublas throw DeviceOutOfMemory for them (runtime/device_error.h). Pure.
 bool cudnn_status_is_device_oom(cudnnStatus_t s);
 bool cublas_status_is_device_oom(cublasStatus_t s);
+// "cuDNN cannot do this here": CUDNN_STATUS_NOT_SUPPORTED or any of cuDNN 9's sub-codes
+// (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, _DATA_TYPE, _LAYOUT, ... 3001-3014), classified by
+// CUDNN_STATUS_CATEGORY. Every call site with a documented fallback asks this, never == 3000.
+// Pure.
+bool cudnn_status_is_not_supported(cudnnStatus_t s);
 }  // namespace dp
 
 #define CHECK_CUDNN(expr)                                                                    \

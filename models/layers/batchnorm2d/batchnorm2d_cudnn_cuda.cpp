@@ -39,7 +39,7 @@ bool cudnn_forward_train(BnCudaState& st, const BnCall& c) {
   const cudnnStatus_t r = cudnnBatchNormalizationForwardTraining(
       c.ctx.gpu->cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, ds.x.get(), c.x, ds.x.get(), c.y, ds.bn.get(), c.w,
       c.b, c.momentum, c.running_mean, c.running_var, c.eps, st.saved_mean.raw(), st.saved_invvar.raw());
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnBatchNormalizationForwardTraining", __FILE__, __LINE__);
   epilogue_after(c);
   return true;
@@ -50,7 +50,7 @@ bool cudnn_forward_eval(BnCudaState& st, const BnCall& c) {
   const cudnnStatus_t r = cudnnBatchNormalizationForwardInference(
       c.ctx.gpu->cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, ds.x.get(), c.x, ds.x.get(), c.y, ds.bn.get(), c.w,
       c.b, c.running_mean, c.running_var, c.eps);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnBatchNormalizationForwardInference", __FILE__, __LINE__);
   epilogue_after(c);
   return true;
@@ -65,7 +65,7 @@ bool cudnn_backward_train(BnCudaState& st, const BnCall& c) {
   const cudnnStatus_t r = cudnnBatchNormalizationBackward(
       c.ctx.gpu->cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kOne, ds.x.get(), c.x, ds.x.get(), g,
       ds.x.get(), dx, ds.bn.get(), c.w, c.dw, c.db, c.eps, st.saved_mean.raw(), st.saved_invvar.raw());
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnBatchNormalizationBackward", __FILE__, __LINE__);
   return true;
 }

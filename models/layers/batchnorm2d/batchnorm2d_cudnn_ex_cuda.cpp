@@ -75,10 +75,10 @@ bool cudnn_ex_forward_train(BnCudaState& st, const BnCall& c, const BnExChoice& 
   size_t ws_bytes = 0, reserve_bytes = 0;
   cudnnStatus_t r = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(h, kMode, ops, ds.x.get(), zdesc,
                                                                               ds.x.get(), ds.bn.get(), act, &ws_bytes);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", __FILE__, __LINE__);
   r = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(h, kMode, ops, act, ds.x.get(), &reserve_bytes);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnGetBatchNormalizationTrainingExReserveSpaceSize", __FILE__, __LINE__);
   void* ws = nullptr;
   if (!workspace(c, ws_bytes, &ws, "forward")) return false;
@@ -87,7 +87,7 @@ bool cudnn_ex_forward_train(BnCudaState& st, const BnCall& c, const BnExChoice& 
                                                add ? c.r : nullptr, ds.x.get(), c.y, ds.bn.get(), c.w, c.b,
                                                c.momentum, c.running_mean, c.running_var, c.eps, st.saved_mean.raw(),
                                                st.saved_invvar.raw(), act, ws, ws_bytes, reserve, reserve_bytes);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnBatchNormalizationForwardTrainingEx", __FILE__, __LINE__);
   if (ex.own_epilogue && c.relu()) CHECK_CUDA(kc::batchnorm_epilogue(c.y, c.r, c.dt, c.numel(), c.s));
   st.last.reserve_bytes = reserve_bytes;
@@ -117,7 +117,7 @@ bool cudnn_ex_backward_train(BnCudaState& st, const BnCall& c) {
   size_t ws_bytes = 0;
   cudnnStatus_t r = cudnnGetBatchNormalizationBackwardExWorkspaceSize(h, kMode, ops, ds.x.get(), ydesc, ds.x.get(),
                                                                        dzdesc, ds.x.get(), ds.bn.get(), act, &ws_bytes);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnGetBatchNormalizationBackwardExWorkspaceSize", __FILE__, __LINE__);
   void* ws = nullptr;
   if (!workspace(c, ws_bytes, &ws, "backward")) return false;
@@ -127,7 +127,7 @@ bool cudnn_ex_backward_train(BnCudaState& st, const BnCall& c) {
                                         c.w, fused ? c.b : nullptr, c.dw, c.db, c.eps, st.saved_mean.raw(),
                                         st.saved_invvar.raw(), act, ws, ws_bytes,
                                         st.last.reserve_bytes ? st.reserve.raw() : nullptr, st.last.reserve_bytes);
-  if (r == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_status_is_not_supported(r)) return false;
   check_cudnn_status(r, "cudnnBatchNormalizationBackwardEx", __FILE__, __LINE__);
   return true;
 }

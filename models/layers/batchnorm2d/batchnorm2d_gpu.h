@@ -108,7 +108,7 @@ struct BnCall {
   int64_t numel() const { return d.N * d.C * d.HW; }
 };
 
-// A cuDNN status other than success and NOT_SUPPORTED (which the callers handle) is fatal.
+// A cuDNN status other than success and NOT_SUPPORTED (any sub-code; the callers handle it) is fatal.
 void check_cudnn_status(cudnnStatus_t s, const char* call, const char* file, int line);
 
 // The legacy spatial batch norm. Training forward: y = bn(x), running statistics and cuDNN's saved

@@ -80,6 +80,19 @@ TEST(CudaErrors, OutOfMemoryFromAnyCallIsADeviceOutOfMemory) {
   if (cuda_device_count() > 0) EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// cuDNN 9 answers "not supported" with sub-codes (3001 CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN ...
+// 3014 _INVALID_DYNAMIC_SHAPE); comparing with 3000 alone made the batch-norm fallbacks throw.
+TEST(CudaErrors, EveryNotSupportedSubCodeIsNotSupported) {
+  for (int code = 3000; code <= 3014; ++code)
+    EXPECT_TRUE(cudnn_status_is_not_supported(static_cast<cudnnStatus_t>(code))) << code;
+  EXPECT_TRUE(cudnn_status_is_not_supported(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE));
+  EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_SUCCESS));
+  EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_BAD_PARAM));                       // 2000
+  EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_INTERNAL_ERROR));                  // 4000
+  EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_EXECUTION_FAILED));                // 5000
+  EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED));
+}
+
 TEST(CudaErrors, TheLibrariesAllocationFailuresAreDeviceOutOfMemory) {
   EXPECT_TRUE(cudnn_status_is_device_oom(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED));
   EXPECT_FALSE(cudnn_status_is_device_oom(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED));  // the host's
