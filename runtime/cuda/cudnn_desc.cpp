@@ -49,12 +49,11 @@ void FilterDesc::set(DType dtype, int64_t k, int64_t c, int64_t r, int64_t s, bo
                                          as_int(c, "c"), as_int(r, "r"), as_int(s, "s")));
 }
 
-void ConvDesc::set(int64_t pad, int64_t stride, int64_t groups, DType compute, bool tensor_ops) {
+void ConvDesc::set(int64_t pad, int64_t stride, int64_t groups, DType compute) {
   const int p = as_int(pad, "pad"), st = as_int(stride, "stride");
   CHECK_CUDNN(
       cudnnSetConvolution2dDescriptor(get(), p, p, st, st, 1, 1, CUDNN_CROSS_CORRELATION, cudnn_dtype(compute)));
   CHECK_CUDNN(cudnnSetConvolutionGroupCount(get(), as_int(groups, "groups")));
-  CHECK_CUDNN(cudnnSetConvolutionMathType(get(), tensor_ops ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
 }
 
 void PoolDesc::set(cudnnPoolingMode_t mode, int64_t kernel, int64_t stride, int64_t pad) {

@@ -40,9 +40,9 @@ class ConvDesc : public Owner<cudnnConvolutionDescriptor_t, DestroyConvDesc> {
  public:
   ConvDesc();
   // Cross-correlation (PyTorch's convolution), square padding/stride, dilation 1, `groups`.
-  // compute: the accumulation type (F32 for every data type). tensor_ops: allow tensor-core math
-  // (TF32 for f32 data; always for 16-bit data); false keeps f32 data at full FMA precision.
-  void set(int64_t pad, int64_t stride, int64_t groups, DType compute, bool tensor_ops);
+  // compute: the accumulation type (F32 for every data type). The math type is the caller's
+  // (models/layers/conv2d/conv_algos.h's conv_math_type: one place decides it).
+  void set(int64_t pad, int64_t stride, int64_t groups, DType compute);
 };
 
 class PoolDesc : public Owner<cudnnPoolingDescriptor_t, DestroyPoolDesc> {

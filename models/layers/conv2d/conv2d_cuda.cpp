@@ -163,7 +163,7 @@ Conv2d::CudaState& Conv2d::cuda_state(const StepContext& ctx, DType dt, int64_t 
   st.y.set(dt, batch, K, OH_, OW_, cl);
   st.w.set(dt, K, Cg, R, R, cl);
   for (cuda::ConvDesc* conv : {&st.conv_fwd, &st.conv_bwd_data, &st.conv_bwd_filter}) {
-    conv->set(a_.padding, a_.stride, a_.groups, DType::F32, key.tensor_ops);
+    conv->set(a_.padding, a_.stride, a_.groups, DType::F32);
     CHECK_CUDNN(cudnnSetConvolutionMathType(conv->get(), static_cast<cudnnMathType_t>(cuda::conv_math_type(key))));
   }
   st.fwd.reset();

@@ -43,7 +43,8 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const noexcept {
 }
 
 int conv_math_type(const ConvKey& key) {
-  if (key.tensor_ops) return kCudnnTensorOpMathAllowConversion;
+  if (key.dtype == DType::F16) return kCudnnTensorOpMath;
+  if (key.dtype == DType::BF16) return kCudnnDefaultMath;
   return key.tf32 ? kCudnnDefaultMath : kCudnnFmaMath;
 }
 
@@ -54,6 +55,7 @@ std::optional<AlgoPerf> choose_algo(const std::vector<AlgoPerf>& results, size_t
   for (const AlgoPerf& r : results) {
     if (r.status != kCudnnStatusSuccess || r.memory > workspace_limit) continue;
     if (fma_only && r.math != kCudnnFmaMath) continue;
+    if (r.math == kCudnnTensorOpMathAllowConversion) continue;
     if (!best || r.time_ms < best->time_ms) best = r;
   }
   return best;

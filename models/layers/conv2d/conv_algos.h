@@ -55,13 +55,17 @@ struct ConvKeyHash {
 // against cudnn.h).
 constexpr int kCudnnStatusSuccess = 0;  // CUDNN_STATUS_SUCCESS
 constexpr int kCudnnDefaultMath = 0;    // CUDNN_DEFAULT_MATH: f32 data may use TF32 tensor cores (sm_80+)
+constexpr int kCudnnTensorOpMath = 1;   // CUDNN_TENSOR_OP_MATH
 constexpr int kCudnnTensorOpMathAllowConversion = 2;  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
 constexpr int kCudnnFmaMath = 3;        // CUDNN_FMA_MATH
 
-// The math type a convolution of `key` is measured and run in (cudnnMathType_t): 16-bit data
-// (tensor_ops) tensor-op math; f32 data FMA math (exact f32, no TF32) or, with key.tf32, the
-// default math, which lets cuDNN use TF32 tensor cores (PyTorch's torch.backends.cudnn.allow_tf32
-// chooses between the same two for f32).
+// The math type a convolution of `key` is measured in (cudnnMathType_t), PyTorch's choice per
+// dtype (aten/src/ATen/cudnn/Descriptors.h): f16 data tensor-op math; bf16 data the default math
+// (tensor cores without converting the data); f32 data FMA math (exact f32, no TF32) or, with
+// key.tf32, the default math, which lets cuDNN use TF32 tensor cores (PyTorch's
+// torch.backends.cudnn.allow_tf32 chooses between the same two for f32). Never
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: it lets cuDNN convert the data to another type on every
+// call (the H200 run logged that warning for every bf16 convolution).
 int conv_math_type(const ConvKey& key);
 // Whether only candidates that ran in FMA math qualify (f32 data without TF32: a TF32 or
 // tensor-op result would not be full f32).
@@ -77,7 +81,8 @@ struct AlgoPerf {
   bool operator==(const AlgoPerf&) const = default;
 };
 
-// The fastest candidate that ran (status success), needs at most workspace_limit bytes and,
+// The fastest candidate that ran (status success), did not convert the data (math other than
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), needs at most workspace_limit bytes and,
 // with fma_only (f32 data kept at full precision), ran in CUDNN_FMA_MATH; ties go to the
 // earlier candidate (cuDNN lists them fastest first). nullopt when none qualifies.
 std::optional<AlgoPerf> choose_algo(const std::vector<AlgoPerf>& results, size_t workspace_limit, bool fma_only);

@@ -12,6 +12,7 @@ namespace dp::cuda {
 static_assert(kCudnnStatusSuccess == CUDNN_STATUS_SUCCESS);
 static_assert(kCudnnFmaMath == CUDNN_FMA_MATH);
 static_assert(kCudnnDefaultMath == CUDNN_DEFAULT_MATH);
+static_assert(kCudnnTensorOpMath == CUDNN_TENSOR_OP_MATH);
 static_assert(kCudnnTensorOpMathAllowConversion == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
 
 namespace {

@@ -15,7 +15,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int kTensorOpMath = 1;  // CUDNN_TENSOR_OP_MATH
 constexpr int kNotSupported = 9;  // CUDNN_STATUS_NOT_SUPPORTED
 constexpr size_t kMiB = size_t{1} << 20;
 
@@ -44,16 +43,24 @@ TEST(ChooseAlgo, TiesGoToTheEarlierCandidate) {
 }
 
 TEST(ChooseAlgo, FmaOnlySkipsTensorOpResults) {
-  const std::vector<AlgoPerf> r{perf(1, 0.1f, 0, kTensorOpMath), perf(0, 0.9f, 0, kCudnnFmaMath),
+  const std::vector<AlgoPerf> r{perf(1, 0.1f, 0, kCudnnTensorOpMath), perf(0, 0.9f, 0, kCudnnFmaMath),
                                 perf(2, 0.2f, 0, /*CUDNN_DEFAULT_MATH*/ 0)};
   EXPECT_EQ(choose_algo(r, 0, true), r[1]);
   EXPECT_EQ(choose_algo(r, 0, false), r[0]);
 }
 
+// A candidate that ran in CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION converted the data to another
+// type (cuDNN warns on every call); it never qualifies, however fast.
+TEST(ChooseAlgo, NeverACandidateThatConvertsTheData) {
+  const std::vector<AlgoPerf> r{perf(1, 0.1f, 0, kCudnnTensorOpMathAllowConversion), perf(0, 0.9f, 0, kCudnnDefaultMath)};
+  EXPECT_EQ(choose_algo(r, 0, false), r[1]);
+  EXPECT_EQ(choose_algo({r[0]}, 0, false), std::nullopt);
+}
+
 TEST(ChooseAlgo, NulloptWhenNothingQualifies) {
   EXPECT_EQ(choose_algo({}, 64 * kMiB, false), std::nullopt);
   const std::vector<AlgoPerf> r{perf(0, 1.0f, 2 * kMiB), perf(1, 1.0f, 0, kCudnnFmaMath, kNotSupported),
-                                perf(2, 1.0f, 0, kTensorOpMath)};
+                                perf(2, 1.0f, 0, kCudnnTensorOpMath)};
   EXPECT_EQ(choose_algo(r, kMiB, true), std::nullopt);
   EXPECT_EQ(choose_algo(r, kMiB, false), r[2]);
 }
@@ -124,8 +131,12 @@ TEST(ConvKey, MathTypeFollowsTheDtypeAndTheTf32Policy) {
   f32.tf32 = true;  // "conv" or "all"
   EXPECT_EQ(conv_math_type(f32), kCudnnDefaultMath);
   EXPECT_FALSE(conv_needs_fma_math(f32));
-  const ConvKey bf16 = base_key();  // 16-bit data: tensor cores whatever the policy
-  EXPECT_EQ(conv_math_type(bf16), kCudnnTensorOpMathAllowConversion);
+  const ConvKey bf16 = base_key();  // 16-bit data: tensor cores whatever the policy, as PyTorch
+  EXPECT_EQ(conv_math_type(bf16), kCudnnDefaultMath);  // bf16 runs on tensor cores in the default math
+  ConvKey f16 = base_key();
+  f16.dtype = DType::F16;
+  EXPECT_EQ(conv_math_type(f16), kCudnnTensorOpMath);
+  for (ConvKey k : {bf16, f16, f32}) EXPECT_NE(conv_math_type(k), kCudnnTensorOpMathAllowConversion);
   EXPECT_FALSE(conv_needs_fma_math(bf16));
   // The policy's two switches (runtime/precision.h): TF32 in convolutions for conv and all.
   EXPECT_FALSE(tf32_in_convolutions(Tf32::Off));
@@ -160,13 +171,13 @@ struct CountingFind {
 
 TEST(ConvAlgoCache, MeasuresOncePerPassAndKey) {
   ConvAlgoCache cache;
-  CountingFind f{{perf(1, 2.0f, kMiB, kTensorOpMath), perf(0, 3.0f, 0, kTensorOpMath)}};
+  CountingFind f{{perf(1, 2.0f, kMiB, kCudnnTensorOpMath), perf(0, 3.0f, 0, kCudnnTensorOpMath)}};
   const ConvKey a = base_key();
   EXPECT_EQ(cache.get(ConvPass::Forward, a, 64 * kMiB, "layer 'c1' (conv2d)", f.fn()).algo, 1);
   EXPECT_EQ(cache.get(ConvPass::Forward, a, 64 * kMiB, "layer 'c2' (conv2d)", f.fn()).algo, 1);
   EXPECT_EQ(f.calls, 1);  // the second layer of the same shape shares the measurement
 
-  f.results = {perf(0, 1.0f, 0, kTensorOpMath)};
+  f.results = {perf(0, 1.0f, 0, kCudnnTensorOpMath)};
   EXPECT_EQ(cache.get(ConvPass::BackwardData, a, 64 * kMiB, "c1", f.fn()).algo, 0);
   EXPECT_EQ(cache.get(ConvPass::BackwardFilter, a, 64 * kMiB, "c1", f.fn()).algo, 0);
   EXPECT_EQ(f.calls, 3);  // each pass is its own choice
@@ -181,7 +192,7 @@ TEST(ConvAlgoCache, MeasuresOncePerPassAndKey) {
 
 TEST(ConvAlgoCache, AChoiceAboveASmallerLimitIsMadeAgain) {
   ConvAlgoCache cache;
-  CountingFind f{{perf(1, 1.0f, 32 * kMiB, kTensorOpMath), perf(0, 3.0f, 0, kTensorOpMath)}};
+  CountingFind f{{perf(1, 1.0f, 32 * kMiB, kCudnnTensorOpMath), perf(0, 3.0f, 0, kCudnnTensorOpMath)}};
   EXPECT_EQ(cache.get(ConvPass::Forward, base_key(), 64 * kMiB, "c", f.fn()).algo, 1);
   EXPECT_EQ(cache.get(ConvPass::Forward, base_key(), 16 * kMiB, "c", f.fn()).algo, 0);
   EXPECT_EQ(f.calls, 2);
@@ -193,7 +204,7 @@ TEST(ConvAlgoCache, F32KeysWithoutTensorOpsNeedFmaMath) {
   ConvAlgoCache cache;
   ConvKey k = base_key();
   k.dtype = DType::F32, k.channels_last = false, k.tensor_ops = false;
-  CountingFind f{{perf(1, 0.5f, 0, kTensorOpMath), perf(0, 2.0f, 0, kCudnnFmaMath)}};
+  CountingFind f{{perf(1, 0.5f, 0, kCudnnTensorOpMath), perf(0, 2.0f, 0, kCudnnFmaMath)}};
   EXPECT_EQ(cache.get(ConvPass::Forward, k, 0, "c", f.fn()).algo, 0);
   EXPECT_EQ(cache.get(ConvPass::Forward, base_key(), 0, "c", f.fn()).algo, 1);  // bf16: any math
   k.tf32 = true;  // TF32 allowed: the faster tensor-core candidate, cached apart from the FMA one
@@ -203,7 +214,7 @@ TEST(ConvAlgoCache, F32KeysWithoutTensorOpsNeedFmaMath) {
 
 TEST(ConvAlgoCache, NothingFitsNamesLayerShapeAndLimitAndCachesNothing) {
   ConvAlgoCache cache;
-  CountingFind f{{perf(1, 1.0f, 96 * kMiB, kTensorOpMath), perf(4, 0.0f, 0, kTensorOpMath, kNotSupported)}};
+  CountingFind f{{perf(1, 1.0f, 96 * kMiB, kCudnnTensorOpMath), perf(4, 0.0f, 0, kCudnnTensorOpMath, kNotSupported)}};
   try {
     cache.get(ConvPass::BackwardFilter, base_key(), 64 * kMiB, "layer 'layer3.0.conv2' (conv2d)", f.fn());
     FAIL() << "expected DpError";
@@ -229,7 +240,7 @@ TEST(ConvAlgoCache, AFailingFindCachesNothing) {
                          }),
                DpError);
   EXPECT_EQ(cache.size(), 0u);
-  CountingFind f{{perf(2, 1.0f, 0, kTensorOpMath)}};
+  CountingFind f{{perf(2, 1.0f, 0, kCudnnTensorOpMath)}};
   EXPECT_EQ(cache.get(ConvPass::Forward, base_key(), kMiB, "c", f.fn()).algo, 2);  // the lock was released
   EXPECT_EQ(calls, 1);
 }
