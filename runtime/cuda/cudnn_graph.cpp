@@ -162,7 +162,12 @@ void describe_sdpa_fprop(fe::graph::Graph& g, const PlanKey& k) {
 void describe_sdpa_bprop(fe::graph::Graph& g, const PlanKey& k) {
   TensorPtr q = input(g, k, 0, "q"), kk = input(g, k, 1, "k"), v = input(g, k, 2, "v"), o = input(g, k, 3, "o");
   TensorPtr d_o = input(g, k, 4, "do"), lse = input(g, k, 5, "stats");
-  auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(k.sdpa.scale);
+  // Deterministic: without it cuDNN sums dQ with atomics across key blocks and the same inputs
+  // give different bf16 gradients run to run; dptrain promises the same bits.
+  auto a = fe::graph::SDPA_backward_attributes()
+               .set_name("sdpa_backward")
+               .set_attn_scale(k.sdpa.scale)
+               .set_deterministic_algorithm(true);
   causal(a, k.sdpa);
   auto [dq, dk, dv] = g.sdpa_backward(q, kk, v, o, d_o, lse, a);
   output(dq, k, 6);
