@@ -92,6 +92,16 @@ void check_reduce_scatter_shapes(const Tensor& in, const Tensor& out, int world,
 
 // ---- SingleProcessCommunicator ----
 
+WorkPtr Communicator::reduce_scatter_blocks_async(const Tensor&, ReduceOp) {
+  DP_THROW_USER("the {} collectives backend has no in-place block reduce-scatter (train.zero > 0); use "
+                "dist.backend = \"ring\" or train.zero = 0", backend());
+}
+
+WorkPtr Communicator::allgather_blocks_async(const Tensor&) {
+  DP_THROW_USER("the {} collectives backend has no in-place block all-gather (train.zero > 0); use "
+                "dist.backend = \"ring\" or train.zero = 0", backend());
+}
+
 namespace {
 // " (f32, 10 elements, sum)": collective_description's tail.
 std::string describe(const Tensor& t, const char* op, int root) {
@@ -149,6 +159,20 @@ WorkPtr SingleProcessCommunicator::reduce_scatter_async(const Tensor& in, const 
     out.reshape(in.shape()).copy_from(in);
     w->finish();
   }
+  return w;
+}
+
+WorkPtr SingleProcessCommunicator::reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) {
+  check_collective_dtype(t, "single reduce_scatter_blocks");
+  auto w = start("reduce_scatter_blocks", describe(t, reduce_op_name(op), -1));
+  if (!w->is_completed()) w->finish();  // one block: the reduction of one value is itself
+  return w;
+}
+
+WorkPtr SingleProcessCommunicator::allgather_blocks_async(const Tensor& t) {
+  check_collective_dtype(t, "single allgather_blocks");
+  auto w = start("allgather_blocks", describe(t, nullptr, -1));
+  if (!w->is_completed()) w->finish();
   return w;
 }
 

@@ -120,6 +120,14 @@ class Communicator {
   // out (n elements) = block rank() of op over ranks of in (size() * n elements).
   virtual WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual WorkPtr barrier_async() = 0;
+  // ZeRO's pair (collectives/reducer/zero_shard.h), in place on a CPU tensor of n elements cut
+  // into size() blocks as the ring all-reduce cuts it (ring_block: the first n % size() blocks one
+  // element longer). reduce_scatter_blocks: block rank() ends with the bits allreduce_async(t, op)
+  // would leave there (the same summation order); the other blocks are left undefined.
+  // allgather_blocks: every rank's block rank() goes to every rank. The defaults throw (a backend
+  // without them); single leaves t as it is.
+  virtual WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op);
+  virtual WorkPtr allgather_blocks_async(const Tensor& t);
   // Gives up: the collective in flight and every later one fail with `reason`, here and (as
   // far as they can still be told) on every peer. Idempotent; never throws.
   virtual void abort(const std::string& reason) = 0;
@@ -191,6 +199,8 @@ class SingleProcessCommunicator final : public Communicator {
   WorkPtr allgather_async(const Tensor& in, const Tensor& out) override;
   WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override;
   WorkPtr barrier_async() override;
+  WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) override;
+  WorkPtr allgather_blocks_async(const Tensor& t) override;
   void abort(const std::string& reason) override;
   // Nothing to wait for: the average of one rank's tensor is the tensor, in stream order.
   WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override;

@@ -88,6 +88,14 @@ void hierarchical_allreduce(Transport& tx, const RingTopology& topo, char* buf, 
 // in: N blocks of block_count elements; out: block rank() of the reduction. in is not modified.
 void ring_reduce_scatter(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
                          kernels::cpu::ReduceKind kind, int divisor, size_t piece_bytes);
+// In place on buf (count elements cut into ring_block's blocks): block rank() ends with the bits
+// ring_allreduce leaves there (the same steps, pieces and operand order: its reduce-scatter
+// half); the other blocks hold partial results. ZeRO's gradient reduction.
+void ring_reduce_scatter_blocks(Transport& tx, char* buf, int64_t count, DType dtype, kernels::cpu::ReduceKind kind,
+                                int divisor, size_t piece_bytes);
+// In place: every rank's block rank() (ring_block) goes to every rank (ring_allreduce's all-gather
+// half). ZeRO's parameter gather.
+void ring_allgather_blocks(Transport& tx, char* buf, int64_t count, DType dtype, size_t piece_bytes);
 // out[r * block_count ...] = rank r's in, for every r.
 void ring_allgather(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
                     size_t piece_bytes);

@@ -131,6 +131,38 @@ void ring_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, Reduce
   ring_allreduce(tx, world_group(tx.rank(), tx.size()), buf, count, dtype, kind, divisor, piece_bytes);
 }
 
+void ring_reduce_scatter_blocks(Transport& tx, char* buf, int64_t count, DType dtype, ReduceKind kind, int divisor,
+                                size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t esz = dtype_size(dtype);
+  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
+  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  std::vector<RingRecv> steps;
+  // ring_allreduce's first n-1 steps: step t receives block r-t-2 and reduces it; the last is block r.
+  for (int t = 0; t < n - 1; ++t) {
+    int b = mod(r - t - 2, n);
+    steps.push_back({at(b), at(b), len(b), divisor > 0 && t == n - 2});
+  }
+  int first = mod(r - 1, n);
+  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), at(first), len(first), steps, steps.size() - 1, dtype, kind, divisor,
+            piece_bytes, 0);
+}
+
+void ring_allgather_blocks(Transport& tx, char* buf, int64_t count, DType dtype, size_t piece_bytes) {
+  const int n = tx.size(), r = tx.rank();
+  const size_t esz = dtype_size(dtype);
+  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
+  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  std::vector<RingRecv> steps;
+  // ring_allreduce's last n-1 steps: step j receives block r-j-1, already final.
+  for (int j = 0; j < n - 1; ++j) {
+    int b = mod(r - j - 1, n);
+    steps.push_back({at(b), nullptr, len(b), false});
+  }
+  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), at(r), len(r), steps, steps.size() - 1, dtype, ReduceKind::Sum, 0,
+            piece_bytes, 0);
+}
+
 void ring_reduce_scatter(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
                          ReduceKind kind, int divisor, size_t piece_bytes) {
   const int n = tx.size(), r = tx.rank();

@@ -105,6 +105,28 @@ class RingCommunicator final : public Communicator {
     return reduce_scatter_impl(in, out, op, false);
   }
   WorkPtr barrier_async() override { return barrier_impl(false); }
+  WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) override {
+    check_collective_dtype(t, "ring reduce_scatter_blocks");
+    DP_CHECK(t.device().is_cpu(), "ring reduce_scatter_blocks: takes a host tensor, got {}", t.describe());
+    // Where the all-reduce would not run the flat ring (recursive doubling for small tensors,
+    // hierarchical over nodes, one rank) its order is not the ring's: then the whole all-reduce
+    // runs, so that block rank() has exactly its bits either way.
+    if (size_ == 1 || t.numel() == 0 || hierarchical_ || t.nbytes() <= opt_.small_bytes)
+      return allreduce_impl(t, op, false, nullptr);
+    return submit(false, Kind::ReduceScatter, t.dtype(), op, Algo::Ring, t.numel(), -1, [this, t, op] {
+      ring::ring_reduce_scatter_blocks(*transport_, static_cast<char*>(t.raw()), t.numel(), t.dtype(), kind_of(op),
+                                       op == ReduceOp::Avg ? size_ : 0, opt_.piece_bytes);
+    });
+  }
+  WorkPtr allgather_blocks_async(const Tensor& t) override {
+    check_collective_dtype(t, "ring allgather_blocks");
+    DP_CHECK(t.device().is_cpu(), "ring allgather_blocks: takes a host tensor, got {}", t.describe());
+    const Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local : Algo::Ring;
+    return submit(false, Kind::Allgather, t.dtype(), std::nullopt, algo, t.numel(), -1, [this, t, algo] {
+      if (algo == Algo::Ring)
+        ring::ring_allgather_blocks(*transport_, static_cast<char*>(t.raw()), t.numel(), t.dtype(), opt_.piece_bytes);
+    });
+  }
   void allreduce(const Tensor& t, ReduceOp op) override { allreduce_impl(t, op, true, nullptr)->wait(); }
   void broadcast(const Tensor& t, int root) override { broadcast_impl(t, root, true)->wait(); }
   void allgather(const Tensor& in, const Tensor& out) override { allgather_impl(in, out, true)->wait(); }
