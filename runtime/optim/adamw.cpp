@@ -21,8 +21,7 @@ AdamW::AdamW(int64_t numel, AdamWOptions o) : Optimizer(numel), options_(o) {
   exp_avg_sq_ = Tensor::zeros({numel}, DType::F32);
 }
 
-void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
-  check_step_args(params, grads, lr);
+kernels::AdamWScalars AdamW::scalars(double lr) const {
   const double t = static_cast<double>(steps_ + 1);
   // Scalars in double, as torch computes them in Python (adam.py, _single_tensor_adam).
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
@@ -36,12 +35,24 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   s.bias_correction2_sqrt = static_cast<float>(std::pow(bias_correction2, 0.5));
   s.neg_step_size = static_cast<float>(-(lr / bias_correction1));
   s.eps = static_cast<float>(options_.eps);
+  return s;
+}
+
+void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
+  check_step_args(params, grads, lr);
+  const kernels::AdamWScalars s = scalars(lr);
   if (device_.is_cuda())
     step_device(params, grads, s);
   else
     kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
                              exp_avg_sq_.data<float>(), numel_, s, decay_skips());
   ++steps_;
+}
+
+void AdamW::update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
+                        const kernels::DecaySkips& skips) {
+  kernels::cpu::adamw_step(p, g, exp_avg_.data<float>() + state_begin, exp_avg_sq_.data<float>() + state_begin, n,
+                           scalars(lr), skips);
 }
 
 void AdamW::move_state(Device device) {

@@ -18,8 +18,11 @@ class AdamW : public Optimizer {
 
  protected:
   void move_state(Device device) override;
+  void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
+                   const kernels::DecaySkips& skips) override;
 
  private:
+  kernels::AdamWScalars scalars(double lr) const;  // this step's (steps() + 1)
   // The fused kernel over the flat arena on the stream place() gave (adamw_cuda.cpp).
   void step_device(const Tensor& params, const Tensor& grads, const kernels::AdamWScalars& s);
   AdamWOptions options_;

@@ -69,6 +69,42 @@ void Optimizer::write_compute_copy(const Tensor& copy) {
   copy_ = copy;
 }
 
+namespace {
+// skip spans [b, e) (sorted, disjoint) that meet [begin, begin + n), relative to begin and cut to it:
+// the bounds a kernel running on those n elements takes.
+std::vector<int64_t> spans_within(const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t begin, int64_t n) {
+  std::vector<int64_t> out;
+  for (const auto& [b, e] : spans) {
+    const int64_t lo = std::max(b, begin), hi = std::min(e, begin + n);
+    if (lo < hi) out.push_back(lo - begin), out.push_back(hi - begin);
+  }
+  return out;
+}
+}  // namespace
+
+void Optimizer::step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
+                            double lr) {
+  DP_CHECK(device_.is_cpu(), "{} optimizer: step_pieces (train.zero > 0) runs on the CPU only, placed on {}", name(),
+           device_.str());
+  DP_CHECK(params.defined() && grads.defined() && params.dtype() == DType::F32 && grads.dtype() == DType::F32 &&
+               params.numel() == grads.numel() && params.device().is_cpu() && grads.device().is_cpu(),
+           "{} optimizer: step_pieces wants the flat f32 CPU parameter and gradient arenas", name());
+  if (!std::isfinite(lr) || lr < 0)
+    DP_THROW_USER("{} optimizer: invalid learning rate {} (want a finite value >= 0)", name(), lr);
+  for (const ArenaPiece& pc : pieces) {
+    DP_CHECK(pc.len >= 0 && pc.arena_begin >= 0 && pc.arena_begin + pc.len <= params.numel() && pc.state_begin >= 0 &&
+                 pc.state_begin + pc.len <= numel_,
+             "{} optimizer: piece (arena {}, {} elements, state {}) is outside the arena of {} or the state of {}",
+             name(), pc.arena_begin, pc.len, pc.state_begin, params.numel(), numel_);
+    if (pc.len == 0) continue;
+    const std::vector<int64_t> bounds = spans_within(skip_spans_, pc.state_begin, pc.len);
+    const kernels::DecaySkips skips{bounds.empty() ? nullptr : bounds.data(), static_cast<int32_t>(bounds.size() / 2)};
+    update_span(params.data<float>() + pc.arena_begin, grads.data<float>() + pc.arena_begin, pc.state_begin, pc.len,
+                lr, skips);
+  }
+  ++steps_;
+}
+
 void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, double lr) const {
   for (const Tensor* t : {&params, &grads}) {
     const char* what = t == &params ? "parameters" : "gradients";

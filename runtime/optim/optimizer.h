@@ -28,12 +28,25 @@ struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
 };
 
+// ZeRO (train.zero = 1; collectives/reducer/zero_shard.h): one run of the flat arena a rank
+// updates, and where its state lies in the optimizer's (the rank's shard's) state tensors.
+struct ArenaPiece {
+  int64_t arena_begin = 0;  // first element in the flat parameter / gradient arena
+  int64_t len = 0;          // elements
+  int64_t state_begin = 0;  // first element in this optimizer's state (numel() of them in all)
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual const char* name() const = 0;
   // One update over the flat parameter arena (params, grads: 1-D F32 CPU tensors of numel()).
   virtual void step(const Tensor& params, const Tensor& grads, double lr) = 0;
+  // ZeRO: one update of the pieces of the whole flat arenas params and grads (1-D F32 CPU
+  // tensors) whose state this optimizer holds (numel() = the pieces' total length), with one step
+  // count: the same bits per element as step() over the whole arena. skip_decay's spans are in
+  // state coordinates here. DpError for pieces outside the arenas or the state.
+  void step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces, double lr);
   // Moves the state to `device` (before the first step) and makes step() run there: on a GPU
   // one fused kernel over the flat arena, enqueued on `cuda_stream` (a cudaStream_t) without a
   // host wait. params and grads given to step() must then live on that device.
@@ -72,6 +85,10 @@ class Optimizer {
   void load_slots(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps,
                   const std::vector<std::pair<std::string, Tensor>>& slots);
 
+  // step_pieces' update of n elements at p / g with the state elements from state_begin on, as
+  // step() updates them at the current steps() (which step_pieces advances once afterwards).
+  virtual void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
+                           const kernels::DecaySkips& skips) = 0;
   // Reallocates the state tensors on `device`, keeping their values.
   virtual void move_state(Device device) = 0;
   // write_compute_copy's copy as the fused kernels take it (*_cuda.cpp): its raw 16-bit data, or

@@ -22,8 +22,7 @@ Sgd::Sgd(int64_t numel, SgdOptions o) : Optimizer(numel), options_(o) {
   if (o.momentum != 0) momentum_buffer_ = Tensor::zeros({numel}, DType::F32);
 }
 
-void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
-  check_step_args(params, grads, lr);
+kernels::SgdScalars Sgd::scalars(double lr) const {
   kernels::SgdScalars s;
   s.neg_lr = static_cast<float>(-lr);
   s.weight_decay = static_cast<float>(options_.weight_decay);
@@ -31,10 +30,22 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   s.one_minus_dampening = static_cast<float>(1.0 - options_.dampening);
   s.nesterov = options_.nesterov;
   s.first_step = steps_ == 0;
+  return s;
+}
+
+void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
+  check_step_args(params, grads, lr);
+  const kernels::SgdScalars s = scalars(lr);
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
   if (device_.is_cuda()) step_device(params, grads, buf, s);
   else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s, decay_skips());
   ++steps_;
+}
+
+void Sgd::update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
+                      const kernels::DecaySkips& skips) {
+  float* buf = momentum_buffer_.defined() ? momentum_buffer_.data<float>() + state_begin : nullptr;
+  kernels::cpu::sgd_step(p, g, buf, n, scalars(lr), skips);
 }
 
 void Sgd::move_state(Device device) {

@@ -17,9 +17,12 @@ class Sgd : public Optimizer {
   const SgdOptions& options() const { return options_; }
 
  protected:
+  void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
+                   const kernels::DecaySkips& skips) override;
   void move_state(Device device) override;
 
  private:
+  kernels::SgdScalars scalars(double lr) const;  // this step's
   // The fused kernel over the flat arena on the stream place() gave (sgd_cuda.cpp); buf: the
   // momentum buffer or null.
   void step_device(const Tensor& params, const Tensor& grads, float* buf, const kernels::SgdScalars& s);
