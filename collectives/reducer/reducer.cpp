@@ -29,6 +29,8 @@ Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options
     : comm_(comm), graph_(graph), opt_(options) {
   DP_CHECK(opt_.wire == DType::F32 || opt_.wire == DType::BF16 || opt_.wire == DType::F16,
            "gradient wire dtype must be f32, bf16 or f16, got {}", dtype_name(opt_.wire));
+  DP_CHECK(!opt_.shard || (opt_.wire == DType::F32 && !opt_.gpu),
+           "the sharded gradient reduction (train.zero > 0) runs on f32 CPU gradients only");
   std::vector<int64_t> numel;
   for (const auto& s : graph.grads().slots()) numel.push_back(s.numel);
   buckets_ = assign_buckets(numel, std::max<int64_t>(1, opt_.first_bucket_bytes / 4),
@@ -66,7 +68,9 @@ void Reducer::launch(size_t b) {
   }
   const Bucket& bk = buckets_[b];
   const Tensor grads = graph_.grads().flat().slice_flat(bk.begin, {bk.end - bk.begin});
-  if (opt_.wire == DType::F32) {
+  if (opt_.shard) {
+    works_[b] = comm_.reduce_scatter_blocks_async(grads, ReduceOp::Avg);
+  } else if (opt_.wire == DType::F32) {
     works_[b] = comm_.allreduce_async(grads, ReduceOp::Avg);
   } else {
     to_wire(grads, wire_[b]);

@@ -47,6 +47,10 @@ struct ReducerOptions {
   // F32: gradients travel as they are. BF16/F16: each bucket is rounded to 16 bits, averaged in
   // that dtype by the backend (which sums 16-bit floats in f32) and widened back.
   DType wire = DType::F32;
+  // ZeRO (train.zero = 1, collectives/reducer/zero_shard.h): each bucket is reduce-scattered in
+  // place instead (Communicator::reduce_scatter_blocks_async): only this rank's block of every
+  // bucket (shard_layout.h) holds the average afterwards, the rest is undefined. F32 wire, CPU only.
+  bool shard = false;
   // Set: the gradients live on gpu->device() and backward is enqueued on gpu->compute() (the GPU
   // path above; CUDA builds only). Not owned; outlives the Reducer.
   cuda::ExecContext* gpu = nullptr;
