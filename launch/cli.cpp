@@ -11,6 +11,7 @@
 #include "launch/check_config.h"
 #include "launch/inference.h"
 #include "launch/local_launcher.h"
+#include "launch/restart_record.h"
 #include "launch/run_dir.h"
 #include "launch/sample.h"
 #include "launch/submit.h"
@@ -87,7 +88,7 @@ int reporting_errors(F&& command) {
     return command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
-    return 2;
+    return kExitUserError;
   } catch (const CommunicationError& e) {
     return logged_failure(e, kExitCommunicationFailed);
   } catch (const DeviceOutOfMemory& e) {
@@ -359,6 +360,7 @@ constexpr const char* kUsage =
     "  dptrain model.cfg                     train (one process; GPU if present, else CPU)\n"
     "  dptrain model.cfg --set train.lr=0.01 override any cfg key\n"
     "  dptrain --nproc 4 model.cfg           4 local processes (env bootstrap)\n"
+    "  dptrain --nproc 4 --max-restarts 3 model.cfg   restart all 4 from the last checkpoint when one dies\n"
     "  srun --mpi=pmix dptrain model.cfg     one process per Slurm task\n"
     "  dptrain submit --nodes 2 --gpus-per-node 4 model.cfg   a Slurm batch job (dptrain submit --help)\n"
     "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
@@ -371,6 +373,7 @@ struct CliArgs {
   RunArgs run;
   bool reference = false, list_layers = false, reset = false, check = false;
   int nproc = 1;
+  int max_restarts = 0;
   RunArgs submit;
   SlurmOptions slurm;
   bool dry_run = false;
@@ -391,6 +394,11 @@ void add_main_options(CLI::App& app, CliArgs& a) {
   add_run_options(app, a.run);
   app.add_option("--nproc", a.nproc, "launch N local worker processes (each line of their output prefixed '[rank r] ')")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--max-restarts", a.max_restarts,
+                 "with --nproc: when a worker dies (a signal, or any exit status but 2, a cfg or input error), stop "
+                 "the others and start all again from the run's newest checkpoint, up to K times (default 0); each "
+                 "restart is a line here and in metrics.jsonl")
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--print-config-reference", a.reference,
                "print every cfg key and environment tunable (Markdown) and exit");
   app.add_flag("--list-layers", a.list_layers, "print the layer types and their keys, and the presets, and exit");
@@ -412,11 +420,11 @@ Commands add_commands(CLI::App& app, CliArgs& a) {
   return c;
 }
 
-// --nproc N: this process launches N workers (our arguments minus --nproc) and supervises them,
-// after checking once what can be checked (the cfg). The launcher's variables in our environment
-// mean we are a worker already.
-bool is_launcher(int nproc) {
-  const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
+// --nproc N (or --max-restarts K, with one worker too): this process launches N workers (our
+// arguments minus --nproc and --max-restarts) and supervises them, after checking once what can be
+// checked (the cfg). The launcher's variables in our environment mean we are a worker already.
+bool is_launcher(int nproc, int max_restarts) {
+  const bool launcher = (nproc > 1 || max_restarts > 0) && std::getenv("RANK") == nullptr;
   if (nproc > 1 && !launcher)
     std::fprintf(stderr, "dptrain: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);
   return launcher;
@@ -441,7 +449,12 @@ int run_main_command(const CliArgs& a, bool launcher, int argc, char** argv) {
   // The launcher only checks them (its workers read their own).
   if (launcher) {
     check_tunables();
-    return run_local(a.nproc, worker_args_of(argc, argv));
+    LocalLaunchOptions o;
+    o.max_restarts = a.max_restarts;
+    o.on_restart = [dir = cfg.run.dir, name = cfg.run.name](const RestartEvent& e) {
+      return record_restart(dir, name, e);
+    };
+    return run_local(a.nproc, worker_args_of(argc, argv), o);
   }
   return run_training(cfg, a.reset);
 }
@@ -450,7 +463,7 @@ int run_main_command(const CliArgs& a, bool launcher, int argc, char** argv) {
 int dispatch(const Commands& c, const CliArgs& a, int argc, char** argv) {
   if (c.submit->parsed()) return reporting_errors([&] { return submit(a.submit, a.slurm, a.dry_run); });
   if (c.shards->parsed()) return reporting_errors([&] { return make_shards(a.shards); });
-  const bool launcher = is_launcher(a.nproc);
+  const bool launcher = is_launcher(a.nproc, a.max_restarts);
   if (c.sample->parsed()) return reporting_errors([&] { return sample(a.sample); });
   if (c.eval->parsed() || c.predict->parsed()) {
     const bool p = c.predict->parsed();

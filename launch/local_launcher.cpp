@@ -30,8 +30,8 @@ std::vector<std::string> worker_args_of(int argc, const char* const* argv) {
   std::vector<std::string> out;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--nproc") ++i;
-    else if (a.rfind("--nproc=", 0) != 0) out.push_back(a);
+    if (a == "--nproc" || a == "--max-restarts") ++i;
+    else if (a.rfind("--nproc=", 0) != 0 && a.rfind("--max-restarts=", 0) != 0) out.push_back(a);
   }
   return out;
 }
@@ -124,15 +124,8 @@ struct Stream {
 struct Worker {
   pid_t pid = -1;
   bool running = false;
-  int code = 0;  // exit code, or 128 + signal
   Stream out, err;
 };
-
-std::string describe(int raw_status) {
-  if (WIFEXITED(raw_status)) return fmt::format("exited with status {}", WEXITSTATUS(raw_status));
-  const int sig = WTERMSIG(raw_status);
-  return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
-}
 
 // Only async-signal-safe calls between fork and exec (the parent may have OpenMP threads).
 [[noreturn]] void exec_worker(const char* exe, char* const* argv, char* const* envp, int out_w, int err_w,
@@ -160,9 +153,10 @@ std::string describe(int raw_status) {
 // The environment every worker shares: ours minus the variables we set, plus them.
 // OMP_NUM_THREADS, unless given, shares the cores between the workers (N workers each using
 // every core would thrash).
-std::vector<std::string> shared_env(int nproc, int port) {
-  const std::vector<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                         "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT", "DPTRAIN_JOB_TOKEN"};
+std::vector<std::string> shared_env(int nproc, int port, int restart) {
+  const std::vector<std::string> ours = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK",        "LOCAL_WORLD_SIZE",
+                                         "GROUP_RANK",  "MASTER_ADDR", "MASTER_PORT",       "DPTRAIN_JOB_TOKEN",
+                                         "DPTRAIN_RESTART_COUNT"};
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
@@ -181,6 +175,7 @@ std::vector<std::string> shared_env(int nproc, int port) {
   // A fresh secret per launch: only these workers can use their store and ring listeners, and a
   // second launch that picked the same port is refused by name instead of joining.
   base.push_back("DPTRAIN_JOB_TOKEN=" + make_job_token());
+  if (restart > 0) base.push_back(fmt::format("DPTRAIN_RESTART_COUNT={}", restart));
   return base;
 }
 
@@ -217,7 +212,12 @@ class LocalJob {
     spawned_ = true;
   }
 
-  // Until every worker is gone and its output drained; the first failed worker's status.
+  // The worker whose failure stopped the job (none: every worker exited 0).
+  const std::optional<WorkerExit>& failure() const { return failure_; }
+  // Whether SIGINT or SIGTERM reached us: the workers stop as asked, not for a restart.
+  int stop_signal() const { return stop_signal_; }
+
+  // Until every worker is gone and its output drained; the failed worker's status.
   int supervise() {
     std::optional<Clock::time_point> drain_until;
     while (true) {
@@ -232,7 +232,7 @@ class LocalJob {
       reap();
       escalate();
     }
-    return failed_rank_ >= 0 ? failed_code_ : 0;
+    return failure_ ? failure_->status : 0;
   }
 
  private:
@@ -297,6 +297,7 @@ class LocalJob {
         const int sig = sigs[i];
         if (sig == SIGCHLD) continue;  // reaped in reap()
         kill_all(sig);
+        if (sig == SIGINT || sig == SIGTERM) stop_signal_ = sig;
         if ((sig == SIGINT || sig == SIGTERM) && !kill_at_) kill_at_ = Clock::now() + seconds(opt_.grace_s);
       }
   }
@@ -318,25 +319,27 @@ class LocalJob {
   }
 
   // Collects exited workers; the first failure stops the others (SIGTERM, then the grace period).
+  // Of workers that failed together, the cause is the one that did not just lose a peer.
   void reap() {
+    std::vector<WorkerExit> failed;
     for (size_t r = 0; r < workers_.size(); ++r) {
       Worker& w = workers_[r];
       if (!w.running) continue;
       int st = 0;
       if (::waitpid(w.pid, &st, WNOHANG) != w.pid) continue;
       w.running = false;
-      w.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      if (w.code == 0 || failed_rank_ >= 0) continue;
-      failed_rank_ = static_cast<int>(r);
-      failed_code_ = w.code;
-      const auto left = std::count_if(workers_.begin(), workers_.end(), [](const Worker& o) { return o.running; });
-      write_all(2, fmt::format("dptrain: rank {} {}{}\n", r, describe(st),
-                               left > 0 ? fmt::format("; stopping the other {} worker{}", left, left > 1 ? "s" : "")
-                                        : std::string()));
-      kill_all(SIGTERM);
-      const auto at = Clock::now() + seconds(opt_.grace_s);
-      if (!kill_at_ || at < *kill_at_) kill_at_ = at;
+      const WorkerExit e = worker_exit_of(static_cast<int>(r), st);
+      if (e.status != 0) failed.push_back(e);
     }
+    if (failed.empty() || failure_) return;
+    failure_ = failure_cause(failed);
+    const auto left = std::count_if(workers_.begin(), workers_.end(), [](const Worker& o) { return o.running; });
+    write_all(2, fmt::format("dptrain: rank {} {}{}\n", failure_->rank, describe_exit(*failure_),
+                             left > 0 ? fmt::format("; stopping the other {} worker{}", left, left > 1 ? "s" : "")
+                                      : std::string()));
+    kill_all(SIGTERM);
+    const auto at = Clock::now() + seconds(opt_.grace_s);
+    if (!kill_at_ || at < *kill_at_) kill_at_ = at;
   }
 
   // SIGKILL for the workers still running when the grace period after SIGTERM is over.
@@ -355,13 +358,62 @@ class LocalJob {
   std::vector<std::string> args_;
   std::vector<Worker> workers_;
   bool spawned_ = false;
-  int failed_rank_ = -1, failed_code_ = 0;
+  std::optional<WorkerExit> failure_;
+  int stop_signal_ = 0;
   std::optional<Clock::time_point> kill_at_;
   bool killed_ = false;
   std::vector<pollfd> pfds_;
   std::vector<std::pair<size_t, Stream*>> who_;
   char buf_[1 << 16];
 };
+
+std::string host_name() {
+  char h[256] = {};
+  return ::gethostname(h, sizeof h - 1) == 0 ? std::string(h) : std::string("?");
+}
+
+// After a failed launch that is not restarted: why not, in one line (only when restarts were
+// allowed: with --max-restarts 0 the failure line says all there is).
+void say_why_not_restarting(RestartVerdict v, const WorkerExit& f, const LocalLaunchOptions& opt, int restarts) {
+  if (opt.max_restarts <= 0) return;
+  std::string why;
+  switch (v) {
+    case RestartVerdict::NotRetriable:
+      why = fmt::format("not restarting: rank {} {}, a cfg or input error that every attempt would repeat", f.rank,
+                        describe_exit(f));
+      break;
+    case RestartVerdict::Exhausted:
+      why = fmt::format("rank {} {} after {} restart{} (--max-restarts {}): giving up", f.rank, describe_exit(f),
+                        restarts, restarts == 1 ? "" : "s", opt.max_restarts);
+      break;
+    case RestartVerdict::StopRequested: why = "not restarting: the launcher was asked to stop"; break;
+    case RestartVerdict::Restart: return;
+  }
+  write_all(2, fmt::format("dptrain: {}; exiting with status {}\n", why, f.status));
+}
+
+// The line of one restart: the failure, where the job resumes (on_restart), the new launch.
+void announce_restart(const RestartEvent& e, const LocalLaunchOptions& opt, int nproc) {
+  const std::string details = opt.on_restart ? opt.on_restart(e) : std::string();
+  write_all(2, fmt::format("dptrain: restart {} of {}: rank {} on {} {}{}; starting the {} worker{} again\n",
+                           e.restart, e.max_restarts, e.failure.rank, e.host, describe_exit(e.failure),
+                           details.empty() ? "" : "; " + details, nproc, nproc > 1 ? "s" : ""));
+}
+
+// One launch of the N workers, supervised to its end: its status, its failure, its stop signal.
+struct LaunchOutcome {
+  int status = 0;
+  std::optional<WorkerExit> failure;
+  int stop_signal = 0;
+};
+
+LaunchOutcome launch_once(int nproc, const std::vector<std::string>& args, const LocalLaunchOptions& opt, int sig_r,
+                          int restart) {
+  LocalJob job(nproc, args, opt, sig_r);
+  job.spawn(shared_env(nproc, free_port(), restart));
+  const int status = job.supervise();
+  return {status, job.failure(), job.stop_signal()};
+}
 
 }  // namespace
 
@@ -380,9 +432,18 @@ int run_local(int nproc, const std::vector<std::string>& worker_args, const Loca
     const unsigned char b = SIGUSR1;
     [[maybe_unused]] ssize_t n = ::write(sig_w.get(), &b, 1);
   }
-  LocalJob job(nproc, worker_args, opt, sig_r.get());
-  job.spawn(shared_env(nproc, free_port()));
-  return job.supervise();
+  const std::string host = host_name();
+  for (int restarts = 0;; ++restarts) {
+    const LaunchOutcome o =
+        launch_once(nproc, restarts == 0 ? worker_args : restart_args(worker_args), opt, sig_r.get(), restarts);
+    if (!o.failure) return o.status;
+    const RestartVerdict v = restart_verdict(*o.failure, restarts, opt.max_restarts, o.stop_signal != 0);
+    if (v != RestartVerdict::Restart) {
+      say_why_not_restarting(v, *o.failure, opt, restarts);
+      return o.status;
+    }
+    announce_restart(RestartEvent{restarts + 1, opt.max_restarts, *o.failure, host}, opt, nproc);
+  }
 }
 
 }  // namespace dp::launch

@@ -17,6 +17,7 @@
 #include "collectives/collective_tag.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
+#include "launch/fault_kill.h"
 #include "launch/size_context.h"
 #include "launch/run_history.h"
 #include "models/build.h"
@@ -40,13 +41,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::shared_ptr<spdlog::logger> lg() { return log::get("train"); }
-
-// Fault injection for resume tests: DPTRAIN_FAULT_KILL_AFTER_STEP=N makes the process
-// SIGKILL itself right after step N (and any checkpoint due at N), as `kill -9` would.
-int64_t fault_kill_after_step() {
-  const Tunables t = tunables();  // checked there, logged by log_tunables (runtime/tunables.h)
-  return t.is_set(Tunable::FaultKillAfterStep) ? t.integer(Tunable::FaultKillAfterStep) : -1;
-}
 
 // DPTRAIN_FAULT_DEVICE_OOM_AT_STEP=N: step N's first layer dispatch fails as if its device were
 // out of memory (runtime/fault_injection.h), on the CPU too.
@@ -222,7 +216,9 @@ void TrainSession::open_run_directory() {
   flush_at_exit_.emplace();
   lg()->info("run directory {}", run_->path());
   result_.run_dir = run_->path();
-  kill_after_ = fault_kill_after_step();
+  // Fault injection for resume tests: DPTRAIN_FAULT_KILL_AFTER_STEP=N makes the process SIGKILL
+  // itself right after step N (and any checkpoint due at N), as `kill -9` would.
+  kill_after_ = fault_kill_step(tunables(), rank_);
   oom_at_ = fault_device_oom_at_step();
   slow_step_ms_ = tunables().number(Tunable::FaultSlowStepMs);
 }

@@ -68,9 +68,20 @@ constexpr TunableSpec kSpecs[] = {
     {Tunable::RendezvousReportS, "DPTRAIN_RENDEZVOUS_REPORT_S", TunableType::Number, "5", 0.1, 3600,
      "bootstrap: seconds between the 'waiting for ranks' lines of a rank waiting for the others at start-up (and "
      "in any bootstrap exchange); read with the launcher's variables through the bootstrap's environment lookup"},
+    {Tunable::RestartCount, "DPTRAIN_RESTART_COUNT", TunableType::Integer, "0", 0, kMax,
+     "set by dptrain --nproc for its workers: how often the job has been restarted after a failed worker "
+     "(--max-restarts; 0: the first launch; torchrun's TORCHELASTIC_RESTART_COUNT); logged by the workers, and "
+     "DPTRAIN_FAULT_KILL_LAUNCHES counts launches with it"},
     {Tunable::FaultKillAfterStep, "DPTRAIN_FAULT_KILL_AFTER_STEP", TunableType::Integer, "", 1, kMax,
      "tests: the process kills itself (SIGKILL) right after step N and any checkpoint due at N, as kill -9 "
-     "would (unset: never)"},
+     "would (unset: never); only rank DPTRAIN_FAULT_KILL_RANK when that is set, and only in the job's first "
+     "DPTRAIN_FAULT_KILL_LAUNCHES launches"},
+    {Tunable::FaultKillRank, "DPTRAIN_FAULT_KILL_RANK", TunableType::Integer, "", 0, kMax,
+     "tests: only this rank obeys DPTRAIN_FAULT_KILL_AFTER_STEP (unset: every rank)"},
+    {Tunable::FaultKillLaunches, "DPTRAIN_FAULT_KILL_LAUNCHES", TunableType::Integer, "1", 1, kMax,
+     "tests: DPTRAIN_FAULT_KILL_AFTER_STEP fires in the job's first N launches only (while DPTRAIN_RESTART_COUNT < "
+     "N): with the default 1 a job restarted by --max-restarts gets past the fault; a large N makes a rank that "
+     "keeps dying"},
     {Tunable::FaultSlowStepMs, "DPTRAIN_FAULT_SLOW_STEP_MS", TunableType::Number, "0", 0, 1e6,
      "tests: the process sleeps this many milliseconds at the start of every step, a straggler for the straggler "
      "report (set it for one rank only)"},

@@ -36,7 +36,10 @@ enum class Tunable {
   StoreHandshakeS,
   FlightRecords,
   RendezvousReportS,
+  RestartCount,
   FaultKillAfterStep,
+  FaultKillRank,
+  FaultKillLaunches,
   FaultSlowStepMs,
   FaultDeviceOomAtStep,
 };

@@ -73,6 +73,10 @@ class LocalLauncher : public testing::Test {
   // fds 1/2) with its stdout/stderr in files; `during` runs in the test meanwhile.
   Launch launch_sh(int nproc, const std::string& script, double grace_s = 10,
                    const std::function<void(pid_t)>& during = nullptr) {
+    return launch_sh(nproc, script, LocalLaunchOptions{"/bin/sh", grace_s}, during);
+  }
+  Launch launch_sh(int nproc, const std::string& script, const LocalLaunchOptions& options,
+                   const std::function<void(pid_t)>& during = nullptr) {
     const std::string out = (dir_ / "out").string(), err = (dir_ / "err").string();
     std::fflush(stdout);
     std::fflush(stderr);
@@ -84,7 +88,7 @@ class LocalLauncher : public testing::Test {
       ::dup2(e, 2);
       int code = 100;
       try {
-        code = run_local(nproc, {"-c", script}, LocalLaunchOptions{"/bin/sh", grace_s});
+        code = run_local(nproc, {"-c", script}, options);
       } catch (const std::exception& ex) {
         std::fprintf(stderr, "exception: %s\n", ex.what());
       }
@@ -115,6 +119,8 @@ TEST(WorkerArgs, DropNprocAndItsValueKeepEverythingElseInOrder) {
   const char* argv[] = {"dptrain", "--nproc", "4", "model.cfg", "--set", "train.steps=3", "--nproc=2", "--name", "x"};
   EXPECT_EQ(worker_args_of(9, argv),
             (std::vector<std::string>{"model.cfg", "--set", "train.steps=3", "--name", "x"}));
+  const char* restarts[] = {"dptrain", "--max-restarts", "3", "m.cfg", "--max-restarts=1", "--reset"};
+  EXPECT_EQ(worker_args_of(6, restarts), (std::vector<std::string>{"m.cfg", "--reset"}));
   const char* none[] = {"dptrain"};
   EXPECT_TRUE(worker_args_of(1, none).empty());
 }
@@ -179,7 +185,102 @@ TEST_F(LocalLauncher, WorkerKilledBySignalGives128PlusSignal) {
   auto l = launch_sh(2, "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; sleep 30");
   EXPECT_EQ(l.code, 137);
   EXPECT_LT(l.seconds, 4.0);
-  EXPECT_EQ(l.err, "dptrain: rank 0 was killed by signal 9 (Killed); stopping the other 1 worker\n");
+  EXPECT_EQ(l.err, "dptrain: rank 0 was killed by signal 9 (SIGKILL); stopping the other 1 worker\n");
+}
+
+// The launcher's own lines (not a worker's "[rank r] ..." nor a shell's), in order.
+std::vector<std::string> launcher_lines(const std::string& err) {
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("dptrain: ", 0) == 0) out.push_back(l);
+  return out;
+}
+
+std::string host_name() {
+  char h[256] = {};
+  ::gethostname(h, sizeof h - 1);
+  return h;
+}
+
+// A worker that fails in the first launch (rank 1, status 7) while rank 0 waits for SIGTERM;
+// every launch says which it is, its port and arguments.
+const char* kFailsOnce =
+    "echo \"launch ${DPTRAIN_RESTART_COUNT:-0} rank $RANK port $MASTER_PORT args $*\"; "
+    "if [ \"${DPTRAIN_RESTART_COUNT:-0}\" = 0 ]; then "
+    "  if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 7; fi; trap 'exit 0' TERM; while true; do sleep 0.05; done; fi";
+
+TEST_F(LocalLauncher, FailedWorkerRestartsEveryWorkerOnceWithAFreshPort) {
+  LocalLaunchOptions o{"/bin/sh", 10, 1};
+  // The hook runs in the launcher (a forked child here): it reports through the output.
+  o.on_restart = [](const RestartEvent& e) {
+    return fmt::format("hook saw restart {}/{} of rank {} status {}", e.restart, e.max_restarts, e.failure.rank,
+                       e.failure.status);
+  };
+  auto l = launch_sh(2, kFailsOnce, o);
+  EXPECT_EQ(l.code, 0) << l.err;
+  EXPECT_LT(l.seconds, 4.0);
+  EXPECT_EQ(launcher_lines(l.err),
+            (std::vector<std::string>{"dptrain: rank 1 exited with status 7; stopping the other 1 worker",
+                                      "dptrain: restart 1 of 1: rank 1 on " + host_name() +
+                                          " exited with status 7; hook saw restart 1/1 of rank 1 status 7; starting "
+                                          "the 2 workers again"}));
+  // Two launches of both ranks; the restarted workers get restart_args (sh takes "--set" as $0) and
+  // a new port.
+  const auto lines = sorted_lines(l.out);
+  ASSERT_EQ(lines.size(), 4u) << l.out;
+  std::string ports[2];
+  for (const auto& line : lines) {
+    const bool again = line.find("] launch 1 ") != std::string::npos;
+    EXPECT_EQ(line.substr(line.find(" args")), again ? " args checkpoint.resume=true" : " args ") << line;
+    const std::string port = line.substr(line.find("port ") + 5, line.find(" args") - line.find("port ") - 5);
+    EXPECT_TRUE(ports[again].empty() || ports[again] == port) << l.out;
+    ports[again] = port;
+  }
+  EXPECT_NE(ports[0], ports[1]) << l.out;
+}
+
+TEST_F(LocalLauncher, WorkerThatKeepsFailingStopsTheJobAfterKRestartsWithItsStatus) {
+  auto l = launch_sh(2, "echo start; if [ \"$RANK\" = 1 ]; then sleep 0.1; exit 5; fi; trap 'exit 0' TERM; "
+                        "while true; do sleep 0.05; done",
+                     LocalLaunchOptions{"/bin/sh", 10, 2});
+  EXPECT_EQ(l.code, 5);
+  EXPECT_LT(l.seconds, 6.0);
+  const std::string h = host_name();
+  EXPECT_EQ(launcher_lines(l.err),
+            (std::vector<std::string>{
+                "dptrain: rank 1 exited with status 5; stopping the other 1 worker",
+                "dptrain: restart 1 of 2: rank 1 on " + h + " exited with status 5; starting the 2 workers again",
+                "dptrain: rank 1 exited with status 5; stopping the other 1 worker",
+                "dptrain: restart 2 of 2: rank 1 on " + h + " exited with status 5; starting the 2 workers again",
+                "dptrain: rank 1 exited with status 5; stopping the other 1 worker",
+                "dptrain: rank 1 exited with status 5 after 2 restarts (--max-restarts 2): giving up; exiting with "
+                "status 5"}));
+  EXPECT_EQ(sorted_lines(l.out).size(), 6u) << "3 launches of 2 workers\n" << l.out;
+}
+
+TEST_F(LocalLauncher, InputErrorStatusIsNotRetried) {
+  auto l = launch_sh(2, "echo start; if [ \"$RANK\" = 1 ]; then exit 2; fi; trap 'exit 0' TERM; "
+                        "while true; do sleep 0.05; done",
+                     LocalLaunchOptions{"/bin/sh", 10, 3});
+  EXPECT_EQ(l.code, 2);
+  EXPECT_EQ(launcher_lines(l.err),
+            (std::vector<std::string>{"dptrain: rank 1 exited with status 2; stopping the other 1 worker",
+                                      "dptrain: not restarting: rank 1 exited with status 2, a cfg or input error "
+                                      "that every attempt would repeat; exiting with status 2"}));
+  EXPECT_EQ(sorted_lines(l.out).size(), 2u) << "one launch\n" << l.out;
+}
+
+TEST_F(LocalLauncher, StopAskedOfTheLauncherIsNotRestarted) {
+  auto l = launch_sh(2, "echo ready; sleep 30", LocalLaunchOptions{"/bin/sh", 10, 3}, [&](pid_t launcher) {
+    ASSERT_TRUE(wait_for_lines("ready", 2));
+    ::kill(launcher, SIGTERM);
+  });
+  EXPECT_EQ(l.code, 128 + SIGTERM);
+  const auto lines = launcher_lines(l.err);
+  ASSERT_EQ(lines.size(), 2u) << l.err;
+  EXPECT_EQ(lines[1], "dptrain: not restarting: the launcher was asked to stop; exiting with status 143");
+  EXPECT_EQ(sorted_lines(l.out).size(), 2u) << "one launch\n" << l.out;
 }
 
 TEST_F(LocalLauncher, Sigusr1IsForwardedToEveryWorker) {
@@ -201,7 +302,7 @@ TEST_F(LocalLauncher, SigtermIsForwardedAndTheWorkersStatusReturned) {
   });
   EXPECT_EQ(l.code, 128 + SIGTERM);
   EXPECT_LT(l.seconds, 4.0);
-  EXPECT_NE(l.err.find("was killed by signal 15 (Terminated)"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("was killed by signal 15 (SIGTERM)"), std::string::npos) << l.err;
 }
 
 // ---- dptrain itself ----
@@ -322,7 +423,7 @@ TEST_F(LocalLauncher, DptrainWorkerKilledMidTrainingStopsTheRun) {
   const int rank = reported[14] - '0';
   EXPECT_TRUE(rank >= 0 && rank <= 2) << reported;
   if (l.code == 137) {
-    EXPECT_EQ(reported.substr(0, reported.find(';')), fmt::format("dptrain: rank {} was killed by signal 9 (Killed)", rank));
+    EXPECT_EQ(reported.substr(0, reported.find(';')), fmt::format("dptrain: rank {} was killed by signal 9 (SIGKILL)", rank));
   } else {
     EXPECT_EQ(l.code, 2) << l.err;
     EXPECT_EQ(reported.substr(0, reported.find(';')), fmt::format("dptrain: rank {} exited with status 2", rank));
