@@ -3,6 +3,7 @@
 // device memory, and GPU paths that say the build has none. Nothing here is reached in such a
 // build, where no device tensor can be allocated, but for cuda_device_count() and the no-ops.
 #include "base/error.h"
+#include "runtime/checkpoint/checkpoint_snapshot.h"
 #include "runtime/device_memory.h"
 #include "runtime/graph.h"
 #include "runtime/optim/adamw.h"
@@ -48,3 +49,13 @@ double GradClipper::clip_device(const Tensor&, void*) { no_cuda("GPU gradient cl
 }  // namespace optim
 
 }  // namespace dp
+
+// checkpoint/checkpoint_snapshot.h: no device tensors to copy in such a build.
+namespace dp::detail {
+std::shared_ptr<void> pin_host_memory(void*, size_t) {
+  throw DpError("pinned host memory requested in a build without CUDA");
+}
+void copy_to_host_on_stream(const std::vector<std::pair<Tensor, Tensor>>&, void*) {
+  throw DpError("a device-to-host snapshot copy requested in a build without CUDA");
+}
+}  // namespace dp::detail

@@ -89,6 +89,12 @@ constexpr TunableSpec kSpecs[] = {
      "tests: step N fails as if the device ran out of memory (its first layer raises the out-of-memory error a "
      "failed allocation raises, on the CPU too), so the error, exit status 4 and the resume after it can be tested "
      "without a GPU (unset: never)"},
+    {Tunable::FaultKillInCheckpointWrite, "DPTRAIN_FAULT_KILL_IN_CKPT_WRITE_AT_STEP", TunableType::Integer, "", 1,
+     kMax,
+     "tests: the process kills itself (SIGKILL) while writing the checkpoint of step N, half of its tensors in the "
+     "temporary file (with checkpoint.async, from the background writer while training goes on) (unset: never)"},
+    {Tunable::FaultCheckpointNoSpace, "DPTRAIN_FAULT_CKPT_NO_SPACE_AT_STEP", TunableType::Integer, "", 1, kMax,
+     "tests: writing the checkpoint of step N fails half-way with ENOSPC, as on a full disk (unset: never)"},
 };
 static_assert(std::size(kSpecs) == kTunableCount, "one table row per Tunable");
 

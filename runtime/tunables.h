@@ -42,8 +42,10 @@ enum class Tunable {
   FaultKillLaunches,
   FaultSlowStepMs,
   FaultDeviceOomAtStep,
+  FaultKillInCheckpointWrite,
+  FaultCheckpointNoSpace,
 };
-inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultDeviceOomAtStep) + 1;
+inline constexpr size_t kTunableCount = static_cast<size_t>(Tunable::FaultCheckpointNoSpace) + 1;
 
 enum class TunableType { Integer, Number, Text };
 

@@ -64,6 +64,11 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& mode
 // Writes a checkpoint atomically (write_safetensors: tmp, fsync, rename, fsync dir).
 void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
                       const CheckpointMeta& meta);
+// The same file from `tensors` (checkpoint_tensors' list, or a host copy of it: a
+// CheckpointSnapshot), so a snapshot written later is byte for byte what write_checkpoint writes
+// at the step it was taken. after_tensor: write_safetensors'.
+void write_checkpoint_tensors(const std::string& path, std::vector<std::pair<std::string, Tensor>> tensors,
+                              const CheckpointMeta& meta, const std::function<void(size_t, size_t)>& after_tensor = {});
 
 // Checks `path` completely, then restores it into `model` and `opt`: format and version,
 // every name, dtype and shape against the model and the optimizer (the first mismatch is

@@ -80,7 +80,8 @@ std::string supported_dtypes() {
 // Writer
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata,
+                       const std::function<void(size_t, size_t)>& after_tensor) {
   // Header: "__metadata__" first (only when there is some, as the reference writer does), then
   // the tensors in the order given, each laid out right after the previous one.
   ordered_json header = ordered_json::object();
@@ -113,15 +114,16 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   try {
     write_all(fd, &header_len, sizeof header_len, tmp);
     write_all(fd, text.data(), text.size(), tmp);
-    for (const auto& [name, t] : tensors) {
-      if (t.nbytes() == 0) continue;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i].second;
       if (t.device().is_cpu()) {
         write_all(fd, t.raw(), t.nbytes(), tmp);
-      } else {
+      } else if (t.nbytes() > 0) {
         Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
         host.copy_from(t);
         write_all(fd, host.raw(), host.nbytes(), tmp);
       }
+      if (after_tensor) after_tensor(i, tensors.size());
     }
     if (::fsync(fd) != 0) DP_THROW_USER("fsync of '{}' failed: {}", tmp, sys_error(errno));
     int rc = ::close(fd);

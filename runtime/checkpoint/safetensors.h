@@ -12,6 +12,7 @@
 // gaps). PyTorch's zero-copy loader needs each tensor aligned to its element size, so give
 // wider dtypes first (f64/i64, then f32/i32, then f16/bf16, then u8) when that matters.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,8 +26,11 @@ namespace dp {
 // Writes `tensors` (any device; copied to host as needed) and `metadata` to `path` atomically:
 // path + ".tmp" -> fsync -> rename -> fsync the directory, so a crash never leaves a partial
 // file under `path`. Names must be unique, non-empty and not "__metadata__".
+// after_tensor(i, n), when given, is called after the data of tensor i of n is in the temporary
+// file (a fault injected there, for tests, meets a half-written file: DPTRAIN_FAULT_*_CKPT_*).
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {},
+                       const std::function<void(size_t, size_t)>& after_tensor = {});
 
 // A safetensors file whose header has been read and fully validated by open(); tensors are read
 // from the open file on demand by get(). Copies share the open file.
