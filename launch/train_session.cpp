@@ -353,8 +353,10 @@ void TrainSession::share_rank0_state() {
 
 void TrainSession::make_reducer() {
   if (world_ == 1) return;
-  const ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
+  ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
+  ro.shard = cfg_.train.zero > 0;
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
+  if (ro.shard) shard_the_optimizer();
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
   if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
@@ -537,6 +539,21 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   return lb;
 }
 
+// train.zero = 1: the optimizer made (and maybe resumed) over the whole arena gives way to one
+// over this rank's pieces of it (collectives/reducer/zero_shard.h), which takes their state.
+void TrainSession::shard_the_optimizer() {
+  if (!device_.is_cpu())
+    DP_THROW_USER("train.zero = {} runs on CPU ranks only so far, and this rank trains on {} (train.device = \"{}\"): "
+                  "set train.device = \"cpu\" or train.zero = 0",
+                  cfg_.train.zero, device_.str(), enum_name(cfg_.train.device));
+  zero_ = std::make_unique<ZeroShard>(*comm_, reducer_->buckets(), model_->params().numel());
+  std::unique_ptr<optim::Optimizer> shard = make_shard_optimizer(cfg_.train, model_->params(), zero_->layout());
+  zero_->take_pieces(*opt_, *shard);
+  opt_ = std::move(shard);
+  lg()->info("ZeRO stage 1 (train.zero): this rank keeps the optimizer state of {} of the {} parameters ({} pieces, "
+             "one per bucket)", zero_->layout().numel, model_->params().numel(), zero_->layout().pieces.size());
+}
+
 // Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer
 // starts each bucket's all-reduce as backward completes it). t_bwd: when backward began.
 void TrainSession::backward(const StepContext& ctx, bool last_micro_batch, Clock::time_point t_bwd) {
@@ -567,7 +584,11 @@ double TrainSession::optimizer_step(double lr) {
     layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
     const bool stepped = !gpu_ || gpu_->unscale_and_update(*model_);
-    if (stepped) {
+    if (stepped && zero_) {  // this rank's pieces, then every rank's parameters
+      if (clip_) norm = zero_->clip(model_->grads().flat(), clip_->max_norm());
+      zero_->step(*opt_, model_->params().flat(), model_->grads().flat(), lr);
+      zero_->gather_params(model_->params().flat());
+    } else if (stepped) {
       if (clip_) norm = clip_->clip(model_->grads().flat(), gpu_ ? gpu_->compute_stream() : nullptr);
       opt_->step(model_->params().flat(), model_->grads().flat(), lr);
     }
@@ -662,9 +683,11 @@ void TrainSession::save_checkpoint() {
   const auto t0 = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
   const std::string path = ckpts_->file_for(step_);
+  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1
+  const optim::Optimizer& opt = whole ? *whole : *opt_;
   if (writer_)
     or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path), [&] {
-      write_checkpoint(path, *model_, *opt_, m);
+      write_checkpoint(path, *model_, opt, m);
       ckpts_->commit(step_, cfg_.checkpoint.keep);
     });
   comm_->barrier();  // every rank waits until the checkpoint is complete
@@ -672,13 +695,22 @@ void TrainSession::save_checkpoint() {
     const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
     or_abort_all(fmt::format("rank {} failed to write its replica {}", rank_, replica), [&] {
       std::filesystem::create_directories(run_->file("replicas"));
-      write_checkpoint(replica, *model_, *opt_, m);
+      write_checkpoint(replica, *model_, opt, m);
     });
   }
   last_saved_ = step_;
   if (writer_)
     lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(t0));
+}
+
+// ZeRO: checkpoints keep zero 0's format, the whole state in arena order. Every rank assembles it
+// (an in-place all-gather per bucket and state tensor), one copy each while the save lasts.
+std::unique_ptr<optim::Optimizer> TrainSession::gather_optimizer() {
+  if (!zero_) return nullptr;
+  std::unique_ptr<optim::Optimizer> whole = make_optimizer(cfg_.train, model_->params());
+  whole->load_state(zero_->gather_state(*opt_), opt_->steps());
+  return whole;
 }
 
 // After a failure: what the same command does when run again (for the error's last words).
@@ -816,6 +848,10 @@ void TrainSession::report_memory_breakdown() {
   if (gpu_) gpu_->synchronize();
   const MemoryBreakdown b = memory_breakdown();
   const uint64_t live = gpu_ ? gpu_->live_bytes() : 0, peak = gpu_ ? gpu_->peak_bytes() : 0;
+  if (zero_)  // every rank's own log: its share of the optimizer state
+    lg()->info("memory after step {}: optimizer state {} bytes on this rank (train.zero = {}: {} of the {} parameters)",
+               step_, b.live[static_cast<size_t>(MemoryCategory::OptimizerState)], cfg_.train.zero,
+               zero_->layout().numel, model_->params().numel());
   if (rank_ != 0) return;
   tel_->end_progress_line();
   lg()->info("memory after step {} by category ({}; the account sees tensors, not cuDNN/cuBLAS workspace or layers' "

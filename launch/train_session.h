@@ -25,6 +25,7 @@
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
 #include "collectives/reducer/reducer.h"
+#include "collectives/reducer/zero_shard.h"
 #include "launch/batch_feed.h"
 #include "launch/buffer_broadcast.h"
 #include "launch/datasets.h"
@@ -108,6 +109,7 @@ class TrainSession {
   void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
+  void shard_the_optimizer();  // train.zero = 1: opt_ becomes this rank's shard of it
   void announce_training();
   void watch_layers();
   void start_training();
@@ -133,6 +135,8 @@ class TrainSession {
   void maybe_evaluate_after_epoch(int64_t epoch);
   void evaluate_and_log(const std::string& what, int64_t epoch);
   void save_checkpoint();
+  // train.zero = 1: the whole optimizer state for the checkpoint (collective); else null.
+  std::unique_ptr<optim::Optimizer> gather_optimizer();
   void or_abort_all(const std::string& what, const std::function<void()>& f);
   CheckpointMeta checkpoint_meta() const;
 
@@ -199,6 +203,7 @@ class TrainSession {
   int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
   int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<ZeroShard> zero_;  // train.zero = 1 on several ranks: opt_ holds this rank's shard
   std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;

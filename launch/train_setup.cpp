@@ -101,6 +101,16 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, const Are
   return opt;
 }
 
+std::unique_ptr<optim::Optimizer> make_shard_optimizer(const TrainConfig& t, const Arena& params,
+                                                       const ShardLayout& layout) {
+  std::unique_ptr<optim::Optimizer> opt = make_rule(t, layout.numel);
+  if (t.weight_decay != 0) {
+    const auto spans = arena_spans_in_shard(layout, optim::decay_skip_spans(params, t.decay_params));
+    if (!spans.empty()) opt->skip_decay(spans);
+  }
+  return opt;
+}
+
 optim::ScheduleOptions schedule_of(const TrainConfig& t) {
   optim::ScheduleOptions s;
   s.kind = t.schedule;

@@ -14,6 +14,7 @@
 #include "base/device.h"
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/reducer/reducer.h"
+#include "collectives/reducer/shard_layout.h"
 #include "runtime/checkpoint/weights_file.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
@@ -42,6 +43,10 @@ std::string cpu_threads_summary();
 // left out of the parameters train.decay_params excludes (runtime/optim/param_groups.h). Throws
 // UserError for Nesterov without momentum or with dampening (as torch.optim.SGD does).
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, const Arena& params);
+// train.zero = 1: the same rule over this rank's pieces of the arena (state numel = layout.numel,
+// weight decay's skipped spans moved into the shard's coordinates).
+std::unique_ptr<optim::Optimizer> make_shard_optimizer(const TrainConfig& t, const Arena& params,
+                                                       const ShardLayout& layout);
 
 // train.schedule and its options -> the learning-rate schedule.
 optim::ScheduleOptions schedule_of(const TrainConfig& t);

@@ -124,6 +124,7 @@ struct TrainConfig {
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;  // oneDNN's convolutions (same file)
   CpuGemm cpu_gemm = CpuGemm::Auto;  // the linear layers' GEMM library under the oneDNN backend (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
+  int64_t zero = 0;                // ZeRO stage: 0 = DDP, 1 = optimizer state sharded over the ranks
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)
   Tf32 tf32 = Tf32::Off;           // GPU, f32 data: TF32 tensor cores in convolutions / matmuls
@@ -139,8 +140,6 @@ struct CheckpointConfig {
   int64_t keep = 3;                // keep the newest K checkpoints (0 = keep all)
   bool resume = true;              // resume from the run directory's newest checkpoint
   bool replicas = false;           // every rank writes replicas/replica-rank<r>.safetensors
-  bool async = false;              // write checkpoints from a background thread (launch/checkpoint_saver.h)
-  double every_s = 0;              // also checkpoint when this many seconds passed since the last one (0 = off)
 };
 
 struct DistConfig {
