@@ -27,6 +27,17 @@ int StopRequest::agree(Communicator& comm) const {
   return stop_signal_of_rank(t.data<int32_t>()[0]);
 }
 
+StopRequest::Agreement StopRequest::agree_after_step(Communicator& comm, bool checkpoint) const {
+  const int mine = stop_rank_of(received());
+  const int32_t wish = comm.rank() == 0 && checkpoint ? 1 : 0;
+  if (comm.size() == 1) return {stop_signal_of_rank(mine), wish != 0};
+  Tensor t = Tensor::zeros({2}, DType::I32);
+  t.data<int32_t>()[0] = mine;
+  t.data<int32_t>()[1] = wish;
+  comm.allreduce(t, ReduceOp::Max);  // max of rank 0's wish and the others' zeros: rank 0's wish
+  return {stop_signal_of_rank(t.data<int32_t>()[0]), t.data<int32_t>()[1] != 0};
+}
+
 bool requeue_slurm_job(std::string& message) {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job == nullptr || *job == '\0') {

@@ -30,6 +30,15 @@ class StopRequest {
   // Collective: the signal every rank stops for, 0 if no rank got one. Called by every rank at
   // the same point of every step.
   int agree(Communicator& comm) const;
+
+  struct Agreement {
+    int signal = 0;           // as agree()
+    bool checkpoint = false;  // rank 0 asked for a checkpoint of this step
+  };
+  // Collective: agree(), and with it rank 0's time-based checkpoint decision (checkpoint.every_s:
+  // one clock decides, so every rank saves after the same step; other ranks' `checkpoint` is
+  // ignored). It rides on the same all-reduce (two int32 instead of one): no collective of its own.
+  Agreement agree_after_step(Communicator& comm, bool checkpoint) const;
 };
 
 // `scontrol requeue <job>` for $SLURM_JOB_ID: true when it succeeded; `message` says what

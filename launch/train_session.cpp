@@ -21,6 +21,7 @@
 #include "launch/size_context.h"
 #include "launch/run_history.h"
 #include "models/build.h"
+#include "runtime/checkpoint/checkpoint_schedule.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/weights_file.h"
 #include "runtime/cuda/nvtx.h"
@@ -115,10 +116,12 @@ bool TrainSession::run_epoch(int64_t epoch) {
       stop_as_asked();
       return false;
     }
-    if (const int sig = agree_on_stopping()) {
-      stop_for(sig);
+    const StopRequest::Agreement agreed = agree_on_stopping();
+    if (agreed.signal) {
+      stop_for(agreed.signal);
       return false;
     }
+    if (agreed.checkpoint && last_saved_ != step_) checkpoint_during_training();  // checkpoint.every_s
     maybe_evaluate(epoch);
   }
   epoch_complete_ = data.taken >= data.samples;
@@ -255,6 +258,7 @@ void TrainSession::resume_or_start_over() {
   }
   if (result_.resumed_from_step < 0 && !cfg_.model.init.empty()) init_from_weights();
   cur_epoch_ = start_epoch_, cur_samples_ = start_samples_;
+  if (writer_) saver_ = std::make_unique<CheckpointSaver>(*ckpts_, cfg_.checkpoint.keep, last_saved_, tunables());
   if (renumbered_from_ >= 0) checkpoint_renumbered_position();
 }
 
@@ -403,6 +407,7 @@ void TrainSession::start_training() {
     train_input_ = make_device_input(*gpu_, transform_of(cfg_.data, true), *ds_.train.dataset, plan_.batch_size, seed_);
   }
   tel_->restart_window();
+  last_ckpt_time_ = Clock::now();  // checkpoint.every_s counts from here
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -611,7 +616,12 @@ StepPosition TrainSession::position(int64_t epoch, double lr) const {
 // After a step.
 
 void TrainSession::maybe_checkpoint() {
-  if (cfg_.checkpoint.every_steps > 0 && step_ % cfg_.checkpoint.every_steps == 0) save_checkpoint();
+  if (saver_) saver_->collect();  // a background write that finished: its line (or its error)
+  if (!checkpoint_due_by_steps(step_, cfg_.checkpoint.every_steps)) return;
+  // The last step's checkpoint is the run's end's (checkpoint_at_the_end): written now, so a
+  // finished run never ends with its last checkpoint in doubt.
+  if (step_ == plan_.total) save_checkpoint();
+  else checkpoint_during_training();
 }
 
 void TrainSession::kill_if_fault_injected() {
@@ -623,8 +633,12 @@ void TrainSession::kill_if_fault_injected() {
 
 // Collective: a stop signal (SIGUSR1: checkpoint and requeue; SIGTERM/SIGINT: checkpoint and
 // exit) ends the run after the step every rank agrees on; after the last step the run just
-// finishes (no all-reduce).
-int TrainSession::agree_on_stopping() { return step_ < plan_.total ? stop_request_->agree(*comm_) : 0; }
+// finishes (no all-reduce). Rank 0's clock decides checkpoint.every_s on the same all-reduce.
+StopRequest::Agreement TrainSession::agree_on_stopping() {
+  if (step_ >= plan_.total) return {};
+  const bool due = rank_ == 0 && checkpoint_due_by_time(cfg_.checkpoint.every_s, seconds_since(last_ckpt_time_));
+  return stop_request_->agree_after_step(*comm_, due);
+}
 
 void TrainSession::maybe_evaluate(int64_t epoch) {
   if (cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0) {
@@ -677,31 +691,73 @@ void TrainSession::or_abort_all(const std::string& what, const std::function<voi
   }
 }
 
-// Collective (a barrier): rank 0 writes the checkpoint and every rank waits for it; with
-// checkpoint.replicas every rank then writes its own replica.
+// Collective (a barrier): rank 0 writes the checkpoint (after a background write in flight) and
+// every rank waits for it; with checkpoint.replicas every rank then writes its own replica.
 void TrainSession::save_checkpoint() {
   const auto t0 = Clock::now();
+  last_ckpt_time_ = t0;
   const CheckpointMeta m = checkpoint_meta();
   const std::string path = ckpts_->file_for(step_);
   const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1
   const optim::Optimizer& opt = whole ? *whole : *opt_;
   if (writer_)
-    or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path), [&] {
-      write_checkpoint(path, *model_, opt, m);
-      ckpts_->commit(step_, cfg_.checkpoint.keep);
-    });
+    or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
+                 [&] { saver_->write_now(step_, *model_, opt, m); });
   comm_->barrier();  // every rank waits until the checkpoint is complete
-  if (cfg_.checkpoint.replicas) {
-    const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
-    or_abort_all(fmt::format("rank {} failed to write its replica {}", rank_, replica), [&] {
-      std::filesystem::create_directories(run_->file("replicas"));
-      write_checkpoint(replica, *model_, opt, m);
-    });
-  }
+  if (cfg_.checkpoint.replicas) write_replica(m, opt);
   last_saved_ = step_;
   if (writer_)
     lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(t0));
+}
+
+// A checkpoint between two steps of the run (checkpoint.every_steps, checkpoint.every_s).
+void TrainSession::checkpoint_during_training() {
+  if (cfg_.checkpoint.async) save_checkpoint_in_background();
+  else save_checkpoint();
+}
+
+// checkpoint.async: rank 0 copies the state into its host snapshot and a thread writes the file
+// while every rank goes on (no barrier: nobody waits for the file; a failed write is reported by
+// rank 0 and training goes on). Every rank still counts it saved: the decisions that read
+// last_saved_ (a stop's checkpoint) stay the same on every rank. Replicas are written now.
+void TrainSession::save_checkpoint_in_background() {
+  last_ckpt_time_ = Clock::now();
+  const CheckpointMeta m = checkpoint_meta();
+  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1
+  const optim::Optimizer& opt = whole ? *whole : *opt_;
+  if (writer_)
+    or_abort_all(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
+      saver_->start(step_, *model_, opt, m, gpu_ ? gpu_->compute_stream() : nullptr);
+    });
+  if (cfg_.checkpoint.replicas) write_replica(m, opt);
+  last_saved_ = step_;
+}
+
+void TrainSession::write_replica(const CheckpointMeta& m, const optim::Optimizer& opt) {
+  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
+  or_abort_all(fmt::format("rank {} failed to write its replica {}", rank_, replica), [&] {
+    std::filesystem::create_directories(run_->file("replicas"));
+    write_checkpoint(replica, *model_, opt, m);
+  });
+}
+
+// Collective: the run ends at this step, with its checkpoint on disk. A background write of it
+// in flight is waited for; only rank 0 knows whether that write failed, so its verdict goes to
+// every rank (one all-reduce, at the end only) and, failed, the checkpoint is written again now,
+// as a synchronous save (which fails the job if it fails again).
+void TrainSession::checkpoint_at_the_end() {
+  bool missing = last_saved_ != step_;
+  if (!missing && cfg_.checkpoint.async) {
+    Tensor failed = Tensor::zeros({1}, DType::I32);
+    if (saver_) saver_->wait();
+    failed.data<int32_t>()[0] = saver_ && saver_->last_written() != step_ ? 1 : 0;
+    if (world_ > 1) comm_->allreduce(failed, ReduceOp::Max);
+    missing = failed.data<int32_t>()[0] != 0;
+    if (missing) lg()->warn("writing the checkpoint of step {} again, now: its background write failed", step_);
+  }
+  if (missing) save_checkpoint();
+  else if (saver_) saver_->wait();
 }
 
 // ZeRO: checkpoints keep zero 0's format, the whole state in arena order. Every rank assembles it
@@ -716,8 +772,10 @@ std::unique_ptr<optim::Optimizer> TrainSession::gather_optimizer() {
 // After a failure: what the same command does when run again (for the error's last words).
 std::string TrainSession::what_a_rerun_does() const {
   if (!ckpts_) return "";  // failed before the run directory: nothing of this run is on disk
-  if (last_saved_ < 0) return "no checkpoint was written yet: a rerun starts over";
-  const std::string ckpt = fmt::format("the checkpoint of step {} ({}) is intact", last_saved_, ckpts_->file_for(last_saved_));
+  if (saver_) saver_->wait();  // a background write in flight: done, and its outcome known
+  const int64_t last = saver_ ? saver_->last_written() : last_saved_;
+  if (last < 0) return "no checkpoint was written yet: a rerun starts over";
+  const std::string ckpt = fmt::format("the checkpoint of step {} ({}) is intact", last, ckpts_->file_for(last));
   if (options_.reset) return ckpt + ": run again without --reset to resume from it";
   if (!cfg_.checkpoint.resume) return ckpt + ": run again with checkpoint.resume = true to resume from it";
   return ckpt + ": run the same command again to resume from it";
@@ -761,7 +819,7 @@ TrainResult TrainSession::already_complete() {
 // TrainOptions::stop_after_steps: a checkpoint (unless there is one) and out, as a preempted
 // job would.
 void TrainSession::stop_as_asked() {
-  if (last_saved_ != step_) save_checkpoint();
+  checkpoint_at_the_end();
   lg()->info("stopping after step {} as asked; resume continues from {}", step_, ckpts_->file_for(step_));
   finish_telemetry();
   result_.steps = step_;
@@ -775,7 +833,7 @@ void TrainSession::stop_for(int sig) {
   const std::string why = StopRequest::received() == sig ? fmt::format("{} received", strsignal(sig))
                                                          : fmt::format("another rank received {}", strsignal(sig));
   lg()->warn("stopping after step {}: {}{}", step_, why, last_saved_ == step_ ? "" : "; writing a checkpoint");
-  if (last_saved_ != step_) save_checkpoint();
+  checkpoint_at_the_end();
   result_.stop_signal = sig;
   if (sig == SIGUSR1 && rank_ == 0) {
     std::string message;
@@ -794,7 +852,7 @@ void TrainSession::stop_for(int sig) {
 // The last step is done: its checkpoint, the telemetry's end, the GPU's memory, the final weights.
 TrainResult TrainSession::finish() {
   result_.steps = step_;
-  if (last_saved_ != step_) save_checkpoint();
+  checkpoint_at_the_end();
   finish_telemetry();
   if (gpu_) report_gpu_memory();
   result_.seconds = seconds_since(t_start_);

@@ -38,6 +38,7 @@
 #include "launch/telemetry/telemetry.h"
 #include "launch/train_setup.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
+#include "launch/checkpoint_saver.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
@@ -130,13 +131,17 @@ class TrainSession {
   // After a step.
   void maybe_checkpoint();
   void kill_if_fault_injected();
-  int agree_on_stopping();
+  StopRequest::Agreement agree_on_stopping();
   void maybe_evaluate(int64_t epoch);
   void maybe_evaluate_after_epoch(int64_t epoch);
   void evaluate_and_log(const std::string& what, int64_t epoch);
   void save_checkpoint();
   // train.zero = 1: the whole optimizer state for the checkpoint (collective); else null.
   std::unique_ptr<optim::Optimizer> gather_optimizer();
+  void checkpoint_during_training();
+  void save_checkpoint_in_background();
+  void write_replica(const CheckpointMeta& m, const optim::Optimizer& opt);
+  void checkpoint_at_the_end();
   void or_abort_all(const std::string& what, const std::function<void()>& f);
   CheckpointMeta checkpoint_meta() const;
 
@@ -193,6 +198,8 @@ class TrainSession {
   double slow_step_ms_ = 0;  // DPTRAIN_FAULT_SLOW_STEP_MS
   int64_t oom_at_ = -1;      // DPTRAIN_FAULT_DEVICE_OOM_AT_STEP
   std::unique_ptr<CheckpointDir> ckpts_;
+  std::unique_ptr<CheckpointSaver> saver_;  // rank 0 (writer_) only; before gpu_ goes (a pinned snapshot)
+  Clock::time_point last_ckpt_time_;        // checkpoint.every_s: when the last checkpoint began (or training)
   // Position: steps done, the last checkpoint's step, where the run resumed (epoch and the
   // samples of its order consumed, all ranks together) and where the data stream is now.
   int64_t step_ = 0, last_saved_ = -1;
