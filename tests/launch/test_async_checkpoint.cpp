@@ -231,5 +231,33 @@ TEST(AsyncCheckpoint, EverySecondsWritesTimeBasedCheckpoints) {
   fs::remove_all(b);
 }
 
+// Two ranks whose steps take 100 ms (DPTRAIN_FAULT_SLOW_STEP_MS) and checkpoint.every_s = 0.35: rank
+// 0's clock picks the steps and both ranks save after them. Synchronous saves end in a barrier, so
+// a rank saving after another step than the other would meet the other's stop all-reduce there and
+// fail the job; with checkpoint.replicas both ranks write theirs at each of those steps.
+TEST(AsyncCheckpoint, EverySecondsOnTwoRanksSavesAfterRankZerosSteps) {
+  const std::string dptrain = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
+  if (!fs::exists(dptrain)) GTEST_SKIP() << dptrain << " is not built";
+  const std::string root = temp_root("every_s_2");
+  fs::create_directories(root);
+  const std::string cfg = root + "/async.cfg", log = root + "/out.log";
+  std::ofstream(cfg) << kCfg;
+  const int st = run_process({dptrain, "--nproc", "2", cfg, "--set", "run.dir=\"" + root + "\"", "train.steps=12",
+                              "checkpoint.every_steps=0", "checkpoint.every_s=0.35", "checkpoint.replicas=true"},
+                             {"DPTRAIN_FAULT_SLOW_STEP_MS=100"}, log);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(log);
+  int timed = 0;
+  for (int64_t step = 1; step < 12; ++step) timed += fs::exists(ckpt(root, step)) ? 1 : 0;
+  // 12 steps of >= 100 ms: a checkpoint every 4th step or so, never every step.
+  EXPECT_GE(timed, 1);
+  EXPECT_LE(timed, 6);
+  EXPECT_TRUE(fs::exists(ckpt(root, 12)));
+  for (int r : {0, 1}) {
+    const std::string replica = fmt::format("{}/r/replicas/replica-rank{}.safetensors", root, r);
+    EXPECT_EQ(read_checkpoint_meta(SafetensorsFile::open(replica)).step, 12) << replica;
+  }
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace dp::launch
