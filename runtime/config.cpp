@@ -600,9 +600,9 @@ void validate_images(const Config& c, const std::string& src) {
                   src);
 }
 
-// train.zero > 0 runs on CPU ranks over the ring backend, without gradient compression or SyncBN
-// so far: the combinations that are not built are refused here, each naming both keys. (A GPU
-// that train.device = "auto" picks is refused where the device is chosen, launch/train_session.cpp.)
+// train.zero > 0 runs on CPU ranks over the ring backend, without gradient compression so far:
+// the combinations that are not built are refused here, each naming both keys. (A GPU that
+// train.device = "auto" picks is refused where the device is chosen, launch/train_session.cpp.)
 void validate_zero(const Config& c, const std::string& src) {
   const int64_t z = c.train.zero;
   if (z == 0) return;
@@ -611,7 +611,7 @@ void validate_zero(const Config& c, const std::string& src) {
                   "state sharded) or 0", src);
   auto refuse = [&](const std::string& other, const std::string& fix) {
     DP_THROW_USER("{}: train.zero = {} does not work with {} yet (ZeRO runs on CPU ranks over the ring backend, "
-                  "without gradient compression or SyncBN); {} or set train.zero = 0", src, z, other, fix);
+                  "without gradient compression); {} or set train.zero = 0", src, z, other, fix);
   };
   if (c.train.device == cuda::DeviceRequest::Cuda) refuse("train.device = \"cuda\"", "set train.device = \"cpu\"");
   if (c.train.precision != Precision::Fp32)
@@ -620,7 +620,6 @@ void validate_zero(const Config& c, const std::string& src) {
     refuse(fmt::format("dist.backend = \"{}\"", enum_name(c.dist.backend)), "set dist.backend = \"ring\"");
   if (c.dist.compress != GradCompress::None)
     refuse(fmt::format("dist.compress = \"{}\"", enum_name(c.dist.compress)), "set dist.compress = \"none\"");
-  if (c.model.sync_bn) refuse("model.sync_bn = true", "set model.sync_bn = false");
 }
 
 void validate(const Config& c) {

@@ -200,6 +200,42 @@ TEST(Zero1Resume, KillDashNineThenResumeOn3RanksEqualsStraightZero0) {
   remove_run(b);
 }
 
+// SyncBN's all-reduces (forward and backward) interleave with the bucket reduce-scatters as they
+// do with zero 0's all-reduces: the same bytes on 3 ranks.
+TEST(Zero1SyncBn, ThreeRanksEqualZero0Bitwise) {
+  const std::string a = root_for("sbn0"), b = root_for("sbn1");
+  ASSERT_EQ(dptrain(Model::CnnBn, a, 3, 0, "", "--set model.sync_bn=true"), 0) << read_file(a + ".log");
+  ASSERT_EQ(dptrain(Model::CnnBn, b, 3, 1, "", "--set model.sync_bn=true"), 0) << read_file(b + ".log");
+  EXPECT_EQ(differing(tensors_of(ckpt(a, 30)), tensors_of(ckpt(b, 30))), std::vector<std::string>{});
+  remove_run(a);
+  remove_run(b);
+}
+
+// Across world sizes and from zero 1 into zero 0 and back: a zero-1 run on 2 ranks leaves its
+// step-20 checkpoint (killed after step 23); two copies of it resume on 3 ranks, one at zero 1, one at
+// zero 0 (the existing cross-world semantics): they end with the same bytes, and zero 1's replicas
+// (each rank's, written with the assembled state) are identical.
+TEST(Zero1Resume, TwoRanksZero1ThenThreeRanksZero1EqualsThreeRanksZero0) {
+  const std::string a = root_for("w2"), b = root_for("w3z0");
+  EXPECT_NE(dptrain(Model::CnnBn, a, 2, 1, "DPTRAIN_FAULT_KILL_AFTER_STEP=23"), 0);
+  ASSERT_TRUE(fs::exists(ckpt(a, 20))) << read_file(a + ".log");
+  fs::create_directories(b);
+  fs::copy(a + "/m", b + "/m", fs::copy_options::recursive);
+  ASSERT_EQ(dptrain(Model::CnnBn, a, 3, 1, "", "--set checkpoint.replicas=true"), 0) << read_file(a + ".log");
+  ASSERT_EQ(dptrain(Model::CnnBn, b, 3, 0), 0) << read_file(b + ".log");
+  EXPECT_NE(read_file(a + "/m/logs/rank-2.log").find("resumed from"), std::string::npos);
+  EXPECT_EQ(differing(tensors_of(a + "/m/final.safetensors"), tensors_of(b + "/m/final.safetensors")),
+            std::vector<std::string>{});
+  const auto r0 = tensors_of(a + "/m/replicas/replica-rank0.safetensors");
+  ASSERT_FALSE(r0.empty());
+  for (int r : {1, 2})
+    EXPECT_EQ(differing(r0, tensors_of(a + "/m/replicas/replica-rank" + std::to_string(r) + ".safetensors")),
+              std::vector<std::string>{})
+        << "replica of rank " << r;
+  remove_run(a);
+  remove_run(b);
+}
+
 // What is not built yet is refused before anything runs, naming both keys.
 TEST(Zero1Refusals, UnsupportedCombinationsNameBothKeys) {
   const std::string root = root_for("refuse");
@@ -210,7 +246,6 @@ TEST(Zero1Refusals, UnsupportedCombinationsNameBothKeys) {
   };
   for (const Case& c : {Case{"2", "train.zero = 2 (gradients sharded too) is not implemented yet"},
                         Case{"1 --set dist.compress=bf16", "dist.compress = \"bf16\""},
-                        Case{"1 --set model.sync_bn=true", "model.sync_bn = true"},
                         Case{"1 --set train.device=cuda", "train.device = \"cuda\""},
                         Case{"1 --set dist.backend=nccl", "dist.backend = \"nccl\""}}) {
     const std::string out = root + ".out";
