@@ -32,24 +32,29 @@ inline constexpr EnumName<CpuConvAlgorithm> kCpuConvAlgorithmNames[] = {{CpuConv
 constexpr std::span<const EnumName<CpuConvAlgorithm>> enum_names(CpuConvAlgorithm) { return kCpuConvAlgorithmNames; }
 
 // The GEMMs of the linear layers and the attention's projections under OneDnn (forward and both
-// backward products). Auto: oneDNN's matmul where oneDNN runs it on AVX-512 (its brgemm kernels,
-// scratchpad ours: nothing allocated per call), OpenBLAS's sgemm elsewhere: without AVX-512,
+// backward products). Auto: MKL's sgemm where MKL is present (loaded from DPTRAIN_MKL_DIR:
+// kernels/cpu/mkl_gemm.h; the fastest of the three on every GPT product measured:
+// docs/cpu-performance.md), else oneDNN's matmul where oneDNN runs it on AVX-512 (its brgemm
+// kernels, scratchpad ours: nothing allocated per call), OpenBLAS's sgemm elsewhere: without AVX-512,
 // Debian's oneDNN 2.6.3 runs f32 matmul on its GEMM fallback (gemm:jit), which allocates a
 // workspace on every call (a step then asks the heap for a buffer per product:
 // tests/models/test_step_allocations.cpp) and whose AVX2 kernel moves the stack pointer into that
 // workspace while it runs (why signals are taken by a thread of their own:
-// launch/signal_thread.h); OpenBLAS keeps its buffers in a pool. Onednn, Openblas: that library
-// everywhere. Each is deterministic for a thread count.
-enum class CpuGemm { Auto, Onednn, Openblas };
+// launch/signal_thread.h); OpenBLAS keeps its buffers in a pool. Onednn, Openblas, Mkl: that library
+// everywhere (Mkl without MKL present: a UserError, runtime/cpu_gemm_choice.h). Each is
+// deterministic for a thread count.
+enum class CpuGemm { Auto, Onednn, Openblas, Mkl };
 
 inline constexpr EnumName<CpuGemm> kCpuGemmNames[] = {
-    {CpuGemm::Auto, "auto"}, {CpuGemm::Onednn, "onednn"}, {CpuGemm::Openblas, "openblas"}};
+    {CpuGemm::Auto, "auto"}, {CpuGemm::Onednn, "onednn"}, {CpuGemm::Openblas, "openblas"}, {CpuGemm::Mkl, "mkl"}};
 constexpr std::span<const EnumName<CpuGemm>> enum_names(CpuGemm) { return kCpuGemmNames; }
 
-// The library `g` means on a CPU where oneDNN does (or does not) run on AVX-512: Onednn or
-// Openblas, never Auto (pure).
-constexpr CpuGemm resolved_cpu_gemm(CpuGemm g, bool onednn_avx512) {
+// The library `g` means on a CPU where oneDNN does (or does not) run on AVX-512 and MKL is (or is
+// not) loaded: Onednn, Openblas or Mkl, never Auto (pure). An explicit choice stays as it is (Mkl
+// without MKL is refused before it gets here).
+constexpr CpuGemm resolved_cpu_gemm(CpuGemm g, bool onednn_avx512, bool mkl_present) {
   if (g != CpuGemm::Auto) return g;
+  if (mkl_present) return CpuGemm::Mkl;
   return onednn_avx512 ? CpuGemm::Onednn : CpuGemm::Openblas;
 }
 

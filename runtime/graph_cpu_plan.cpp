@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
+#include "runtime/cpu_gemm_choice.h"
 #include "runtime/graph.h"
 
 namespace dp {
@@ -47,14 +48,15 @@ std::string Graph::cpu_plan_summary() {
   const std::string conv = cpu_conv_algorithm_ == CpuConvAlgorithm::Direct ? "direct"
                            : avx512 ? "Winograd where it fits, else direct (auto)"
                                     : "direct (auto: oneDNN's Winograd needs AVX-512)";
-  const CpuGemm gemm = resolved_cpu_gemm(cpu_gemm_, avx512);
+  const CpuGemm gemm = cpu_gemm_library(cpu_gemm_);
   const std::string why = cpu_gemm_ != CpuGemm::Auto ? ""
+                          : gemm == CpuGemm::Mkl ? " (auto: MKL is present)"
                           : avx512 ? " (auto)"
                                    : " (auto: oneDNN's f32 matmul without AVX-512 allocates per call)";
   return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}; "
                      "linear GEMMs: {}{}; ISA: oneDNN {}, own loops {}",
                      onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW", conv,
-                     gemm == CpuGemm::Onednn ? "oneDNN matmul" : "OpenBLAS", why, kernels::cpu::onednn_isa_name(),
+                     cpu_gemm_words(gemm), why, kernels::cpu::onednn_isa_name(),
                      kernels::cpu::clone_isa_name(kernels::cpu::clone_isa()));
 }
 
@@ -62,7 +64,9 @@ StepContext Graph::cpu_context(const StepContext& ctx) {
   StepContext c = ctx;
   c.cpu_backend = cpu_backend_;
   c.cpu_conv_algorithm = cpu_conv_algorithm_;
-  c.cpu_gemm = cpu_gemm_;
+  // Resolved here, once per graph call (MKL loaded, "mkl" without it refused): the layers' linear_gemm
+  // then never resolves Auto itself.
+  c.cpu_gemm = cpu_backend_ == CpuBackend::OneDnn ? cpu_gemm_library(cpu_gemm_) : cpu_gemm_;
   c.channels_last = cpu_channels_last_ && cpu_plan_dtype_ == DType::F32;
   return c;
 }

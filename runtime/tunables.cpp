@@ -40,6 +40,9 @@ constexpr TunableSpec kSpecs[] = {
      "bootstrap pmix: the PMIx library to load (unset: libpmix.so.2, then libpmix.so)"},
     {Tunable::Pmi2Lib, "DPTRAIN_PMI2_LIB", TunableType::Text, "", 0, 0,
      "bootstrap pmi2: the PMI2 library to load (unset: libpmi2.so.0, then libpmi2.so)"},
+    {Tunable::MklDir, "DPTRAIN_MKL_DIR", TunableType::Text, "/opt/dptrain-deps/mkl-2026.2.0/lib", 0, 0,
+     "CPU linear GEMMs: the folder whose libmkl_rt.so.3 train.cpu_gemm = \"mkl\" (and \"auto\", when it is there) "
+     "loads, e.g. tools/setup.sh's pinned MKL; without it auto runs oneDNN or OpenBLAS"},
     {Tunable::RunId, "DPTRAIN_RUN_ID", TunableType::Text, "", 0, 0,
      "bootstrap file: this launch's id, which tells its rendezvous files from an earlier launch's (unset: "
      "SLURM_JOB_ID.SLURM_STEP_ID, else TORCHELASTIC_RUN_ID); read with those through the bootstrap's "

@@ -28,6 +28,7 @@ enum class Tunable {
   RingHierarchical,
   PmixLib,
   Pmi2Lib,
+  MklDir,
   RunId,
   JobToken,
   StoreBind,

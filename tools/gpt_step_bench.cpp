@@ -5,7 +5,7 @@
 // position, backward, AdamW over the flat arena.
 //
 //   gpt_step_bench n_layer n_head n_embd block_size vocab_size batch warmup steps [dropout] [onednn|reference]
-//                  [auto|onednn|openblas]   (the last: train.cpu_gemm, the linear products' library)
+//                  [auto|onednn|openblas|mkl]   (the last: train.cpu_gemm, the linear products' library)
 //
 // Prints one JSON line: {"tokens_per_s": median over the timed steps, "step_ms": [...], ...}.
 // Threads: OMP_NUM_THREADS (the OpenMP pool oneDNN and OpenBLAS share).
@@ -36,7 +36,10 @@ int run(int argc, char** argv) {
   auto g = models::build_model(mc, {T}, 1);
   g->set_cpu_backend(argc > 10 && std::string(argv[10]) == "reference" ? CpuBackend::Reference : CpuBackend::OneDnn);
   const std::string gemm = argc > 11 ? argv[11] : "auto";
-  g->set_cpu_gemm(gemm == "onednn" ? CpuGemm::Onednn : gemm == "openblas" ? CpuGemm::Openblas : CpuGemm::Auto);
+  g->set_cpu_gemm(gemm == "onednn"     ? CpuGemm::Onednn
+                  : gemm == "openblas" ? CpuGemm::Openblas
+                  : gemm == "mkl"      ? CpuGemm::Mkl
+                                       : CpuGemm::Auto);
   optim::AdamWOptions o;
   o.beta1 = 0.9, o.beta2 = 0.99, o.weight_decay = 0.1;
   auto opt = optim::make_adamw(g->num_parameters(), o);

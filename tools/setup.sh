@@ -2,8 +2,8 @@
 # Sets up a Debian 12 machine for dptrain and builds it into build/.
 #   tools/setup.sh               packages + Python oracle environment + build
 #   tools/setup.sh --no-oracles  packages + build (enough to train; the tests need the oracles)
-# Idempotent: installed packages, an existing working oracle environment, fetched headers and an
-# existing build are reused. Environment: DPTRAIN_VENV (default /opt/dptrain-venv), DPTRAIN_DEPS
+# Idempotent: installed packages, an existing working oracle environment, fetched headers and
+# libraries (cudnn-frontend, MKL) and an existing build are reused. Environment: DPTRAIN_VENV (default /opt/dptrain-venv), DPTRAIN_DEPS
 # (default /opt/dptrain-deps: third-party headers the build needs), BUILD_DIR (default build),
 # CUDA_ARCH (default 90), JOBS (default: all cores).
 set -euo pipefail
@@ -71,6 +71,47 @@ z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
   $SUDO mkdir -p "$fe_dir"
   $SUDO cp -r "$tmp/x/include" "$fe_dir/"
   echo "$fe_sha256" | $SUDO tee "$fe_dir/SHA256" >/dev/null
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+
+# 2b. Intel oneMKL (optional): train.cpu_gemm = "mkl" (and "auto" where it is present) runs the CPU
+# linear layers' GEMMs on MKL's sgemm, which dptrain loads at run time (kernels/cpu/mkl_gemm.h) from
+# $DPTRAIN_DEPS/mkl-<version>/lib (the tunable DPTRAIN_MKL_DIR; the build needs no MKL, and without it
+# auto runs oneDNN or OpenBLAS). PyPI's mkl wheel (the libraries PyTorch's wheels ship), pinned by
+# version and sha256, fetched with pip download like cudnn-frontend; only what cblas_sgemm needs is
+# unpacked: the single dynamic library libmkl_rt, the LP64 interface, the GNU threading layer (the
+# process's libgomp pool; Intel's libiomp5 is neither fetched nor unpacked), the core and its per-ISA
+# kernels. No headers: dptrain declares the few functions it looks up. (About 221 MB to download,
+# 450 MB unpacked.)
+mkl_version=2026.2.0
+mkl_wheel=mkl-2026.2.0-py2.py3-none-manylinux_2_28_x86_64.whl
+mkl_sha256=eaab1875ce9f47ab3c66d5632cef06baf768c05781f2f28847bdbc4343500ed7
+mkl_dir=${DPTRAIN_DEPS:-/opt/dptrain-deps}/mkl-$mkl_version
+if [ "$(uname -m)" != x86_64 ]; then
+  say "MKL: not fetched (not an x86-64 machine); train.cpu_gemm = \"auto\" runs oneDNN or OpenBLAS"
+elif [ -f "$mkl_dir/lib/libmkl_rt.so.3" ] && [ "$(cat "$mkl_dir/SHA256" 2>/dev/null)" = "$mkl_sha256" ]; then
+  say "MKL $mkl_version: $mkl_dir (reused)"
+else
+  say "fetching MKL $mkl_version (PyPI mkl, the sgemm libraries only) into $mkl_dir"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 --dest "$tmp" \
+    "mkl==$mkl_version"
+  echo "$mkl_sha256  $tmp/$mkl_wheel" | sha256sum --check --quiet ||
+    { echo "setup.sh: $mkl_wheel does not have the pinned sha256 $mkl_sha256; not using it" >&2; exit 1; }
+  python3 -c 'import re, sys, zipfile
+keep = re.compile(r"/lib/libmkl_(rt|core|intel_lp64|gnu_thread|def|mc3|avx2|avx512|avx10)\.so\.3$")
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if keep.search(n):
+        with z.open(n) as f, open(sys.argv[2] + "/" + n.rsplit("/", 1)[1], "wb") as out:
+            out.write(f.read())' "$tmp/$mkl_wheel" "$tmp"
+  rm -f "$tmp/$mkl_wheel"
+  $SUDO rm -rf "$mkl_dir"
+  $SUDO mkdir -p "$mkl_dir/lib"
+  $SUDO cp "$tmp"/libmkl_*.so.3 "$mkl_dir/lib/"
+  echo "$mkl_sha256" | $SUDO tee "$mkl_dir/SHA256" >/dev/null
   rm -rf "$tmp"
   trap - EXIT
 fi

@@ -1,8 +1,6 @@
-// defines: DynLib (a shared library opened at run time, so the binary runs where it is absent)
-// and call_with_deadline (a blocking library call that has no timeout of its own, bounded).
+// defines: call_with_deadline (a blocking library call that has no timeout of its own, bounded);
+// DynLib (base/dynlib.h) with it, for the bootstrap's PMIx and PMI2 libraries.
 #pragma once
-#include <dlfcn.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -13,39 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/dynlib.h"
+
 namespace dp {
-
-class DynLib {
- public:
-  // Tries each name in turn; handle() is null when none loads (error() then says why).
-  explicit DynLib(const std::vector<std::string>& names) {
-    for (const auto& n : names) {
-      // RTLD_GLOBAL: PMIx loads its own plugins, which resolve symbols of the library itself.
-      handle_ = ::dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (handle_) {
-        name_ = n;
-        return;
-      }
-      const char* e = ::dlerror();
-      error_ += (error_.empty() ? "" : "; ") + std::string(e ? e : n + ": not found");
-    }
-  }
-  // Never dlclose'd: the libraries keep threads and atexit handlers of their own.
-  DynLib(const DynLib&) = delete;
-  DynLib& operator=(const DynLib&) = delete;
-  void* handle() const { return handle_; }
-  const std::string& name() const { return name_; }
-  const std::string& error() const { return error_; }
-  // The symbol as a function pointer of type F, or nullptr.
-  template <class F>
-  F sym(const char* symbol) const {
-    return handle_ ? reinterpret_cast<F>(::dlsym(handle_, symbol)) : nullptr;
-  }
-
- private:
-  void* handle_ = nullptr;
-  std::string name_, error_;
-};
 
 // Runs fn() on a helper thread and waits up to timeout_s. Returns its result, or nullopt when it
 // did not return in time: the thread is then left behind, still blocked in the library, which is

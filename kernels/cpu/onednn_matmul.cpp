@@ -7,6 +7,7 @@
 #include "kernels/host_device.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/mkl_gemm.h"
 
 namespace dp::kernels::cpu::onednn {
 
@@ -58,13 +59,20 @@ void bias_relu(float* y, const float* b, int64_t M, int64_t O, bool relu) {
   }
 }
 
+// The BLAS-style libraries' product: OpenBLAS through blas.h's shape-fixed slices, MKL as one call.
+void blas_gemm(GemmLibrary lib, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (lib == GemmLibrary::Mkl) return mkl_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
 }  // namespace
 
 void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const float* w, const float* b, int64_t M,
                            bool relu) {
   if (M == 0) return;
-  if (lib == GemmLibrary::Openblas) {
-    gemm(false, true, M, out_, in_, 1.0f, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
+  if (lib != GemmLibrary::Onednn) {
+    blas_gemm(lib, false, true, M, out_, in_, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
     return bias_relu(y, bias_ ? b : nullptr, M, out_, relu);
   }
   Entry& e = entry(M, relu);
@@ -78,7 +86,7 @@ void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const floa
 
 void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M) {
   if (M == 0) return;
-  if (lib == GemmLibrary::Openblas) return gemm(false, false, M, in_, out_, 1.0f, dy, out_, w, in_, 0.0f, dx, in_);
+  if (lib != GemmLibrary::Onednn) return blas_gemm(lib, false, false, M, in_, out_, dy, out_, w, in_, 0.0f, dx, in_);
   Entry& e = entry(M, false);
   execute(e.bwd_d, {{DNNL_ARG_SRC, bind(e.dy, dy)},
                     {DNNL_ARG_WEIGHTS, bind(e.w, w)},
@@ -89,8 +97,8 @@ void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, co
 void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x,
                                     int64_t M) {
   if (M == 0) return;
-  if (lib == GemmLibrary::Openblas) {
-    gemm(true, false, out_, in_, M, 1.0f, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
+  if (lib != GemmLibrary::Onednn) {
+    blas_gemm(lib, true, false, out_, in_, M, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
   } else {
     Entry& e = entry(M, false);
     execute(e.bwd_w, {{DNNL_ARG_SRC, bind(e.dy_t, dy)},

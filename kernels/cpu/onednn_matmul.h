@@ -1,5 +1,5 @@
-// defines: GemmLibrary, and LinearMatmul, a fully connected product on oneDNN's matmul primitive
-// or OpenBLAS's sgemm, the projection every layer with nn.Linear's (out, in) weight shares on the
+// defines: GemmLibrary, and LinearMatmul, a fully connected product on oneDNN's matmul primitive,
+// OpenBLAS's sgemm or MKL's (kernels/cpu/mkl_gemm.h, when loaded), the projection every layer with nn.Linear's (out, in) weight shares on the
 // oneDNN backend (linear, the attention's c_attn and c_proj):
 //   forward          y (M, O) = x (M, I) W^T + b      (bias and an optional ReLU in the epilogue)
 //   backward_data    dx (M, I) = dy (M, O) W (O, I)   (overwritten)
@@ -9,7 +9,8 @@
 // primitives are made once per (M, ReLU). Deterministic for a thread count (kernels/cpu/onednn.h).
 // On OpenBLAS (kernels/cpu/blas.h gemm: slices fixed by the shape, the same bits on any thread
 // count; buffers pooled, nothing allocated per call) the bias and the ReLU follow the product in
-// one pass over y; the bias gradient is the same f64 column sum either way.
+// one pass over y; the bias gradient is the same f64 column sum either way. On MKL the same, its
+// one cblas_sgemm per product threaded by MKL over the OpenMP pool (the same bits for a thread count).
 // Measured against inner product on this project's 2-core machine (GPT's shapes, M = 4096):
 // about 1.5x faster over forward + backward, mostly in the weight gradient.
 #pragma once
@@ -23,7 +24,7 @@
 namespace dp::kernels::cpu::onednn {
 
 // Which library a LinearMatmul call runs on (chosen by models/layers/linear/linear_gemm_choice.h).
-enum class GemmLibrary { Onednn, Openblas };
+enum class GemmLibrary { Onednn, Openblas, Mkl };
 
 class LinearMatmul {
  public:

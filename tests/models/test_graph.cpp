@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "models/build.h"
+#include "runtime/cpu_gemm_choice.h"
 #include "runtime/graph.h"
 #include "runtime/graph_observer.h"
 #include "tests/models/layer_harness.h"
@@ -179,7 +180,9 @@ TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
                 std::string(avx512 ? "Winograd where it fits, else direct (auto)"
                                    : "direct (auto: oneDNN's Winograd needs AVX-512)") +
                 "; linear GEMMs: " +
-                (avx512 ? "oneDNN matmul (auto)" : "OpenBLAS (auto: oneDNN's f32 matmul without AVX-512 allocates per call)") +
+                (process_mkl().loaded ? cpu_gemm_words(CpuGemm::Mkl) + " (auto: MKL is present)"
+                 : avx512             ? "oneDNN matmul (auto)"
+                                      : "OpenBLAS (auto: oneDNN's f32 matmul without AVX-512 allocates per call)") +
                 "; ISA: oneDNN " + kernels::cpu::onednn_isa_name() + ", own loops " +
                 kernels::cpu::clone_isa_name(kernels::cpu::clone_isa()));
   EXPECT_EQ(ref->cpu_plan_summary(), "CPU kernels: reference (im2col + BLAS, NCHW, unfused)");
@@ -188,6 +191,10 @@ TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
   EXPECT_THAT(dnn->cpu_plan_summary(), HasSubstr("; convolutions: direct; linear GEMMs: OpenBLAS; ISA: oneDNN "));
   dnn->set_cpu_gemm(CpuGemm::Onednn);
   EXPECT_THAT(dnn->cpu_plan_summary(), HasSubstr("; linear GEMMs: oneDNN matmul; ISA: oneDNN "));
+  if (process_mkl().loaded) {
+    dnn->set_cpu_gemm(CpuGemm::Mkl);
+    EXPECT_THAT(dnn->cpu_plan_summary(), HasSubstr("; linear GEMMs: MKL sgemm (oneMKL 20"));
+  }
   dnn->set_cpu_gemm(CpuGemm::Auto);
   dnn->set_cpu_conv_algorithm(CpuConvAlgorithm::Auto);
   const StepContext ctx{true, 0, 0};

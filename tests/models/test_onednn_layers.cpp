@@ -2,8 +2,9 @@
 // twin: the f32 oneDNN path (NCHW, and NHWC as the graph stores activations under that backend,
 // and with a ReLU fused into the layer where it can take one) compared with the f64 reference
 // kernels on the same values: forward output, input gradients, parameter gradients and running
-// statistics, within the f32 tolerance the layer tests use (test_layer_precision.cpp). Then: the
-// oneDNN path is bitwise repeatable with the same thread count.
+// statistics, within the f32 tolerance the layer tests use (test_layer_precision.cpp); the layers
+// with linear products on each GEMM library (train.cpu_gemm; MKL's cases skip without MKL). Then:
+// the oneDNN path is bitwise repeatable with the same thread count.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -12,6 +13,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
 #include "models/layers/conv2d/onednn_conv_choice.h"
+#include "tests/mkl_test.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -52,6 +54,7 @@ void apply_relu(Tensor& y, Tensor& dy) {
 class OnednnLayers : public ::testing::TestWithParam<OnednnCase> {};
 
 TEST_P(OnednnLayers, MatchReferenceTwin) {
+  if (GetParam().gemm == CpuGemm::Mkl) DP_SKIP_WITHOUT_MKL();
   const LayerCase& c = GetParam().layer;
   const bool nhwc = GetParam().nhwc, relu = GetParam().relu;
   TestLayer ref = make_test_layer(c, DType::F64, 7);
@@ -119,11 +122,12 @@ std::vector<OnednnCase> onednn_cases() {
   for (const auto& c : all) {
     const bool folds_relu = make_layer(c.type, c.args)->applicable_epilogues(FusionPath::CpuOnednn).has(Epilogue::Relu);
     // Dropout draws its mask per stored element: NHWC drops other elements than the NCHW twin.
-    // The layers with linear products: on each GEMM library (auto is one of the two).
+    // The layers with linear products: on each GEMM library (auto is one of the others; MKL skipped
+    // without it).
     const bool gemms = c.type == "linear" || c.type == "causal_self_attention";
     for (bool nhwc : {false, true}) {
       if (nhwc && c.type == "dropout" && c.training) continue;
-      for (CpuGemm g : {CpuGemm::Auto, CpuGemm::Onednn, CpuGemm::Openblas}) {
+      for (CpuGemm g : {CpuGemm::Auto, CpuGemm::Onednn, CpuGemm::Openblas, CpuGemm::Mkl}) {
         if (g != CpuGemm::Auto && !gemms) continue;
         out.push_back({c, nhwc, false, g});
         if (folds_relu) out.push_back({c, nhwc, true, g});
@@ -179,8 +183,9 @@ TEST(OnednnDeterminism, BitwiseRepeatableWithTheSameThreadCount) {
        false},
   };
   for (const auto& [c, relu] : cases)
-    for (CpuGemm g : {CpuGemm::Onednn, CpuGemm::Openblas}) {
-      if (g == CpuGemm::Openblas && c.type != "linear") continue;
+    for (CpuGemm g : {CpuGemm::Onednn, CpuGemm::Openblas, CpuGemm::Mkl}) {
+      if (g != CpuGemm::Onednn && c.type != "linear") continue;
+      if (g == CpuGemm::Mkl && !process_mkl().loaded) continue;  // MklGemm's tests say it is skipped
       std::vector<Tensor> a = run_once(c, relu, CpuConvAlgorithm::Auto, g), b = run_once(c, relu, CpuConvAlgorithm::Auto, g);
       ASSERT_EQ(a.size(), b.size());
       for (size_t i = 0; i < a.size(); ++i)

@@ -52,18 +52,13 @@ TEST(Config, CpuBackendIsAChoiceDefaultingToOnednn) {
             "m.cfg:4: train.cpu_backend = \"mkl\" is not allowed; use one of: onednn, reference");
 }
 
-TEST(Config, CpuGemmIsAChoiceDefaultingToAutoWhichFollowsTheIsa) {
+TEST(Config, CpuGemmIsAChoiceDefaultingToAuto) {
   EXPECT_EQ(parse_config(kMin, "m.cfg").train.cpu_gemm, CpuGemm::Auto);
   EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cpu_gemm=openblas"}).train.cpu_gemm, CpuGemm::Openblas);
-  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ncpu_gemm = \"mkl\"\n"),
-            "m.cfg:4: train.cpu_gemm = \"mkl\" is not allowed; use one of: auto, onednn, openblas");
-  // auto: oneDNN's matmul where oneDNN runs on AVX-512, OpenBLAS elsewhere; the others stand.
-  EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, true), CpuGemm::Onednn);
-  EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, false), CpuGemm::Openblas);
-  for (bool avx512 : {true, false}) {
-    EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Onednn, avx512), CpuGemm::Onednn);
-    EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Openblas, avx512), CpuGemm::Openblas);
-  }
+  EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.cpu_gemm=mkl"}).train.cpu_gemm, CpuGemm::Mkl);
+  EXPECT_EQ(error_of(std::string(kMin) + "[train]\ncpu_gemm = \"blis\"\n"),
+            "m.cfg:4: train.cpu_gemm = \"blis\" is not allowed; use one of: auto, onednn, openblas, mkl");
+  // What auto resolves to, and "mkl" without MKL: tests/runtime/test_cpu_gemm_choice.cpp.
 }
 
 TEST(Config, CudnnApiIsAChoiceDefaultingToLegacy) {

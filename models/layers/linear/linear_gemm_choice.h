@@ -1,7 +1,10 @@
 // defines: linear_gemm, the library a linear product runs on under train.cpu_gemm on this CPU
-// (runtime/cpu_backend.h's resolved_cpu_gemm, with oneDNN's effective ISA: kernels/cpu/isa.h).
+// (runtime/cpu_backend.h's resolved_cpu_gemm, with oneDNN's effective ISA, kernels/cpu/isa.h, and
+// whether MKL is loaded, kernels/cpu/mkl_gemm.h). A graph's layers get train.cpu_gemm resolved
+// already (runtime/cpu_gemm_choice.h, which loads MKL); Auto here serves layers run on their own.
 #pragma once
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/mkl_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "runtime/cpu_backend.h"
 
@@ -9,7 +12,11 @@ namespace dp::models {
 
 inline kernels::cpu::onednn::GemmLibrary linear_gemm(CpuGemm g) {
   using L = kernels::cpu::onednn::GemmLibrary;
-  return resolved_cpu_gemm(g, kernels::cpu::onednn_has_avx512_core()) == CpuGemm::Onednn ? L::Onednn : L::Openblas;
+  switch (resolved_cpu_gemm(g, kernels::cpu::onednn_has_avx512_core(), kernels::cpu::mkl_loaded())) {
+    case CpuGemm::Onednn: return L::Onednn;
+    case CpuGemm::Mkl: return L::Mkl;
+    default: return L::Openblas;
+  }
 }
 
 }  // namespace dp::models
