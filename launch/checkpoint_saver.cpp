@@ -77,7 +77,10 @@ void CheckpointSaver::start(int64_t step, const Graph& model, const optim::Optim
                "checkpoint.every_steps or checkpoint.every_s to stop waiting",
                step, seconds_since(t0), previous, ok ? "written" : "failed");
   }
+  const auto t0 = std::chrono::steady_clock::now();
   snapshot_.take(model, opt, meta, stream);
+  lg()->info("checkpoint of step {}: {:.1f} MB host snapshot in {:.3f} s; {} is written in the background", step,
+             snapshot_.bytes() / 1e6, seconds_since(t0), dir_.file_for(step));
   in_flight_ = step;
   writer_.start(dir_.file_for(step), [this, step, fault = fault_for(step)] {
     write_and_commit(step, [&] { snapshot_.write(dir_.file_for(step), fault); });

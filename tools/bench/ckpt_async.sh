@@ -37,7 +37,7 @@ run_mode() {  # mode round -> prints the mean seconds per step
   local mode=$1 round=$2 every=$EVERY async=false
   [ "$mode" = none ] && every=0
   [ "$mode" = async ] && async=true
-  "$dptrain" "$repo/models/gpt_tiny.cfg" --run-dir "$tmp/runs" --name "$mode-$round" --log-level warn --set \
+  "$dptrain" "$repo/models/gpt_tiny.cfg" --run-dir "$tmp/runs" --name "$mode-$round" --log-level info --set \
     "data.path=\"$tmp/gpl3/train_*.bin\"" "data.val_path=\"$tmp/gpl3/val_*.bin\"" "train.steps=$STEPS" \
     train.log_every=1 train.eval_every=0 run.tensorboard=false checkpoint.final=false \
     "checkpoint.every_steps=$every" "checkpoint.async=$async" "${threads[@]}" > "$tmp/$mode-$round.log" 2>&1 \
@@ -53,12 +53,26 @@ print(f"{(t[steps] - t[skip]) / (steps - skip):.4f}")
 PY
 }
 
+# What one save holds the training thread for, from rank 0's log: a synchronous checkpoint's
+# "checkpoint <file> (X MB in Y s)" lines, an asynchronous one's "X MB host snapshot in Y s".
+save_stall() {  # run mode -> the mean time a save held the training thread (the last step's left out)
+  python3 - "$tmp/runs/$1/logs/rank-0.log" "$2" "$(printf 'step-%08d' "$STEPS")" <<'PY'
+import re, sys
+log, mode, last = sys.argv[1:]
+pattern = r"host snapshot in ([0-9.]+) s" if mode == "async" else r"MB in ([0-9.]+) s\)"
+s = [float(m.group(1)) for line in open(log) if last not in line for m in [re.search(pattern, line)] if m]
+print(f"{1e3 * sum(s) / len(s):.1f} ms over {len(s)} saves" if s else "no saves")
+PY
+}
+
 declare -A sum
 for mode in none sync async; do sum[$mode]=0; done
 for round in $(seq 1 "$ROUNDS"); do
   for mode in none sync async; do
     s=$(run_mode "$mode" "$round")
-    echo "round $round $mode: $s s/step (steps $((SKIP + 1))..$STEPS, checkpoint every $EVERY)"
+    stall=""
+    [ "$mode" = none ] || stall="; a save holds the step $(save_stall "$mode-$round" "$mode")"
+    echo "round $round $mode: $s s/step (steps $((SKIP + 1))..$STEPS, checkpoint every $EVERY)$stall"
     sum[$mode]=$(python3 -c "print(${sum[$mode]} + $s)")
   done
 done
