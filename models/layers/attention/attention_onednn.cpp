@@ -1,17 +1,18 @@
 // CausalSelfAttention's oneDNN path (f32): the projections on kernels/cpu/onednn_matmul.h's
-// LinearMatmul over the (N T, C) rows, the attention core on causal_core.h (the causal blocks
-// only, a BLAS call per block). The forward keeps qkv, the packed probabilities and the heads' output;
-// the backward's buffers (d att, d qkv, the dropped dy, the core's per-thread rows) are the
-// shared scratch slots of kernels/cpu/onednn.h, so layers after layers reuse one allocation.
+// LinearMatmul over the (N T, C) rows, the attention core on flash_core.h (FlashAttention's tiles
+// on or below the diagonal only, an online softmax; the probabilities kept in its packed layout:
+// measured faster than recomputing them, docs/cpu-performance.md). The forward keeps
+// qkv, the packed probabilities and the heads' output; the backward's buffers (d att, d qkv, the
+// dropped dy) are the shared scratch slots of kernels/cpu/onednn.h, so layers after layers reuse
+// one allocation.
 #include "kernels/cpu/onednn_matmul.h"
 #include "models/layers/attention/attention.h"
 #include "models/layers/attention/attention_saved.h"
-#include "models/layers/attention/causal_core.h"
+#include "models/layers/attention/flash_core.h"
 #include "models/layers/common.h"
 #include "models/layers/linear/linear_gemm_choice.h"
 #include "models/layers/dropout/dropout_ref.h"
 
-#include <omp.h>
 
 namespace dp::models {
 
@@ -30,26 +31,19 @@ float* slot_floats(dn::Slot slot, int64_t floats) {
   return static_cast<float*>(dn::scratch(m, slot).get_data_handle());
 }
 
-// Every OpenMP thread's share of `slot`, `per_thread` floats each: thread t at base + t per_thread.
-float* per_thread_floats(int64_t per_thread) {
-  const int threads = omp_get_max_threads();
-  return slot_floats(dn::Slot::C, per_thread * threads);
-}
 }  // namespace
 
 void CausalSelfAttention::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor* y) {
   Saved& s = saved();
   OnednnState& st = onednn_state();
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
-  const kernels::cpu::CausalBlocks cb(T_);
-  s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, cb.packed}, {N, T_, C_}});
+  s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, kernels::cpu::FlashKept(T_).packed}, {N, T_, C_}});
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
   st.c_attn.forward(lib, s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
                     o_.bias ? params_[1].data<float>() : nullptr, M);
-  float* scratch = drop.p > 0 ? per_thread_floats(kernels::cpu::CausalBlocks::kBlockRows * T_) : nullptr;
-  kernels::cpu::causal_forward(s.att.data<float>(), s.P.data<float>(), s.qkv.data<float>(), N, H, D_, cb, drop,
-                               scratch);
+  kernels::cpu::flash_forward(s.att.data<float>(), nullptr, s.P.data<float>(), s.qkv.data<float>(), N, T_, H, D_,
+                              drop);
   s.mark(x, ctx, true);
   if (!y) return;
   st.c_proj.forward(lib, y->data<float>(), s.att.data<float>(), params_[o_.bias ? 2 : 1].data<float>(),
@@ -64,14 +58,13 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
   Saved& s = saved();
   OnednnState& st = onednn_state();
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
-  const kernels::cpu::CausalBlocks cb(T_);
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
   float* datt = slot_floats(dn::Slot::A, M * C_);
   float* dqkv = slot_floats(dn::Slot::B, M * 3 * C_);
   const float* g = dy.data<float>();
   if (ctx.training && o_.resid_dropout > 0) {
-    float* gd = slot_floats(dn::Slot::C, M * C_);  // free again before the core takes slot C
+    float* gd = slot_floats(dn::Slot::C, M * C_);
     kernels::cpu::dropout_backward<float>(gd, g, dy.numel(), o_.resid_dropout, ctx.seed, resid_stream(ctx.step));
     g = gd;
   }
@@ -79,8 +72,8 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
   st.c_proj.backward_weights(lib, grads_[wp].data<float>(), o_.bias ? grads_[3].data<float>() : nullptr, g,
                              s.att.data<float>(), M);
   st.c_proj.backward_data(lib, datt, g, params_[wp].data<float>(), M);
-  float* scratch = per_thread_floats(2 * kernels::cpu::CausalBlocks::kBlockRows * T_);
-  kernels::cpu::causal_backward(dqkv, datt, s.qkv.data<float>(), s.P.data<float>(), N, H, D_, cb, drop, scratch);
+  kernels::cpu::flash_backward(dqkv, datt, s.qkv.data<float>(), s.att.data<float>(), nullptr, s.P.data<float>(), N,
+                               T_, H, D_, drop);
   st.c_attn.backward_weights(lib, grads_[0].data<float>(), o_.bias ? grads_[1].data<float>() : nullptr, dqkv,
                              x.data<float>(), M);
   if (dx.defined()) st.c_attn.backward_data(lib, dx.data<float>(), dqkv, params_[0].data<float>(), M);

@@ -9,6 +9,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/host_device.h"
+#include "models/layers/attention/exp_nonpositive.h"
 
 namespace dp::kernels::cpu {
 
@@ -22,27 +23,6 @@ CausalBlocks::CausalBlocks(int64_t t) : T(t), count((t + kBlockRows - 1) / kBloc
 int64_t CausalBlocks::rows(int64_t b) const { return std::min(kBlockRows, T - first(b)); }
 
 namespace {
-
-// e^x for x <= 0 (scores minus their row maximum), within 2 ulp of expf for x >= -87 and a
-// denormal-free ~1e-38 below: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, and Cephes'
-// minimax polynomial for e^r; branch-free, so the loops that call it vectorise.
-#pragma omp declare simd
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(x / ln2), |x / ln2| < 2^22
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;       // x - n ln2 (ln2 in two parts)
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return p * two_n;
-}
 
 // Row of block scores s (length L): softmax over [0, n), zeros in [n, L). The loops are OpenMP
 // simd loops: the max and the sum reduce in vector lanes (a fixed order for the build, the same
