@@ -760,12 +760,14 @@ void TrainSession::checkpoint_at_the_end() {
   else if (saver_) saver_->wait();
 }
 
-// ZeRO: checkpoints keep zero 0's format, the whole state in arena order. Every rank assembles it
-// (an in-place all-gather per bucket and state tensor), one copy each while the save lasts.
+// ZeRO: checkpoints keep zero 0's format, the whole state in arena order, assembled (an in-place
+// all-gather per bucket and state tensor) in a whole optimizer on the ranks that write it while
+// the save lasts; the others take part through one scratch tensor.
 std::unique_ptr<optim::Optimizer> TrainSession::gather_optimizer() {
   if (!zero_) return nullptr;
-  std::unique_ptr<optim::Optimizer> whole = make_optimizer(cfg_.train, model_->params());
-  whole->load_state(zero_->gather_state(*opt_), opt_->steps());
+  std::unique_ptr<optim::Optimizer> whole;
+  if (writer_ || cfg_.checkpoint.replicas) whole = make_optimizer(cfg_.train, model_->params());
+  zero_->gather_state(*opt_, whole.get());
   return whole;
 }
 

@@ -45,16 +45,22 @@ void ZeroShard::gather_params(const Tensor& params) {
   for (auto& w : works) w->wait();
 }
 
-std::vector<std::pair<std::string, Tensor>> ZeroShard::gather_state(const optim::Optimizer& shard) {
-  std::vector<std::pair<std::string, Tensor>> full;
-  for (const auto& [name, t] : shard.state()) {
-    Tensor f = Tensor::zeros({arena_numel_}, DType::F32);
+void ZeroShard::gather_state(const optim::Optimizer& shard, optim::Optimizer* whole) {
+  const auto mine = shard.state();
+  const auto dst = whole ? whole->state() : std::vector<std::pair<std::string, Tensor>>{};
+  DP_CHECK(!whole || (dst.size() == mine.size() && whole->numel() == arena_numel_),
+           "ZeRO checkpoint state: the {} optimizer over {} elements does not match the shard's", whole->name(),
+           whole->numel());
+  Tensor scratch = whole || mine.empty() ? Tensor() : Tensor::zeros({arena_numel_}, DType::F32);
+  for (size_t k = 0; k < mine.size(); ++k) {
+    DP_CHECK(!whole || dst[k].first == mine[k].first, "ZeRO checkpoint state: slot '{}' against '{}'", dst[k].first,
+             mine[k].first);
+    const Tensor f = whole ? dst[k].second.reshape({arena_numel_}) : scratch;
     for (const ShardPiece& pc : layout_.pieces)
-      if (pc.len > 0) f.slice_flat(pc.arena_begin, {pc.len}).copy_from(t.slice_flat(pc.shard_begin, {pc.len}));
+      if (pc.len > 0) f.slice_flat(pc.arena_begin, {pc.len}).copy_from(mine[k].second.slice_flat(pc.shard_begin, {pc.len}));
     gather_params(f);  // the same in-place block all-gather, bucket by bucket
-    full.emplace_back(name, f);
   }
-  return full;
+  if (whole) whole->restore_steps(shard.steps());
 }
 
 void ZeroShard::take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const {

@@ -21,8 +21,9 @@
 // at that size, far fewer for small models; deterministic for a given run either way).
 //
 // Checkpoints stay zero 0's format (full arena-order state on rank 0): gather_state assembles the
-// full state tensors (every rank, one copy each, transiently, at save time), take_pieces takes a
-// rank's pieces of a full optimizer (resume).
+// whole state in a whole-arena optimizer on the ranks that write (rank 0, and every rank with
+// replicas; one transient copy there, at save time; the other ranks pass one scratch tensor),
+// take_pieces takes a rank's pieces of a whole optimizer (resume).
 #pragma once
 #include <memory>
 #include <string>
@@ -49,8 +50,10 @@ class ZeroShard {
   // Every bucket of params all-gathered in place (collective); returns when all are done.
   void gather_params(const Tensor& params);
 
-  // The shard optimizer's state as full arena-order tensors (collective; every rank gets them).
-  std::vector<std::pair<std::string, Tensor>> gather_state(const optim::Optimizer& shard);
+  // The shard optimizer's state assembled in arena order into `whole`'s state tensors (through
+  // their views, one tensor at a time), with its step count: collective. whole null (a rank that
+  // writes nothing): the collective part only, through one scratch tensor of the arena's size.
+  void gather_state(const optim::Optimizer& shard, optim::Optimizer* whole);
   // Loads the rank's pieces of `full`'s state (and its step count) into `shard`.
   void take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const;
 

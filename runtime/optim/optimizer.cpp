@@ -105,6 +105,11 @@ void Optimizer::step_pieces(const Tensor& params, const Tensor& grads, const std
   ++steps_;
 }
 
+void Optimizer::restore_steps(int64_t steps) {
+  if (steps < 0) DP_THROW_USER("{} optimizer: step count {} is negative", name(), steps);
+  steps_ = steps;
+}
+
 void Optimizer::check_step_args(const Tensor& params, const Tensor& grads, double lr) const {
   for (const Tensor* t : {&params, &grads}) {
     const char* what = t == &params ? "parameters" : "gradients";

@@ -75,6 +75,9 @@ class Optimizer {
   // Restores state() output (any shape with numel() F32 elements per slot, any device) and the
   // step count; checks names and sizes first and says what mismatched (UserError).
   virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) = 0;
+  // The step count alone, for state written in place through state()'s views (ZeRO assembles a
+  // checkpoint's state that way). UserError for a negative count.
+  void restore_steps(int64_t steps);
 
  protected:
   explicit Optimizer(int64_t numel);
