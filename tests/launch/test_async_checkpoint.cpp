@@ -126,6 +126,21 @@ TEST(AsyncCheckpoint, FilesAreTheSynchronousOnesByteForByte) {
   fs::remove_all(b);
 }
 
+// In one run: stopped after step 8 (every_steps = 4), whose checkpoint is written in the background
+// from the snapshot while checkpoint.replicas writes the live state of the same step synchronously
+// (write_checkpoint, the same metadata): the two files are the same bytes, header and all.
+TEST(AsyncCheckpoint, TheBackgroundFileIsTheSynchronousReplicaOfItsStep) {
+  const std::string a = temp_root("replica");
+  TrainOptions stop;
+  stop.stop_after_steps = 8;
+  ASSERT_EQ(train(make_cfg(a, {"checkpoint.async=true", "checkpoint.replicas=true"}), stop).steps, 8);
+  const std::string replica = read_file(a + "/r/replicas/replica-rank0.safetensors");
+  ASSERT_GT(replica.size(), 100000u);
+  EXPECT_TRUE(read_file(ckpt(a, 8)) == replica) << "the background file differs from the synchronous one";
+  EXPECT_THAT(read_file(a + "/r/logs/rank-0.log"), HasSubstr("checkpoint of step 8: "));
+  fs::remove_all(a);
+}
+
 // Runs `argv` with stdout and stderr into `log`; returns the wait status.
 int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
   std::vector<char*> args, envp;
