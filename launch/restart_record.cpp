@@ -54,6 +54,25 @@ std::string restart_details(const RestartFacts& f) {
   return s;
 }
 
+std::vector<std::string> restart_events(const std::string& metrics_text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < metrics_text.size()) {
+    size_t end = metrics_text.find('\n', start);
+    if (end == std::string::npos) end = metrics_text.size();
+    const auto j = nlohmann::json::parse(metrics_text.substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (!j.is_object() || j.value("split", "") != "restart") continue;
+    std::string e = fmt::format("restart {} of {}: rank {} on {} {}; resumed from step {}", j.value("restart", 0),
+                                j.value("max_restarts", 0), j.value("rank", -1), j.value("host", "?"),
+                                j.value("cause", "?"), j.value("resume_step", int64_t{0}));
+    if (j.contains("steps_lost") && j["steps_lost"].is_number()) e += fmt::format(" ({} steps lost)", j["steps_lost"].get<int64_t>());
+    if (j.contains("watchdog") && j["watchdog"].is_string()) e += "; the watchdog: " + j["watchdog"].get<std::string>();
+    out.push_back(e);
+  }
+  return out;
+}
+
 namespace {
 
 std::vector<fs::path> flight_files(const std::string& run_path) {

@@ -40,6 +40,11 @@ std::string restart_details(const RestartFacts& f);
 // The facts of <run_dir>/<run_name> (its checkpoints/ and flight/ folders as they are).
 RestartFacts read_restart_facts(const std::string& run_path);
 
+// Pure. The restarts that metrics.jsonl text records (its {"split": "restart"} lines), one line
+// each, for flightrec: "restart 1 of 2: rank 1 on h1 was killed by signal 9 (SIGKILL); resumed
+// from step 16 (4 steps lost); the watchdog: <verdict>".
+std::vector<std::string> restart_events(const std::string& metrics_text);
+
 // LocalLaunchOptions::on_restart for the run <run_dir>/<run_name>: reads the facts, moves the
 // flight records aside, appends the metrics line; returns restart_details.
 std::string record_restart(const std::string& run_dir, const std::string& run_name, const RestartEvent& e);

@@ -124,6 +124,18 @@ TEST(Restart, RankKilledAfterStep20IsRestartedAndEndsBitwiseAsAStraightRun) {
   EXPECT_EQ(rec[0]["last_step"], 20);
   EXPECT_EQ(rec[0]["steps_lost"], 4);
 
+  // flightrec shows the restart as an event; its flight records moved aside.
+  const std::string fr = b + "/flightrec.txt";
+  ASSERT_EQ(std::system((std::string(DPTRAIN_BINARY_DIR) + "/flightrec " + b + "/c > " + fr + " 2>&1").c_str()), 0)
+      << read_file(fr);
+  EXPECT_THAT(read_file(fr), ::testing::StartsWith("restart 1 of 1: rank 1 on " + host() +
+                                                   " was killed by signal 9 (SIGKILL); resumed from step 16 (4 steps "
+                                                   "lost); the watchdog: "))
+      << read_file(fr);
+  EXPECT_THAT(read_file(fr), HasSubstr("\nno flight record since restart 1 (each restart's records: "
+                                       "flight/before-restart-<k>/)\n"));
+  EXPECT_TRUE(fs::exists(b + "/c/flight/before-restart-1/rank-0.json"));
+
   EXPECT_EQ(differing(tensors_of(ckpt(a, kSteps)), tensors_of(ckpt(b, kSteps))), std::vector<std::string>{});
   // Every tensor's bytes (the files' metadata differ: the resolved cfg names the run directory).
   EXPECT_EQ(differing(tensors_of(a + "/c/final.safetensors"), tensors_of(b + "/c/final.safetensors")),

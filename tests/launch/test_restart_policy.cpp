@@ -137,5 +137,21 @@ TEST(RestartRecord, MetricsLineAndDetails) {
   EXPECT_EQ(restart_details(unknown), "no checkpoint yet: starting over from step 0");
 }
 
+TEST(RestartRecord, RestartEventsForFlightrec) {
+  const std::string metrics =
+      R"J({"split":"train","step":4,"loss":1.5})J"
+      "\n"
+      R"J({"cause":"was killed by signal 9 (SIGKILL)","host":"h1","max_restarts":2,"rank":1,"restart":1,)J"
+      R"J("resume_step":16,"split":"restart","steps_lost":4,"watchdog":"rank 1 died in all-reduce #96 (step 20)"})J"
+      "\n"
+      R"J({"cause":"exited with status 1","host":"h1","max_restarts":2,"rank":0,"restart":2,"resume_step":24,)J"
+      R"J("split":"restart","steps_lost":null,"watchdog":null})J"
+      "\nnot json\n";
+  EXPECT_EQ(restart_events(metrics),
+            (std::vector<std::string>{"restart 1 of 2: rank 1 on h1 was killed by signal 9 (SIGKILL); resumed from step "
+                                      "16 (4 steps lost); the watchdog: rank 1 died in all-reduce #96 (step 20)",
+                                      "restart 2 of 2: rank 0 on h1 exited with status 1; resumed from step 24"}));
+}
+
 }  // namespace
 }  // namespace dp::launch
