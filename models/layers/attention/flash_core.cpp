@@ -44,11 +44,11 @@ void pack_rows(float* dst, const float* src, int64_t ld, const Head& h) {
 }
 
 // dst (D, Tp) = src (T, D, stride ld) transposed, zero-padded: the B operand of q k^T and dO v^T.
+// Rows of src read in order (a stride of 3C between them), the (D, Tp) destination stays in cache.
 void pack_transposed(float* dst, const float* src, const Head& h) {
-  for (int64_t d = 0; d < h.D; ++d) {
-    for (int64_t t = 0; t < h.T; ++t) dst[d * h.Tp + t] = src[t * h.ld + d];
-    std::fill(dst + d * h.Tp + h.T, dst + (d + 1) * h.Tp, 0.0f);
-  }
+  for (int64_t t = 0; t < h.T; ++t)
+    for (int64_t d = 0; d < h.D; ++d) dst[d * h.Tp + t] = src[t * h.ld + d];
+  for (int64_t d = 0; d < h.D; ++d) std::fill(dst + d * h.Tp + h.T, dst + (d + 1) * h.Tp, 0.0f);
 }
 
 // s (rq, rk; stride lds) = a (rq, D; stride lda) bt (D, Tp)[:, k0 + j], unscaled, for the keys a
@@ -75,14 +75,13 @@ int64_t group_reach(int64_t i0, int rows, int64_t rk, bool diag) { return diag ?
                                                        float& l) {
   float mx = s[0];
 #pragma omp simd reduction(max : mx)
-  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
+  for (int64_t j = 1; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
   const float m_new = std::max(m, mx * scale);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) s[j] = exp_nonpositive(s[j] * scale - m_new);
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = exp_nonpositive(s[j] * scale - m_new);
-    sum += s[j];
-  }
+  for (int64_t j = 0; j < n; ++j) sum += s[j];
   std::fill(s + n, s + rk, 0.0f);
   const float alpha = exp_nonpositive(m - m_new);  // m = -inf on the first tile: alpha ~1e-38, l = 0
   l = l * alpha + sum;
@@ -90,22 +89,26 @@ int64_t group_reach(int64_t i0, int rows, int64_t rk, bool diag) { return diag ?
   return alpha;
 }
 
-// The forward's per-thread buffers: kt (D, Tp), vp (T, Dp), o (kTile, Dp), s and pd (kTile, kTile),
-// mt (key tiles x kTile): each row's running max after each key tile (of the tile being done), for kept tiles.
+// The forward's per-thread buffers: kt (D, Tp), vp (T, Dp), o (kTile, Dp), s (kTile, Tp): a query
+// tile's scores, then probabilities, over all its keys; pd (kTile, kTile): a tile's dropped ones;
+// mt (key tiles x kTile): each row's running max after each key tile of the query tile being done.
 struct FwdBufs {
   float *kt, *vp, *o, *s, *pd, *mt;
 };
 
-// Kept probabilities: row i's piece of key tile kb holds e^(scale s - mt) with mt its running max
-// then; P = that e^(mt - m) / l once the query tile's m and l are final.
-void normalise_kept(float* P, int64_t ldp, const float* mt, const float* m, const float* l, int64_t rq, int64_t q0) {
+// The kept probabilities of query tile [q0, q0 + rq): row i's piece of key tile kb in s (row
+// stride ld, as P's) holds e^(scale s - mt) with mt the running max then; P = that e^(mt - m) / l
+// now that the tile's m and l are final.
+void store_kept(float* P, const float* s, int64_t ld, const float* mt, const float* m, const float* l, int64_t rq,
+                int64_t q0) {
   for (int64_t i = 0; i < rq; ++i)
     for (int64_t k0 = 0; k0 <= q0; k0 += kTile) {
       const float f = exp_nonpositive(mt[k0 + i] - m[i]) / l[i];
-      float* row = P + i * ldp + k0;
+      const float* from = s + i * ld + k0;
+      float* to = P + i * ld + k0;
       const int64_t keys = std::min(kTile, q0 + rq - k0);
 #pragma omp simd
-      for (int64_t j = 0; j < keys; ++j) row[j] *= f;
+      for (int64_t j = 0; j < keys; ++j) to[j] = from[j] * f;
     }
 }
 
@@ -117,8 +120,7 @@ template <typename Vec>
                                                       const FwdBufs& b, const Head& h, int64_t q0, uint64_t index0,
                                                       const AttnDropout& drop) {
   const int64_t rq = std::min(kTile, h.T - q0);
-  const int64_t ldp = P ? h.kept->stride[q0 / kTile] : kTile;
-  float* const sbase = P ? P + h.kept->offset[q0 / kTile] : b.s;
+  const int64_t ldp = pad16(q0 + rq);  // b.s holds the query tile's rows over all its keys
   float m[kTile], l[kTile];
   std::fill(m, m + rq, -INFINITY);
   std::fill(l, l + rq, 0.0f);
@@ -126,7 +128,7 @@ template <typename Vec>
   for (int64_t k0 = 0; k0 <= q0; k0 += kTile) {
     const int64_t rk = std::min(kTile, h.T - k0);
     const bool diag = k0 == q0;
-    float* const st = P ? sbase + k0 : b.s;
+    float* const st = b.s + k0;
     tile_scores<Vec>(st, ldp, q + q0 * h.ld, h.ld, b.kt + k0, h, rq, rk, diag);
     for (int64_t i = 0; i < rq; ++i) {
       float* s = st + i * ldp;
@@ -146,7 +148,7 @@ template <typename Vec>
                                0, group_reach(i0, rows, rk, diag));
     }
   }
-  if (P) normalise_kept(sbase, ldp, b.mt, m, l, rq, q0);
+  if (P) store_kept(P + h.kept->offset[q0 / kTile], b.s, ldp, b.mt, m, l, rq, q0);
   for (int64_t i = 0; i < rq; ++i) {
     const float inv = 1.0f / l[i];
     for (int64_t d = 0; d < h.D; ++d) att[(q0 + i) * h.ldo + d] = b.o[i * h.Dp + d] * inv;
@@ -160,9 +162,9 @@ template <typename Vec>
                                                      const float* v, const Head& h, uint64_t index0,
                                                      const AttnDropout& drop) {
   const int64_t tiles_rows = (h.T + kTile - 1) / kTile * kTile;
-  float* buf = thread_floats(h.D * h.Tp + h.T * h.Dp + kTile * h.Dp + 2 * kTile * kTile + tiles_rows);
+  float* buf = thread_floats(h.D * h.Tp + h.T * h.Dp + kTile * h.Dp + kTile * h.Tp + kTile * kTile + tiles_rows);
   FwdBufs b;
-  b.kt = buf, b.vp = b.kt + h.D * h.Tp, b.o = b.vp + h.T * h.Dp, b.s = b.o + kTile * h.Dp, b.pd = b.s + kTile * kTile;
+  b.kt = buf, b.vp = b.kt + h.D * h.Tp, b.o = b.vp + h.T * h.Dp, b.s = b.o + kTile * h.Dp, b.pd = b.s + kTile * h.Tp;
   b.mt = b.pd + kTile * kTile;
   pack_transposed(b.kt, k, h);
   pack_rows(b.vp, v, h.ld, h);
