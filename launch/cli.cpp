@@ -178,6 +178,10 @@ CLI::App* add_submit_command(CLI::App& app, RunArgs& sub_args, SlurmOptions& slu
   sub->add_option("--account", slurm.account, "account to charge");
   sub->add_option("--qos", slurm.qos, "quality of service");
   sub->add_option("--nodelist", slurm.nodelist, "nodes to run on, e.g. node[01-04]");
+  sub->add_option("--max-restarts", slurm.max_restarts,
+                  "run the srun step again when it fails (any status but 2, a cfg or input error, or a cancelled "
+                  "job), up to K times, from the newest checkpoint (default 0)")
+      ->check(CLI::Range(0, 1000000));
   sub->add_flag("--dry-run", dry_run, "print the script instead of writing and submitting it");
 
   return sub;

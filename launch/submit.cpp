@@ -54,6 +54,55 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
+namespace {
+
+// The srun step; `extra` ("" or " $resume") ends dptrain's arguments.
+std::string srun_line(const SbatchJob& job, const std::string& extra) {
+  const SlurmOptions& s = job.slurm;
+  // srun does not inherit --cpus-per-task from the allocation (Slurm >= 22.05): pass it on.
+  std::string o = "srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append";
+  if (s.cpus_per_task > 0) o += fmt::format(" --cpus-per-task={}", s.cpus_per_task);
+  o += " \\\n  --output=" + job.run_path + "/logs/slurm-%j-%t.out \\\n  " + shell_quote(job.dptrain);
+  for (const auto& a : job.args) {
+    o += ' ';
+    o += shell_quote(a);
+  }
+  return o + extra + "\n";
+}
+
+// --max-restarts K: the srun step in a loop (launch/restart_policy.h's rule, by exit status).
+std::string retried_srun(const SbatchJob& job) {
+  const int k = job.slurm.max_restarts;
+  std::string o = fmt::format(
+      "# --max-restarts {0}: a failed step (any status but 2, a cfg or input error, and 130 or 143, an\n"
+      "# interrupted or cancelled job) runs again, up to {0} times, from the newest checkpoint.\n"
+      "restarts=0\n"
+      "resume=\n"
+      "while true; do\n"
+      "export DPTRAIN_RESTART_COUNT=$restarts\n",
+      k);
+  o += srun_line(job, " $resume");
+  o += fmt::format(
+      "status=$?\n"
+      "if [ $status -eq 0 ]; then exit 0; fi\n"
+      "if [ $status -eq 2 ] || [ $status -eq 130 ] || [ $status -eq 143 ]; then\n"
+      "  echo \"dptrain submit: the srun step exited with status $status: not restarting\"; exit $status\n"
+      "fi\n"
+      "if [ $restarts -ge {0} ]; then\n"
+      "  echo \"dptrain submit: the srun step exited with status $status after $restarts restart(s) "
+      "(--max-restarts {0}): giving up\"; exit $status\n"
+      "fi\n"
+      "restarts=$((restarts + 1))\n"
+      "resume=\"--set checkpoint.resume=true\"\n"
+      "echo \"dptrain submit: the srun step exited with status $status; restart $restarts of {0}, from the newest "
+      "checkpoint\"\n"
+      "done\n",
+      k);
+  return o;
+}
+
+}  // namespace
+
 std::string sbatch_script(const SbatchJob& job) {
   const SlurmOptions& s = job.slurm;
   if (s.nodes < 1) DP_THROW_USER("--nodes {}: need at least 1", s.nodes);
@@ -90,15 +139,7 @@ std::string sbatch_script(const SbatchJob& job) {
   o += "#SBATCH --signal=USR1@90\n";
   o += "#SBATCH --requeue\n";
   o += "\n";
-  // srun does not inherit --cpus-per-task from the allocation (Slurm >= 22.05): pass it on.
-  o += "srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append";
-  if (s.cpus_per_task > 0) o += fmt::format(" --cpus-per-task={}", s.cpus_per_task);
-  o += " \\\n  --output=" + job.run_path + "/logs/slurm-%j-%t.out \\\n  " + shell_quote(job.dptrain);
-  for (const auto& a : job.args) {
-    o += ' ';
-    o += shell_quote(a);
-  }
-  o += "\n";
+  o += s.max_restarts > 0 ? retried_srun(job) : srun_line(job, "");
   return o;
 }
 

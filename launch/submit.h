@@ -28,6 +28,9 @@ struct SlurmOptions {
   int cpus_per_task = 0;      // 0: Slurm's default
   std::string mem;            // per node, e.g. "64G" ("" = Slurm's default)
   std::string partition, account, qos, time, nodelist;  // "" = not given
+  // --max-restarts K: the script runs the srun step again after a failure, up to K times (see
+  // sbatch_script); 0: one srun step, as before.
+  int max_restarts = 0;
 };
 
 struct SbatchJob {
@@ -44,7 +47,11 @@ struct SbatchJob {
 int tasks_per_node(const SlurmOptions& s);
 
 // The script, byte for byte (golden-tested). Throws UserError for values an #SBATCH line cannot
-// hold (whitespace in paths or names).
+// hold (whitespace in paths or names). With slurm.max_restarts K > 0 the srun step runs in a loop:
+// a step that fails with any status but 2 (a cfg or input error: launch/exit_status.h), 130 or 143
+// (the job was interrupted or cancelled) runs again, up to K times, with DPTRAIN_RESTART_COUNT set
+// and checkpoint.resume = true, so it resumes from the newest checkpoint; each restart is a line
+// in logs/slurm-<job>.out, and after K the script exits with the step's status, saying so.
 std::string sbatch_script(const SbatchJob& job);
 
 // `word` as one shell word: unchanged when it holds only [A-Za-z0-9_./=:,@%+-], else in single quotes.

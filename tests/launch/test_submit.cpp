@@ -2,6 +2,16 @@
 // (one task per GPU; CPU nodes), shell quoting, and exact errors.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
 #include "launch/submit.h"
 #include "base/error.h"
 
@@ -72,6 +82,85 @@ srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append \
   --output=/w/runs/default/logs/slurm-%j-%t.out \
   /opt/dp/dptrain /w/m.cfg --run-dir /w/runs --name default
 )");
+}
+
+TEST(Submit, MaxRestartsRunsTheStepInALoop) {
+  SbatchJob job{.slurm = {.max_restarts = 2},
+                .job_name = "default",
+                .workdir = "/w",
+                .run_path = "/w/runs/default",
+                .dptrain = "/opt/dp/dptrain",
+                .args = {"/w/m.cfg", "--name", "default"}};
+  const std::string script = sbatch_script(job);
+  EXPECT_EQ(script.substr(script.find("#SBATCH --requeue\n") + 18), R"J(
+# --max-restarts 2: a failed step (any status but 2, a cfg or input error, and 130 or 143, an
+# interrupted or cancelled job) runs again, up to 2 times, from the newest checkpoint.
+restarts=0
+resume=
+while true; do
+export DPTRAIN_RESTART_COUNT=$restarts
+srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append \
+  --output=/w/runs/default/logs/slurm-%j-%t.out \
+  /opt/dp/dptrain /w/m.cfg --name default $resume
+status=$?
+if [ $status -eq 0 ]; then exit 0; fi
+if [ $status -eq 2 ] || [ $status -eq 130 ] || [ $status -eq 143 ]; then
+  echo "dptrain submit: the srun step exited with status $status: not restarting"; exit $status
+fi
+if [ $restarts -ge 2 ]; then
+  echo "dptrain submit: the srun step exited with status $status after $restarts restart(s) (--max-restarts 2): giving up"; exit $status
+fi
+restarts=$((restarts + 1))
+resume="--set checkpoint.resume=true"
+echo "dptrain submit: the srun step exited with status $status; restart $restarts of 2, from the newest checkpoint"
+done
+)J");
+}
+
+// Runs the --max-restarts script under bash with a stub `srun` that exits with the given statuses
+// in turn (printing DPTRAIN_RESTART_COUNT and its last two arguments); returns bash's status and
+// output.
+std::pair<int, std::string> run_with_stub_srun(int max_restarts, const std::string& statuses) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("dptrain_submit_loop_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "srun") << "#!/bin/bash\ntail=\"${*: -2}\"\nn=$(cat " << (dir / "n").string()
+                              << " 2>/dev/null || echo 0)\necho $((n + 1)) > " << (dir / "n").string() << "\nset -- "
+                              << statuses << "\nshift $n\necho \"srun #$n count $DPTRAIN_RESTART_COUNT: $tail\"\n"
+                              << "exit ${1:-0}\n";
+  fs::permissions(dir / "srun", fs::perms::owner_all);
+  SbatchJob job{.slurm = {.max_restarts = max_restarts}, .job_name = "j", .workdir = "/w", .run_path = "/w/r",
+                .dptrain = "/bin/true", .args = {"m.cfg"}};
+  std::ofstream(dir / "job.sh") << sbatch_script(job);
+  const std::string cmd = "PATH=" + dir.string() + ":$PATH bash " + (dir / "job.sh").string() + " > " +
+                          (dir / "out").string() + " 2>&1";
+  const int st = std::system(cmd.c_str());
+  std::ifstream in(dir / "out");
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(Submit, MaxRestartsScriptRetriesAFailedStepThenSucceeds) {
+  const auto [code, out] = run_with_stub_srun(2, "137 0");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "srun #0 count 0: /bin/true m.cfg\n"
+                 "dptrain submit: the srun step exited with status 137; restart 1 of 2, from the newest checkpoint\n"
+                 "srun #1 count 1: --set checkpoint.resume=true\n");
+}
+
+TEST(Submit, MaxRestartsScriptGivesUpAfterKAndNeverRetriesAnInputError) {
+  const auto [code, out] = run_with_stub_srun(1, "1 1 0");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_EQ(out, "srun #0 count 0: /bin/true m.cfg\n"
+                 "dptrain submit: the srun step exited with status 1; restart 1 of 1, from the newest checkpoint\n"
+                 "srun #1 count 1: --set checkpoint.resume=true\n"
+                 "dptrain submit: the srun step exited with status 1 after 1 restart(s) (--max-restarts 1): giving up\n");
+  const auto [code2, out2] = run_with_stub_srun(3, "2 0");
+  EXPECT_EQ(code2, 2) << out2;
+  EXPECT_EQ(out2, "srun #0 count 0: /bin/true m.cfg\n"
+                  "dptrain submit: the srun step exited with status 2: not restarting\n");
 }
 
 TEST(Submit, TasksPerNode) {
