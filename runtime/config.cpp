@@ -214,9 +214,11 @@ std::vector<Field> train_fields(Config& c) {
       {"train", "cpu_conv_algorithm", "oneDNN convolutions: auto (Winograd for 3x3 stride-1 convolutions with >= 64 "
        "channels in and out where oneDNN runs on AVX-512, direct elsewhere) or direct everywhere",
        &c.train.cpu_conv_algorithm},
-      {"train", "cpu_gemm", "the linear layers' products on the oneDNN backend: auto (MKL where it is present, else "
+      {"train", "cpu_gemm",
+       "the linear layers' products on the oneDNN backend: auto (MKL where it is present on an Intel CPU, else "
        "oneDNN's matmul where it runs on AVX-512, OpenBLAS elsewhere), onednn, openblas or mkl (MKL loaded from "
-       "DPTRAIN_MKL_DIR; tools/setup.sh fetches it)", &c.train.cpu_gemm},
+       "DPTRAIN_MKL_DIR; tools/setup.sh fetches it)",
+       &c.train.cpu_gemm},
       {"train", "accum_steps", "micro-batches per optimizer step; gradients are reduced once per step",
        &c.train.accum_steps, 1, 1e6},
       {"train", "zero", "ZeRO stage: 0 = every rank keeps the whole optimizer state (DDP); 1 = each rank keeps the "

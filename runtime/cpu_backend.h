@@ -32,14 +32,14 @@ inline constexpr EnumName<CpuConvAlgorithm> kCpuConvAlgorithmNames[] = {{CpuConv
 constexpr std::span<const EnumName<CpuConvAlgorithm>> enum_names(CpuConvAlgorithm) { return kCpuConvAlgorithmNames; }
 
 // The GEMMs of the linear layers and the attention's projections under OneDnn (forward and both
-// backward products). Auto: MKL's sgemm where MKL is present (loaded from DPTRAIN_MKL_DIR:
-// kernels/cpu/mkl_gemm.h; the fastest of the three on every GPT product measured:
-// docs/cpu-performance.md), else oneDNN's matmul where oneDNN runs it on AVX-512 (its brgemm
-// kernels, scratchpad ours: nothing allocated per call), OpenBLAS's sgemm elsewhere: without AVX-512,
-// Debian's oneDNN 2.6.3 runs f32 matmul on its GEMM fallback (gemm:jit), which allocates a
-// workspace on every call (a step then asks the heap for a buffer per product:
-// tests/models/test_step_allocations.cpp) and whose AVX2 kernel moves the stack pointer into that
-// workspace while it runs (why signals are taken by a thread of their own:
+// backward products). Auto: MKL's sgemm where MKL is present and runs its own kernels (an Intel CPU;
+// loaded from DPTRAIN_MKL_DIR: kernels/cpu/mkl_gemm.h; on AMD it runs a generic path, measured
+// slower than both others on every GPT product: docs/cpu-performance.md), else oneDNN's matmul
+// where oneDNN runs it on AVX-512 (its brgemm kernels, scratchpad ours: nothing allocated per call),
+// OpenBLAS's sgemm elsewhere: without AVX-512, Debian's oneDNN 2.6.3 runs f32 matmul on its GEMM
+// fallback (gemm:jit), which allocates a workspace on every call (a step then asks the heap for a
+// buffer per product: tests/models/test_step_allocations.cpp) and whose AVX2 kernel moves the stack
+// pointer into that workspace while it runs (why signals are taken by a thread of their own:
 // launch/signal_thread.h); OpenBLAS keeps its buffers in a pool. Onednn, Openblas, Mkl: that library
 // everywhere (Mkl without MKL present: a UserError, runtime/cpu_gemm_choice.h). Each is
 // deterministic for a thread count.
@@ -50,11 +50,12 @@ inline constexpr EnumName<CpuGemm> kCpuGemmNames[] = {
 constexpr std::span<const EnumName<CpuGemm>> enum_names(CpuGemm) { return kCpuGemmNames; }
 
 // The library `g` means on a CPU where oneDNN does (or does not) run on AVX-512 and MKL is (or is
-// not) loaded: Onednn, Openblas or Mkl, never Auto (pure). An explicit choice stays as it is (Mkl
-// without MKL is refused before it gets here).
-constexpr CpuGemm resolved_cpu_gemm(CpuGemm g, bool onednn_avx512, bool mkl_present) {
+// not) loaded with its own kernels (mkl_fast: MklStatus::own_kernels): Onednn, Openblas or Mkl,
+// never Auto (pure). An explicit choice stays as it is (Mkl without MKL is refused before it gets
+// here).
+constexpr CpuGemm resolved_cpu_gemm(CpuGemm g, bool onednn_avx512, bool mkl_fast) {
   if (g != CpuGemm::Auto) return g;
-  if (mkl_present) return CpuGemm::Mkl;
+  if (mkl_fast) return CpuGemm::Mkl;
   return onednn_avx512 ? CpuGemm::Onednn : CpuGemm::Openblas;
 }
 

@@ -18,7 +18,7 @@ CpuGemm cpu_gemm_library(CpuGemm requested, bool onednn_avx512, const kernels::c
         "pinned MKL (PyPI's mkl wheel) into /opt/dptrain-deps/mkl-<version>/lib; DPTRAIN_MKL_DIR names another "
         "folder holding libmkl_rt.so.3; or use train.cpu_gemm = \"auto\" (oneDNN or OpenBLAS without MKL)",
         mkl.library, mkl.error);
-  return resolved_cpu_gemm(requested, onednn_avx512, mkl.loaded);
+  return resolved_cpu_gemm(requested, onednn_avx512, mkl.loaded && mkl.own_kernels);
 }
 
 CpuGemm cpu_gemm_library(CpuGemm requested) {

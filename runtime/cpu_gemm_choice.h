@@ -13,8 +13,8 @@ namespace dp {
 const kernels::cpu::MklStatus& process_mkl();
 
 // `requested` on a CPU where oneDNN does (not) run on AVX-512, with `mkl` as loaded (or not):
-// resolved_cpu_gemm, after refusing Mkl without MKL (UserError naming the library looked for, why
-// it did not load, and tools/setup.sh).
+// resolved_cpu_gemm (auto: MKL where it loaded and runs its own kernels), after refusing Mkl without
+// MKL (UserError naming the library looked for, why it did not load, and tools/setup.sh).
 CpuGemm cpu_gemm_library(CpuGemm requested, bool onednn_avx512, const kernels::cpu::MklStatus& mkl);
 // This process: loads MKL (process_mkl) unless `requested` names another library.
 CpuGemm cpu_gemm_library(CpuGemm requested);

@@ -50,7 +50,7 @@ std::string Graph::cpu_plan_summary() {
                                     : "direct (auto: oneDNN's Winograd needs AVX-512)";
   const CpuGemm gemm = cpu_gemm_library(cpu_gemm_);
   const std::string why = cpu_gemm_ != CpuGemm::Auto ? ""
-                          : gemm == CpuGemm::Mkl ? " (auto: MKL is present)"
+                          : gemm == CpuGemm::Mkl ? " (auto: MKL is present, on an Intel CPU)"
                           : avx512 ? " (auto)"
                                    : " (auto: oneDNN's f32 matmul without AVX-512 allocates per call)";
   return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}; "

@@ -1,6 +1,9 @@
 #include "kernels/cpu/mkl_gemm.h"
 
+#include <cpuid.h>
+
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -43,6 +46,15 @@ bool& tried() {
   return t;
 }
 
+// CPUID leaf 0's vendor string is "GenuineIntel".
+bool intel_cpu() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4), std::memcpy(vendor + 4, &d, 4), std::memcpy(vendor + 8, &c, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+}
+
 void load_into(Mkl& m, const std::string& lib_dir) {
   const std::string path = lib_dir.empty() ? std::string(kMklRt) : lib_dir + "/" + kMklRt;
   m.status.library = path;
@@ -67,6 +79,7 @@ void load_into(Mkl& m, const std::string& lib_dir) {
   version(buf, sizeof buf - 1);
   m.status.version = buf;
   m.status.loaded = true;
+  m.status.own_kernels = intel_cpu();
   m.ready.store(m.sgemm, std::memory_order_release);
 }
 
@@ -82,6 +95,8 @@ const MklStatus& mkl_load(const std::string& lib_dir) {
 }
 
 bool mkl_loaded() { return mkl().ready.load(std::memory_order_acquire) != nullptr; }
+
+bool mkl_fast() { return mkl_loaded() && mkl().status.own_kernels; }
 
 void mkl_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -18,6 +18,10 @@ namespace dp::kernels::cpu {
 
 struct MklStatus {
   bool loaded = false;
+  // MKL runs its own per-ISA kernels here (libmkl_avx512, libmkl_avx2: it dispatches them on Intel
+  // CPUs only); elsewhere (AMD) it maps its generic libmkl_def, MKL_ENABLE_INSTRUCTIONS or not, and
+  // was slower than oneDNN and OpenBLAS on every GPT product measured (docs/cpu-performance.md).
+  bool own_kernels = false;
   std::string library;  // the file loaded (or tried)
   std::string version;  // MKL's own version string, when loaded
   std::string error;    // why not, when not loaded
@@ -26,8 +30,9 @@ struct MklStatus {
 // Loads libmkl_rt from `lib_dir` on the first call and returns the result; a process loads one
 // MKL, so later calls return the first call's status whatever their `lib_dir`. Thread-safe.
 const MklStatus& mkl_load(const std::string& lib_dir);
-// Whether an earlier mkl_load succeeded.
+// Whether an earlier mkl_load succeeded; and whether it did on a CPU where MKL runs its own kernels.
 bool mkl_loaded();
+bool mkl_fast();
 
 // C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C, row-major, with leading dimensions,
 // on MKL's threads (kernels/cpu/blas.h's gemm, on MKL). Internal error unless mkl_loaded().

@@ -180,7 +180,8 @@ TEST(Graph, OnednnPlanMatchesTheReferenceGraph) {
                 std::string(avx512 ? "Winograd where it fits, else direct (auto)"
                                    : "direct (auto: oneDNN's Winograd needs AVX-512)") +
                 "; linear GEMMs: " +
-                (process_mkl().loaded ? cpu_gemm_words(CpuGemm::Mkl) + " (auto: MKL is present)"
+                (process_mkl().loaded && process_mkl().own_kernels
+                     ? cpu_gemm_words(CpuGemm::Mkl) + " (auto: MKL is present, on an Intel CPU)"
                  : avx512             ? "oneDNN matmul (auto)"
                                       : "OpenBLAS (auto: oneDNN's f32 matmul without AVX-512 allocates per call)") +
                 "; ISA: oneDNN " + kernels::cpu::onednn_isa_name() + ", own loops " +

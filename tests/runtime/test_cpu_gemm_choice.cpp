@@ -1,6 +1,7 @@
 // runtime/cpu_gemm_choice.h and cpu_backend.h's resolved_cpu_gemm: what train.cpu_gemm runs on
-// (auto: MKL where it is present, else oneDNN's matmul on AVX-512, else OpenBLAS; the explicit
-// choices stand), and "mkl" without MKL is a UserError that says what is missing and how to get it.
+// (auto: MKL where it is present and runs its own kernels, an Intel CPU, else oneDNN's matmul on
+// AVX-512, else OpenBLAS; the explicit choices stand), and "mkl" without MKL is a UserError that
+// says what is missing and how to get it.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -9,7 +10,7 @@
 namespace dp {
 namespace {
 
-TEST(CpuGemmChoice, AutoTakesMklWherePresentElseOnednnOnAvx512ElseOpenblas) {
+TEST(CpuGemmChoice, AutoTakesMklWhereItRunsItsOwnKernelsElseOnednnOnAvx512ElseOpenblas) {
   for (bool avx512 : {true, false}) EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, avx512, true), CpuGemm::Mkl);
   EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, true, false), CpuGemm::Onednn);
   EXPECT_EQ(resolved_cpu_gemm(CpuGemm::Auto, false, false), CpuGemm::Openblas);
@@ -38,8 +39,13 @@ TEST(CpuGemmChoice, MklWithoutMklIsAClearErrorAndAutoFallsBack) {
   EXPECT_EQ(cpu_gemm_library(CpuGemm::Auto, false, absent), CpuGemm::Openblas);
   kernels::cpu::MklStatus present;
   present.loaded = true;
+  // Loaded on AMD (its generic kernels, slower here): auto keeps oneDNN / OpenBLAS; "mkl" runs it.
   EXPECT_EQ(cpu_gemm_library(CpuGemm::Mkl, false, present), CpuGemm::Mkl);
+  EXPECT_EQ(cpu_gemm_library(CpuGemm::Auto, true, present), CpuGemm::Onednn);
+  EXPECT_EQ(cpu_gemm_library(CpuGemm::Auto, false, present), CpuGemm::Openblas);
+  present.own_kernels = true;  // an Intel CPU
   EXPECT_EQ(cpu_gemm_library(CpuGemm::Auto, true, present), CpuGemm::Mkl);
+  EXPECT_EQ(cpu_gemm_library(CpuGemm::Auto, false, present), CpuGemm::Mkl);
   EXPECT_EQ(cpu_gemm_library(CpuGemm::Openblas, true, present), CpuGemm::Openblas);
 }
 
