@@ -179,24 +179,6 @@ int Graph::tied_slot(const std::string& full, const ParamDecl& d) const {
                 full, d.tied_to, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
-Tensor Graph::take_spare(const Shape& shape, DType dtype) {
-  for (size_t k = 0; k < spare_.size(); ++k) {
-    if (spare_[k].shape() == shape && spare_[k].dtype() == dtype) {
-      Tensor t = std::move(spare_[k]);
-      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(k));
-      return t;
-    }
-  }
-  MemoryScope scope(MemoryCategory::InputGradients);
-  return Tensor::zeros(shape, dtype, device_);
-}
-
-// Only whole tensors the graph made itself come back here (never the caller's dy); on the GPU
-// every use is on the compute stream, so reusing the memory for a later node is ordered after it.
-void Graph::give_spare(Tensor t) {
-  if (t.defined() && t.byte_offset() == 0 && t.storage()->bytes() == t.nbytes()) spare_.push_back(std::move(t));
-}
-
 namespace {
 Shape batched(int64_t n, const Shape& s) {
   Shape out{n};
@@ -272,28 +254,19 @@ void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const 
     dacts_.back() = dy;
   }
   have.back() = true;
-  // The caller's dy and the graph's own output-gradient buffers are never recycled.
-  const Storage* keep[] = {dy.storage().get(), dy_nhwc_.defined() ? dy_nhwc_.storage().get() : nullptr,
-                           dy16_.defined() ? dy16_.storage().get() : nullptr};
-  const std::function<void(Tensor&)> recycle = [&](Tensor& t) {
-    if (!t.defined()) return;
-    for (const Storage* k : keep)
-      if (t.storage().get() == k) return;
-    give_spare(std::move(t));
-  };
-  for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
-    const int host = plan_[i].folded_into;
-    if (host >= 0) {  // folded: its gradient is its host's, whose backward runs here when this is its place
-      if (have[i]) {
-        DP_CHECK(!have[host], "folded node '{}': its host '{}' has another consumer", nodes_[i].layer->name(),
-                 nodes_[host].layer->name());
-        dacts_[host] = std::move(dacts_[i]);
-        have[host] = true;
-      }
-      if (plan_[host].runs_at == i) backward_node(ctx, host, have, on_ready, recycle);
+  plan_input_gradients_for_step();
+  size_t run = 0;
+  for (const BackwardStep& s : schedule_) {
+    if (s.kind == BackwardStep::Kind::Run) {
+      backward_node(ctx, s.node, run++, have, on_ready);
       continue;
     }
-    if (plan_[i].runs_at == i) backward_node(ctx, i, have, on_ready, recycle);
+    // Folded: its gradient is its host's, whose backward runs where the schedule says.
+    if (!have[s.node]) continue;
+    DP_CHECK(!have[s.host], "folded node '{}': its host '{}' has another consumer", nodes_[s.node].layer->name(),
+             nodes_[s.host].layer->name());
+    dacts_[s.host] = std::move(dacts_[s.node]);
+    have[s.host] = true;
   }
 }
 
@@ -322,18 +295,20 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   if (observer_) observer_->node_end(i, false);
 }
 
-void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have,
-                          const std::function<void(int)>& on_ready, const std::function<void(Tensor&)>& recycle) {
+void Graph::backward_node(const StepContext& ctx, int i, size_t run, std::vector<bool>& have,
+                          const std::function<void(int)>& on_ready) {
   Node& node = nodes_[i];
   const bool gpu = !device_.is_cpu();
   MemoryOwner owner(i);
   if (observer_) observer_->node_begin(i, true);
   const std::vector<int> srcs = run_sources(i);
   std::vector<Tensor> in, dx;
-  for (int src : srcs) {
+  const std::vector<int>& bufs = grad_plan_.dx_buffer[run];
+  for (size_t k = 0; k < srcs.size(); ++k) {
+    const int src = srcs[k];
     in.push_back(src == kInput ? input_ : acts_[src]);
     if (src == kInput) dx.emplace_back();
-    else dx.push_back(take_spare(acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
+    else dx.push_back(grad_buffer(bufs[k], acts_[src].shape(), acts_[src].dtype()));  // layers overwrite dx
   }
   if (!have[i]) {
     // Output unused by the loss (cannot happen in a graph with a single sink, kept for safety).
@@ -347,6 +322,9 @@ void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have
   for (size_t k = 0; k < srcs.size(); ++k) {
     const int src = srcs[k];
     if (src == kInput) continue;
+    DP_CHECK(have[src] != (grad_plan_.dx_is_first[run][k] != 0),
+             "the input-gradient plan and the backward disagree on node '{}' at '{}'", nodes_[src].layer->name(),
+             node.layer->name());
     if (!have[src]) {
       dacts_[src] = std::move(dx[k]);
       have[src] = true;
@@ -357,10 +335,8 @@ void Graph::backward_node(const StepContext& ctx, int i, std::vector<bool>& have
       kernels::cpu::add_inplace(dacts_[src].data<double>(), dx[k].data<double>(), dx[k].numel());
     else
       kernels::cpu::add_inplace(dacts_[src].data<float>(), dx[k].data<float>(), dx[k].numel());
-    recycle(dx[k]);
   }
-  recycle(dacts_[i]);  // consumed: kept for reuse by a later node or the next step
-  dacts_[i] = Tensor();
+  dacts_[i] = Tensor();  // consumed: its bytes are the plan's again
   if (node.low_precision) widen_low_precision_grads(node);
   if (observer_) observer_->node_end(i, true);
   if (!node.param_slots.empty() && on_ready) on_ready(i);

@@ -12,6 +12,7 @@
 
 #include "runtime/arena.h"
 #include "runtime/fusion_plan.h"
+#include "runtime/grad_plan.h"
 #include "runtime/layer.h"
 
 namespace dp {
@@ -177,8 +178,9 @@ class Graph {
   std::vector<int> run_sources(int node) const;
   // One node's layer forward / backward at its position (the graph's loops' bodies).
   void forward_node(const StepContext& ctx, int node, int64_t batch, DType act, Device dev);  // act: activations' dtype
-  void backward_node(const StepContext& ctx, int node, std::vector<bool>& have,
-                     const std::function<void(int node)>& on_ready, const std::function<void(Tensor&)>& recycle);
+  // run: the index of this Run among the schedule's runs (its row of grad_plan_).
+  void backward_node(const StepContext& ctx, int node, size_t run, std::vector<bool>& have,
+                     const std::function<void(int node)>& on_ready);
   // The activations' dtype for model input x; throws UserError when x holds integer ids and a layer
   // that takes the model input cannot take them.
   DType activation_dtype(const Tensor& x) const;
@@ -192,10 +194,18 @@ class Graph {
   GraphObserver* observer_ = nullptr;
   Arena lp_params_, lp_grads_;  // mixed precision: 16-bit compute copies (same layout as params_)
   Tensor out32_, dy16_;         // mixed precision: the F32 output and the 16-bit output gradient
-  // Input-gradient tensors no longer needed, kept for reuse by shape and dtype: a step after the
-  // first allocates nothing (on the GPU, allocations would also synchronise the device).
-  std::vector<Tensor> spare_;
-  Tensor take_spare(const Shape& shape, DType dtype);
+  // The input gradients (runtime/grad_plan.h): the backward schedule of plan_ (remade when plan_
+  // changes), the plan of its gradient buffers for the current shapes (remade when a gradient's
+  // size changes: a new batch size), and the arena they live in, grown only, so a smaller last
+  // batch or an evaluation reuses it: a step after the first allocates nothing (on the GPU an
+  // allocation would also synchronise the device).
+  std::vector<BackwardStep> schedule_;
+  GradientPlan grad_plan_;
+  std::vector<size_t> grad_plan_bytes_;  // per node: the gradient bytes grad_plan_ was made for
+  Tensor grad_arena_;                    // U8 [arena bytes], on device_
+  void plan_input_gradients_for_step();
+  // Buffer b of grad_plan_ as a tensor of `shape` and `dtype`.
+  Tensor grad_buffer(int b, const Shape& shape, DType dtype) const;
   // The arena slot of the parameter `d` (declared as `full`) ties to; UserError when there is none
   // of that name and shape.
   int tied_slot(const std::string& full, const ParamDecl& d) const;
@@ -205,7 +215,6 @@ class Graph {
   void place_on_device();
   void make_grad_arenas();
   void bind_layers();
-  void give_spare(Tensor t);
   // The GPU side, on the compute stream (graph_cuda.cpp): dst += src; mixed precision's output
   // cast to f32 (out32_) and output-gradient cast to the compute dtype (dy16_); a node's 16-bit
   // gradients widened into the fp32 arena and zeroed; the gradients zeroed.

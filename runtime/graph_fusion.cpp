@@ -18,6 +18,8 @@ void Graph::adopt_plan(std::vector<NodePlan> plan) {
   for (size_t i = 0; i < plan_.size(); ++i)
     if (plan_[i].folded_into >= 0) acts_[i] = Tensor();  // shared its host's output: not its own
   plan_ = std::move(plan);
+  schedule_.clear();  // the backward schedule and its gradient plan follow the plan
+  grad_plan_bytes_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].layer->set_epilogue(plan_[i].epilogue);
 }
 

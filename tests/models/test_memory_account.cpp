@@ -68,15 +68,16 @@ TEST(MemoryAccount, MlpCategoriesMatchTheShapes) {
     SCOPED_TRACE(step);
     // Each layer's output: 30 + 30 + 10 floats a sample.
     EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::Activations)], kBatch * (30 + 30 + 10) * 4);
-    // fc2's and relu's input gradients ([4, 30] each), kept as spares; fc1's input is the model's.
-    EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::InputGradients)], 2 * kBatch * 30 * 4);
+    // The planned input gradients (runtime/grad_plan.h): one arena holding relu's and fc1's output
+    // gradients ([4, 30] each, 480 bytes at 256-byte offsets), live together in relu's backward;
+    // fc1's input is the model's.
+    EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::InputGradients)], 2 * 512);
     EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::LayerState)], 0u);  // linear and relu save nothing extra
     EXPECT_EQ(d[static_cast<size_t>(MemoryCategory::Parameters)], 0u);
   }
-  // Per node: its output, and the input gradients its backward made (relu's and fc2's [4, 30]).
+  // Per node: its output (the gradient arena belongs to no node: the graph plans it for all).
   const std::vector<std::pair<int, size_t>> by_node = memory_by_node(10);
-  const std::vector<std::pair<int, size_t>> want = {
-      {1, kBatch * 30 * 4 * 2}, {2, kBatch * 10 * 4 + kBatch * 30 * 4}, {0, kBatch * 30 * 4}};
+  const std::vector<std::pair<int, size_t>> want = {{0, kBatch * 30 * 4}, {1, kBatch * 30 * 4}, {2, kBatch * 10 * 4}};
   EXPECT_EQ(by_node, want);
   const MemoryBreakdown end = memory_breakdown();
   size_t sum = 0;
