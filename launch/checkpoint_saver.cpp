@@ -66,16 +66,19 @@ void CheckpointSaver::write_now(int64_t step, const Graph& model, const optim::O
   last_written_ = step;
 }
 
-void CheckpointSaver::start(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta,
-                            void* stream) {
+double CheckpointSaver::start(int64_t step, const Graph& model, const optim::Optimizer& opt,
+                              const CheckpointMeta& meta, void* stream) {
+  collect();  // a write that is over does not count as a wait
+  double waited = 0;
   if (writer_.busy()) {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t previous = in_flight_;
     const bool ok = wait();
+    waited = seconds_since(t0);
     lg()->warn("the checkpoint of step {} waited {:.2f} s for the background write of step {} ({}): one write at a "
                "time (checkpoint.async), and checkpoints come faster than the disk takes them; raise "
                "checkpoint.every_steps or checkpoint.every_s to stop waiting",
-               step, seconds_since(t0), previous, ok ? "written" : "failed");
+               step, waited, previous, ok ? "written" : "failed");
   }
   const auto t0 = std::chrono::steady_clock::now();
   snapshot_.take(model, opt, meta, stream);
@@ -85,6 +88,7 @@ void CheckpointSaver::start(int64_t step, const Graph& model, const optim::Optim
   writer_.start(dir_.file_for(step), [this, step, fault = fault_for(step)] {
     write_and_commit(step, [&] { snapshot_.write(dir_.file_for(step), fault); });
   });
+  return waited;
 }
 
 void CheckpointSaver::collect() {

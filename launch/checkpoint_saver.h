@@ -33,9 +33,10 @@ class CheckpointSaver {
   // for first). Throws what the writer throws.
   void write_now(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta);
   // Snapshots the state (on `stream`, a GPU run's cudaStream_t, else nullptr) and starts writing
-  // it in the background. Throws only for the snapshot (e.g. out of host memory).
-  void start(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta,
-             void* stream);
+  // it in the background. Throws only for the snapshot (e.g. out of host memory). Returns the
+  // seconds it waited for the previous write (0 when that one was done already).
+  double start(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta,
+               void* stream);
   // Reports a background write that has finished; returns at once.
   void collect();
   // Waits for the write in flight and reports it. False when that write failed.

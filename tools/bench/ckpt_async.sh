@@ -13,8 +13,10 @@
 #
 # The figure is wall time per step over steps SKIP+1..STEPS, from the `time` field (seconds since
 # the run started) of metrics.jsonl's train lines, one per step (train.log_every = 1): a save runs
-# between two steps' lines, so a window holding saves pays for them there. Prints each run's mean
-# and, per mode, the mean over rounds and its ratio to "none".
+# between two steps' lines, so a window holding saves pays for them there. Prints each run's mean,
+# within a run with saves the mean of the steps whose interval holds a save against the others',
+# the mean time a save holds the training thread (rank 0's log), and per mode the mean over rounds
+# and its ratio to "none".
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -42,14 +44,21 @@ run_mode() {  # mode round -> prints the mean seconds per step
     train.log_every=1 train.eval_every=0 run.tensorboard=false checkpoint.final=false \
     "checkpoint.every_steps=$every" "checkpoint.async=$async" "${threads[@]}" > "$tmp/$mode-$round.log" 2>&1 \
     || { tail -5 "$tmp/$mode-$round.log" >&2; exit 1; }
-  python3 - "$tmp/runs/$mode-$round/metrics.jsonl" "$SKIP" "$STEPS" <<'PY'
+  python3 - "$tmp/runs/$mode-$round/metrics.jsonl" "$SKIP" "$STEPS" "$every" <<'PY'
 import json, sys
 path, skip, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 t = {}
 for line in open(path):
     j = json.loads(line)
     if j.get("split") == "train": t[j["step"]] = j["time"]
-print(f"{(t[steps] - t[skip]) / (steps - skip):.4f}")
+every = int(sys.argv[4])
+# Within the run too (the load drifts less over one run than between runs): the steps whose
+# interval holds a save (step s+1 after the save of step s) against the others.
+d = {s: t[s] - t[s - 1] for s in range(skip + 1, steps + 1)}
+held = [v for s, v in d.items() if every > 0 and (s - 1) % every == 0]
+free = [v for s, v in d.items() if not (every > 0 and (s - 1) % every == 0)]
+inrun = f"; in-run: {sum(held) / len(held):.4f} s/step with a save, {sum(free) / len(free):.4f} without" if held else ""
+print(f"{(t[steps] - t[skip]) / (steps - skip):.4f}{inrun}")
 PY
 }
 
@@ -69,10 +78,11 @@ declare -A sum
 for mode in none sync async; do sum[$mode]=0; done
 for round in $(seq 1 "$ROUNDS"); do
   for mode in none sync async; do
-    s=$(run_mode "$mode" "$round")
-    stall=""
-    [ "$mode" = none ] || stall="; a save holds the step $(save_stall "$mode-$round" "$mode")"
-    echo "round $round $mode: $s s/step (steps $((SKIP + 1))..$STEPS, checkpoint every $EVERY)$stall"
+    line=$(run_mode "$mode" "$round")
+    s=${line%%;*}
+    stall=${line#"$s"}
+    [ "$mode" = none ] || stall="$stall; a save holds the step $(save_stall "$mode-$round" "$mode")"
+    echo "round $round $mode: $s s/step over steps $((SKIP + 1))..$STEPS$stall"
     sum[$mode]=$(python3 -c "print(${sum[$mode]} + $s)")
   done
 done
