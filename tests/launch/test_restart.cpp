@@ -35,12 +35,22 @@ namespace fs = std::filesystem;
 const std::string kBin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";
 constexpr int kSteps = 28;
 
-std::string root_for(const std::string& tag) {
-  auto p = fs::temp_directory_path() / ("dptrain_restart_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+// A fresh folder for one run, removed when the test ends (also when an ASSERT ends it early).
+class TempRoot {
+ public:
+  explicit TempRoot(const std::string& tag)
+      : path_((fs::temp_directory_path() / ("dptrain_restart_" + tag + "_" + std::to_string(::getpid()))).string()) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempRoot() { fs::remove_all(path_); }
+  TempRoot(const TempRoot&) = delete;
+  TempRoot& operator=(const TempRoot&) = delete;
+  operator const std::string&() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 struct Outcome {
   int exit_code = -1;
@@ -98,7 +108,8 @@ const std::string kKillRank1 = "DPTRAIN_FAULT_KILL_AFTER_STEP=20 DPTRAIN_FAULT_K
 
 TEST(Restart, RankKilledAfterStep20IsRestartedAndEndsBitwiseAsAStraightRun) {
   SKIP_WITHOUT_FASHION_MNIST();
-  const std::string a = root_for("straight"), b = root_for("restarted");
+  const TempRoot root_a("straight"), root_b("restarted");
+  const std::string &a = root_a, &b = root_b;
   const Outcome straight = dptrain(a, "");
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
 
@@ -141,13 +152,12 @@ TEST(Restart, RankKilledAfterStep20IsRestartedAndEndsBitwiseAsAStraightRun) {
   EXPECT_EQ(differing(tensors_of(a + "/c/final.safetensors"), tensors_of(b + "/c/final.safetensors")),
             std::vector<std::string>{})
       << "final weights differ from the straight run's";
-  fs::remove_all(a);
-  fs::remove_all(b);
 }
 
 TEST(Restart, MaxRestartsZeroFailsAsBeforeNamingTheDeadRank) {
   SKIP_WITHOUT_FASHION_MNIST();
-  const std::string b = root_for("zero");
+  const TempRoot root_b("zero");
+  const std::string& b = root_b;
   const Outcome r = dptrain(b, "--max-restarts 0", kKillRank1);
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
   EXPECT_EQ(launcher_lines(r.output),
@@ -155,12 +165,12 @@ TEST(Restart, MaxRestartsZeroFailsAsBeforeNamingTheDeadRank) {
       << r.output;
   EXPECT_EQ(restart_records(b + "/c/metrics.jsonl").size(), 0u);
   EXPECT_FALSE(fs::exists(b + "/c/final.safetensors"));
-  fs::remove_all(b);
 }
 
 TEST(Restart, InputErrorIsNotRetried) {
   SKIP_WITHOUT_FASHION_MNIST();
-  const std::string b = root_for("input_error");
+  const TempRoot root_b("input_error");
+  const std::string& b = root_b;
   // The launcher checks the cfg; the data folder is the workers' to open: each exits with 2.
   const Outcome r = dptrain(b, "--max-restarts 2", "", " data.path=" + b + "/no-such-folder");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -172,12 +182,12 @@ TEST(Restart, InputErrorIsNotRetried) {
                                                 "input error that every attempt would repeat; exiting with status 2"))
       << r.output;
   EXPECT_EQ(restart_records(b + "/c/metrics.jsonl").size(), 0u);
-  fs::remove_all(b);
 }
 
 TEST(Restart, RankThatKeepsDyingStopsTheJobAfterKRestarts) {
   SKIP_WITHOUT_FASHION_MNIST();
-  const std::string b = root_for("keeps_dying");
+  const TempRoot root_b("keeps_dying");
+  const std::string& b = root_b;
   const Outcome r = dptrain(b, "--max-restarts 2",
                             "DPTRAIN_FAULT_KILL_AFTER_STEP=2 DPTRAIN_FAULT_KILL_RANK=1 DPTRAIN_FAULT_KILL_LAUNCHES=100");
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
@@ -191,7 +201,6 @@ TEST(Restart, RankThatKeepsDyingStopsTheJobAfterKRestarts) {
   EXPECT_EQ(lines[5], "dptrain: rank 1 was killed by signal 9 (SIGKILL) after 2 restarts (--max-restarts 2): giving "
                       "up; exiting with status 137");
   EXPECT_EQ(restart_records(b + "/c/metrics.jsonl").size(), 2u);
-  fs::remove_all(b);
 }
 
 }  // namespace
