@@ -190,7 +190,8 @@ void TrainSession::open_data_and_build_model() {
   if (ds_.tokens()) check_model_fits_data(*model_, cfg_.model.vocab_size, cfg_.model.block_size);
   else check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
   loss_.emplace(cfg_.train.label_smoothing);
-  opt_ = make_optimizer(cfg_.train, model_->params());
+  const bool zero = cfg_.train.zero > 0 && world_ > 1;  // ZeRO: the state of this rank's pieces only
+  opt_ = zero ? make_zero_optimizer() : make_optimizer(cfg_.train, model_->params());
   if (cfg_.train.weight_decay != 0)
     lg()->info("{}", optim::decay_summary(model_->params(), cfg_.train.decay_params, cfg_.train.weight_decay));
   opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
@@ -253,7 +254,7 @@ void TrainSession::resume_or_start_over() {
       if (!s.folder.empty())
         lg()->warn("{}: moved the earlier run's {} to {}; this run starts clean files", why, join(s.moved), s.folder);
     }
-  } else if (auto r = resume_latest(*ckpts_, *model_, *opt_)) {
+  } else if (auto r = zero_ ? resume_sharded() : resume_latest(*ckpts_, *model_, *opt_)) {
     resume_from(*r);
   }
   if (result_.resumed_from_step < 0 && !cfg_.model.init.empty()) init_from_weights();
@@ -360,7 +361,12 @@ void TrainSession::make_reducer() {
   ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
   ro.shard = cfg_.train.zero > 0;
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
-  if (ro.shard) shard_the_optimizer();
+  DP_CHECK(!zero_ || reducer_->buckets().size() == zero_->layout().pieces.size(),
+           "ZeRO: the reducer cut {} buckets, the shard layout {}", reducer_->buckets().size(),
+           zero_->layout().pieces.size());
+  if (zero_)
+    lg()->info("ZeRO stage 1 (train.zero): this rank keeps the optimizer state of {} of the {} parameters ({} pieces, "
+               "one per bucket)", zero_->layout().numel, model_->params().numel(), zero_->layout().pieces.size());
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
   if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
@@ -544,19 +550,26 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   return lb;
 }
 
-// train.zero = 1: the optimizer made (and maybe resumed) over the whole arena gives way to one
-// over this rank's pieces of it (collectives/reducer/zero_shard.h), which takes their state.
-void TrainSession::shard_the_optimizer() {
+// train.zero = 1 on several ranks: the optimizer holds the state of this rank's pieces of the
+// arena only (collectives/reducer/zero_shard.h), cut from the buckets the Reducer will make.
+std::unique_ptr<optim::Optimizer> TrainSession::make_zero_optimizer() {
   if (!device_.is_cpu())
     DP_THROW_USER("train.zero = {} runs on CPU ranks only so far, and this rank trains on {} (train.device = \"{}\"): "
                   "set train.device = \"cpu\" or train.zero = 0",
                   cfg_.train.zero, device_.str(), enum_name(cfg_.train.device));
-  zero_ = std::make_unique<ZeroShard>(*comm_, reducer_->buckets(), model_->params().numel());
-  std::unique_ptr<optim::Optimizer> shard = make_shard_optimizer(cfg_.train, model_->params(), zero_->layout());
-  zero_->take_pieces(*opt_, *shard);
-  opt_ = std::move(shard);
-  lg()->info("ZeRO stage 1 (train.zero): this rank keeps the optimizer state of {} of the {} parameters ({} pieces, "
-             "one per bucket)", zero_->layout().numel, model_->params().numel(), zero_->layout().pieces.size());
+  zero_ = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
+                                      model_->params().numel());
+  return make_shard_optimizer(cfg_.train, model_->params(), zero_->layout());
+}
+
+// train.zero = 1: a checkpoint holds the whole state (zero 0's format); it is read into a whole
+// optimizer, made only when there is a checkpoint, and this rank keeps its pieces of it.
+std::optional<ResumePoint> TrainSession::resume_sharded() {
+  if (ckpts_->list().empty()) return std::nullopt;
+  std::unique_ptr<optim::Optimizer> whole = make_optimizer(cfg_.train, model_->params());
+  std::optional<ResumePoint> r = resume_latest(*ckpts_, *model_, *whole);
+  if (r) zero_->take_pieces(*whole, *opt_);
+  return r;
 }
 
 // Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer

@@ -110,7 +110,8 @@ class TrainSession {
   void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
-  void shard_the_optimizer();  // train.zero = 1: opt_ becomes this rank's shard of it
+  std::unique_ptr<optim::Optimizer> make_zero_optimizer();  // train.zero = 1: this rank's pieces
+  std::optional<ResumePoint> resume_sharded();              // train.zero = 1: resume_latest, cut
   void announce_training();
   void watch_layers();
   void start_training();

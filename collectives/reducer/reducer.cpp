@@ -25,17 +25,21 @@ double secs(std::chrono::steady_clock::duration d) { return std::chrono::duratio
 
 }  // namespace
 
+std::vector<Bucket> reducer_buckets(const Graph& graph, const ReducerOptions& options) {
+  std::vector<int64_t> numel;
+  for (const auto& s : graph.grads().slots()) numel.push_back(s.numel);
+  return assign_buckets(numel, std::max<int64_t>(1, options.first_bucket_bytes / 4),
+                        std::max<int64_t>(1, options.bucket_bytes / 4));
+}
+
 Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options)
     : comm_(comm), graph_(graph), opt_(options) {
   DP_CHECK(opt_.wire == DType::F32 || opt_.wire == DType::BF16 || opt_.wire == DType::F16,
            "gradient wire dtype must be f32, bf16 or f16, got {}", dtype_name(opt_.wire));
   DP_CHECK(!opt_.shard || (opt_.wire == DType::F32 && !opt_.gpu),
            "the sharded gradient reduction (train.zero > 0) runs on f32 CPU gradients only");
-  std::vector<int64_t> numel;
-  for (const auto& s : graph.grads().slots()) numel.push_back(s.numel);
-  buckets_ = assign_buckets(numel, std::max<int64_t>(1, opt_.first_bucket_bytes / 4),
-                            std::max<int64_t>(1, opt_.bucket_bytes / 4));
-  bucket_of_slot_.assign(numel.size(), -1);
+  buckets_ = reducer_buckets(graph, opt_);
+  bucket_of_slot_.assign(graph.grads().slots().size(), -1);
   if (opt_.gpu) init_gpu();  // checks the arena is on the GPU's device
   const Device wire_device = opt_.gpu ? graph.grads().flat().device() : Device::cpu();
   for (size_t b = 0; b < buckets_.size(); ++b) {

@@ -69,6 +69,10 @@ struct ReducerStepTimes {
   double exposed_s = 0;       // finalize()'s wait
 };
 
+// The buckets a Reducer with these options cuts the graph's gradient arena into (ZeRO's shard
+// layout is made from the same, before the Reducer exists).
+std::vector<Bucket> reducer_buckets(const Graph& graph, const ReducerOptions& options);
+
 class Reducer {
  public:
   Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options);

@@ -56,8 +56,9 @@ void ZeroShard::gather_state(const optim::Optimizer& shard, optim::Optimizer* wh
     DP_CHECK(!whole || dst[k].first == mine[k].first, "ZeRO checkpoint state: slot '{}' against '{}'", dst[k].first,
              mine[k].first);
     const Tensor f = whole ? dst[k].second.reshape({arena_numel_}) : scratch;
+    const Tensor& src = mine[k].second;
     for (const ShardPiece& pc : layout_.pieces)
-      if (pc.len > 0) f.slice_flat(pc.arena_begin, {pc.len}).copy_from(mine[k].second.slice_flat(pc.shard_begin, {pc.len}));
+      if (pc.len > 0) f.slice_flat(pc.arena_begin, {pc.len}).copy_from(src.slice_flat(pc.shard_begin, {pc.len}));
     gather_params(f);  // the same in-place block all-gather, bucket by bucket
   }
   if (whole) whole->restore_steps(shard.steps());
