@@ -3,6 +3,7 @@
 
     tools/bench/gpt_vs_torch.py [--build build] [--pairs 3] [--threads 1,2] [--dropout 0.0]
                                 [--steps 6] [--warmup 2] [--torch-python /opt/dptrain-venv/bin/python]
+                                [--gemm auto|onednn|openblas|mkl]   (dptrain's train.cpu_gemm)
 
 The model is nanoGPT's shakespeare-char size: 6 layers, 6 heads, 384 dims, block 256, vocabulary
 65, batch 16 (4096 tokens a step), f32. Both sides train on one batch of random token ids held in
@@ -93,6 +94,8 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--gemm", default="auto", choices=["auto", "onednn", "openblas", "mkl"],
+                    help="dptrain's train.cpu_gemm (the projections' GEMM library)")
     ap.add_argument("--torch-python", default=os.environ.get("DPTRAIN_VENV", "/opt/dptrain-venv") + "/bin/python")
     args = ap.parse_args()
     bench = os.path.join(args.build, "gpt_step_bench")
@@ -107,7 +110,7 @@ def main():
         for pair in range(args.pairs):
             d, rd = timed([bench, *(str(m[k]) for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size",
                                                          "batch")), str(args.warmup), str(args.steps),
-                           str(args.dropout)], env)
+                           str(args.dropout), "onednn", args.gemm], env)
             t, rt = timed([args.torch_python, "-c", TORCH_STEP, os.path.join(REPO, "tests", "oracle"), str(threads),
                            str(args.warmup), str(args.steps), str(args.dropout), json.dumps(m)], env)
             ratios.append(d["tokens_per_s"] / t["tokens_per_s"])
@@ -119,7 +122,8 @@ def main():
                              f"{os.getloadavg()[0]:.2f}\n")
         rows.append((threads, ratios, ours, theirs, max(rss_ours), max(rss_theirs)))
     print(f"GPT {m['n_layer']} layers, {m['n_head']} heads, {m['n_embd']} dims, block {m['block_size']}, vocab "
-          f"{m['vocab_size']}, batch {m['batch']}, dropout {args.dropout}, f32; {args.pairs} interleaved pairs of "
+          f"{m['vocab_size']}, batch {m['batch']}, dropout {args.dropout}, f32, dptrain cpu_gemm {args.gemm}; "
+          f"{args.pairs} interleaved pairs of "
           f"{args.steps} timed steps after {args.warmup}; 1-minute load average during the bench: {load.summary()}\n")
     print("| threads | dptrain tokens/s | torch eager tokens/s | ratio median [min-max] | peak RSS MiB dptrain / torch |")
     print("|---|---|---|---|---|")
