@@ -284,6 +284,14 @@ std::vector<Field> checkpoint_fields(Config& c) {
        &c.checkpoint.resume},
       {"checkpoint", "replicas", "also write <run>/replicas/replica-rank<r>.safetensors (for tools/diffckpt --all)",
        &c.checkpoint.replicas},
+      {"checkpoint", "async",
+       "write each checkpoint from a background thread while training goes on (a host snapshot is taken between "
+       "steps; at most one write in flight, the next save waits for it); the final checkpoint is written as before",
+       &c.checkpoint.async},
+      {"checkpoint", "every_s",
+       "also checkpoint after the step at which this many seconds (wall time, rank 0's clock) passed since the last "
+       "checkpoint or the start, bounding the work a failure loses (0 = off); every rank saves at the same step",
+       &c.checkpoint.every_s, 0, 1e9},
   };
 }
 

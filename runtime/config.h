@@ -140,6 +140,8 @@ struct CheckpointConfig {
   int64_t keep = 3;                // keep the newest K checkpoints (0 = keep all)
   bool resume = true;              // resume from the run directory's newest checkpoint
   bool replicas = false;           // every rank writes replicas/replica-rank<r>.safetensors
+  bool async = false;              // write checkpoints from a background thread (launch/checkpoint_saver.h)
+  double every_s = 0;              // also checkpoint when this many seconds passed since the last one (0 = off)
 };
 
 struct DistConfig {
