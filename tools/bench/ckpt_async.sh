@@ -14,7 +14,7 @@
 # The figure is wall time per step over steps SKIP+1..STEPS, from the `time` field (seconds since
 # the run started) of metrics.jsonl's train lines, one per step (train.log_every = 1): a save runs
 # between two steps' lines, so a window holding saves pays for them there. Prints each run's mean,
-# within a run with saves the mean of the steps whose interval holds a save against the others',
+# within a run the mean of the steps whose interval holds a save against the others',
 # the mean time a save holds the training thread (rank 0's log), and per mode the mean over rounds
 # and its ratio to "none".
 set -euo pipefail
@@ -44,7 +44,7 @@ run_mode() {  # mode round -> prints the mean seconds per step
     train.log_every=1 train.eval_every=0 run.tensorboard=false checkpoint.final=false \
     "checkpoint.every_steps=$every" "checkpoint.async=$async" "${threads[@]}" > "$tmp/$mode-$round.log" 2>&1 \
     || { tail -5 "$tmp/$mode-$round.log" >&2; exit 1; }
-  python3 - "$tmp/runs/$mode-$round/metrics.jsonl" "$SKIP" "$STEPS" "$every" <<'PY'
+  python3 - "$tmp/runs/$mode-$round/metrics.jsonl" "$SKIP" "$STEPS" "$EVERY" <<'PY'
 import json, sys
 path, skip, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 t = {}
@@ -53,11 +53,12 @@ for line in open(path):
     if j.get("split") == "train": t[j["step"]] = j["time"]
 every = int(sys.argv[4])
 # Within the run too (the load drifts less over one run than between runs): the steps whose
-# interval holds a save (step s+1 after the save of step s) against the others.
+# interval holds a save (step s+1 after the save of step s, s a multiple of EVERY) against the
+# others; for "none" the same steps, without saves: the control.
 d = {s: t[s] - t[s - 1] for s in range(skip + 1, steps + 1)}
 held = [v for s, v in d.items() if every > 0 and (s - 1) % every == 0]
 free = [v for s, v in d.items() if not (every > 0 and (s - 1) % every == 0)]
-inrun = f"; in-run: {sum(held) / len(held):.4f} s/step with a save, {sum(free) / len(free):.4f} without" if held else ""
+inrun = f"; in-run: {sum(held) / len(held):.4f} s/step after a multiple of {every}, {sum(free) / len(free):.4f} after the others" if held else ""
 print(f"{(t[steps] - t[skip]) / (steps - skip):.4f}{inrun}")
 PY
 }
