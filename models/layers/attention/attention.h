@@ -46,8 +46,8 @@ class CausalSelfAttention : public Layer {
   // out = dropout(concat_h(y_h) Wp^T + bp). The backward uses qkv, the probabilities and the
   // heads' output kept by the forward of the same input (recomputed for another).
   //   f32 under the oneDNN backend (attention_onednn.cpp): oneDNN matmuls for the projections, the
-  //   probabilities of the causal blocks only (causal_core.h: a BLAS call per block of query
-  //   rows, own softmax); otherwise the reference kernels (linear_ref.h, attention_ref.h).
+  //   core on FlashAttention's tiles on or below the diagonal (flash_core.h: online softmax, the
+  //   probabilities kept); otherwise the reference kernels (linear_ref.h, attention_ref.h).
   DP_LAYER_CPU_PATH();
 
   // GPU path (attention_cuda.cpp), x, y, the projections' parameters and gradients in ctx.compute:

@@ -1,5 +1,6 @@
-// defines: CausalBlocks (how the fast path cuts the causal T x T probabilities into blocks of
-// query rows) and causal_forward / causal_backward, the f32 attention core of the oneDNN backend.
+// defines: CausalBlocks (how the block core cuts the causal T x T probabilities into blocks of
+// query rows) and causal_forward / causal_backward, the f32 attention core the oneDNN backend ran
+// before flash_core.h (issue 33); kept as the comparison of the flash core's tests.
 //
 // Query rows are cut into blocks of kBlockRows; block b (rows [b B, min(T, (b+1) B))) needs the
 // keys [0, min(T, (b+1) B)) only, so the scores and probabilities of each (n, h) are stored as
