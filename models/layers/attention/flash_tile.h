@@ -17,15 +17,8 @@ typedef float V16 __attribute__((vector_size(64)));
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V4 __attribute__((vector_size(16)));
 
-template <typename Vec>
-[[gnu::always_inline]] inline Vec load_vec(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename Vec>
-[[gnu::always_inline]] inline void store_vec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-
+// Loads and stores are memcpy's (unaligned vmovups), written in place: a helper taking or returning a
+// vector by value would be compiled outside the clones' ISA (GCC's -Wpsabi).
 template <typename Vec>
 constexpr int kLanes = static_cast<int>(sizeof(Vec) / sizeof(float));
 
@@ -37,11 +30,14 @@ template <typename Vec, int R, int NV>
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = load ? load_vec<Vec>(c + r * ldc + L * v) : Vec{};
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = Vec{};
+      if (load) std::memcpy(&acc[r][v], c + r * ldc + L * v, sizeof(Vec));
+    }
   for (int64_t k = k0; k < k1; ++k) {
     Vec bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = load_vec<Vec>(b + k * ldb + L * v);
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + k * ldb + L * v, sizeof(Vec));
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const float s = a[r * ars + k * aks];
@@ -52,7 +48,7 @@ template <typename Vec, int R, int NV>
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) store_vec<Vec>(c + r * ldc + L * v, acc[r][v]);
+    for (int v = 0; v < NV; ++v) std::memcpy(c + r * ldc + L * v, &acc[r][v], sizeof(Vec));
 }
 
 template <typename Vec, int R>
