@@ -204,11 +204,15 @@ std::string host_name() {
 }
 
 // A worker that fails in the first launch (rank 1, status 7) while rank 0 waits for SIGTERM;
-// every launch says which it is, its port and arguments.
+// every launch says which it is, its port and arguments. Rank 1 fails only once rank 0 has said
+// so (a marker file named by the launch's port, which rank 1 removes): under load, a rank 0 not
+// yet started would be stopped before its line.
 const char* kFailsOnce =
     "echo \"launch ${DPTRAIN_RESTART_COUNT:-0} rank $RANK port $MASTER_PORT args $*\"; "
+    "m=${TMPDIR:-/tmp}/dptrain_launcher_test_$MASTER_PORT; "
     "if [ \"${DPTRAIN_RESTART_COUNT:-0}\" = 0 ]; then "
-    "  if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 7; fi; trap 'exit 0' TERM; while true; do sleep 0.05; done; fi";
+    "  if [ \"$RANK\" = 1 ]; then while [ ! -e $m ]; do sleep 0.01; done; rm -f $m; exit 7; fi; "
+    "  trap 'exit 0' TERM; : > $m; while true; do sleep 0.05; done; fi";
 
 TEST_F(LocalLauncher, FailedWorkerRestartsEveryWorkerOnceWithAFreshPort) {
   LocalLaunchOptions o{"/bin/sh", 10, 1};
@@ -256,7 +260,9 @@ TEST_F(LocalLauncher, WorkerThatKeepsFailingStopsTheJobAfterKRestartsWithItsStat
                 "dptrain: rank 1 exited with status 5; stopping the other 1 worker",
                 "dptrain: rank 1 exited with status 5 after 2 restarts (--max-restarts 2): giving up; exiting with "
                 "status 5"}));
-  EXPECT_EQ(sorted_lines(l.out).size(), 6u) << "3 launches of 2 workers\n" << l.out;
+  // 3 launches: rank 1 started 3 times (rank 0 may be stopped before its echo ran: count rank 1's).
+  const auto lines = sorted_lines(l.out);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "[rank 1] start"), 3) << "3 launches\n" << l.out;
 }
 
 TEST_F(LocalLauncher, InputErrorStatusIsNotRetried) {
@@ -268,7 +274,9 @@ TEST_F(LocalLauncher, InputErrorStatusIsNotRetried) {
             (std::vector<std::string>{"dptrain: rank 1 exited with status 2; stopping the other 1 worker",
                                       "dptrain: not restarting: rank 1 exited with status 2, a cfg or input error "
                                       "that every attempt would repeat; exiting with status 2"}));
-  EXPECT_EQ(sorted_lines(l.out).size(), 2u) << "one launch\n" << l.out;
+  // One launch: rank 1 started once. (Rank 0 may be stopped before its echo ran: count rank 1's.)
+  const auto lines = sorted_lines(l.out);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "[rank 1] start"), 1) << "one launch\n" << l.out;
 }
 
 TEST_F(LocalLauncher, StopAskedOfTheLauncherIsNotRestarted) {
