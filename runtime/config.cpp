@@ -14,6 +14,7 @@
 #define TOML_EXCEPTIONS 1
 #include <toml++/toml.h>
 
+#include "base/utf8.h"
 #include "runtime/enum_names.h"
 #include "runtime/suggest.h"
 
@@ -552,6 +553,10 @@ void apply_override(Config& c, std::vector<Field>& fields, const std::string& ov
     DP_THROW_USER("{}: unknown key '{}.{}'{}", pos, section, key,
                   near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
   }
+  // TOML text is UTF-8: a value that is not could not be written to config.toml and read back.
+  if (!utf8_valid(value))
+    DP_THROW_USER("--set {}.{}: the value is not valid UTF-8 (byte {} of it); give the value as UTF-8 text",
+                  section, key, utf8_valid_prefix(value) + 1);
   // The value uses TOML syntax (0.1, true, [1, 2], "text"); a bare word is taken as a string.
   toml::table t;
   try {

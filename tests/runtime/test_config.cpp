@@ -215,6 +215,18 @@ TEST(Config, BadOverride) {
   EXPECT_EQ(error_of(kMin, {"train.lr=abc"}), "--set train.lr=abc: train.lr must be a number, got a string (\"abc\")");
 }
 
+// TOML text is UTF-8, so a --set value must be: one that is not could not be written to
+// config.toml and read back (found by fuzz_config: run.name=x\xb7). UTF-8 names round-trip.
+TEST(Config, OverrideValuesMustBeUtf8) {
+  EXPECT_EQ(error_of(kMin, {"run.name=x\xb7"}),
+            "--set run.name: the value is not valid UTF-8 (byte 2 of it); give the value as UTF-8 text");
+  EXPECT_EQ(error_of(kMin, {"data.path=\"ab\xc3\""}),
+            "--set data.path: the value is not valid UTF-8 (byte 4 of it); give the value as UTF-8 text");
+  const Config c = parse_config(kMin, "m.cfg", {"run.name=r\xc3\xa9sum\xc3\xa9"});
+  EXPECT_EQ(c.run.name, "r\xc3\xa9sum\xc3\xa9");
+  EXPECT_EQ(parse_config(to_toml(c), "m.cfg").run.name, c.run.name);
+}
+
 TEST(Config, MissingFile) {
   try {
     load_config("/nonexistent/m.cfg");
