@@ -102,28 +102,47 @@ void ring_pass(Transport& tx, int to, int from, const char* first, int64_t first
   tx.run(sends, recvs, step);
 }
 
+// The blocks of an in-place ring collective over buf[0, count): block b as ring_block cuts it.
+struct InPlaceBlocks {
+  char* buf;
+  int64_t count;
+  int n;
+  size_t esz;
+  char* at(int b) const { return buf + ring_block(count, n, b).begin * esz; }
+  int64_t len(int b) const { return ring_block(count, n, b).len; }
+};
+
+// The reduce-scatter half (ring_allreduce's first n-1 steps) for the rank at position r: step t
+// receives block r-t-2 and reduces it into place; the last (t = n-2) is block r, divided when
+// divide is set. What the rank sends first is block r-1.
+void append_reduce_steps(std::vector<RingRecv>& steps, const InPlaceBlocks& blocks, int r, bool divide) {
+  for (int t = 0; t < blocks.n - 1; ++t) {
+    const int b = mod(r - t - 2, blocks.n);
+    steps.push_back({blocks.at(b), blocks.at(b), blocks.len(b), divide && t == blocks.n - 2});
+  }
+}
+
+// The all-gather half (ring_allreduce's last n-1 steps): step j receives block r-j-1, already
+// final. Alone, what the rank sends first is its own block r.
+void append_gather_steps(std::vector<RingRecv>& steps, const InPlaceBlocks& blocks, int r) {
+  for (int j = 0; j < blocks.n - 1; ++j) {
+    const int b = mod(r - j - 1, blocks.n);
+    steps.push_back({blocks.at(b), nullptr, blocks.len(b), false});
+  }
+}
+
 }  // namespace
 
 void ring_allreduce(Transport& tx, const Group& g, char* buf, int64_t count, DType dtype, ReduceKind kind,
                     int divisor, size_t piece_bytes) {
   const int n = g.size(), r = g.me;
-  const size_t esz = dtype_size(dtype);
-  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
-  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  const InPlaceBlocks blocks{buf, count, n, dtype_size(dtype)};
   std::vector<RingRecv> steps;
-  // reduce-scatter: step t receives block r-t-2 and reduces it; the last (t = n-2) is block r.
-  for (int t = 0; t < n - 1; ++t) {
-    int b = mod(r - t - 2, n);
-    steps.push_back({at(b), at(b), len(b), divisor > 0 && t == n - 2});
-  }
-  // all-gather: step j receives block r-j-1, already final.
-  for (int j = 0; j < n - 1; ++j) {
-    int b = mod(r - j - 1, n);
-    steps.push_back({at(b), nullptr, len(b), false});
-  }
-  int first = mod(r - 1, n);
-  ring_pass(tx, g.at(r + 1), g.at(r - 1), at(first), len(first), steps, steps.size() - 1, dtype, kind, divisor,
-            piece_bytes, 0);
+  append_reduce_steps(steps, blocks, r, divisor > 0);
+  append_gather_steps(steps, blocks, r);
+  const int first = mod(r - 1, n);
+  ring_pass(tx, g.at(r + 1), g.at(r - 1), blocks.at(first), blocks.len(first), steps, steps.size() - 1, dtype, kind,
+            divisor, piece_bytes, 0);
 }
 
 void ring_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, ReduceKind kind, int divisor,
@@ -134,33 +153,21 @@ void ring_allreduce(Transport& tx, char* buf, int64_t count, DType dtype, Reduce
 void ring_reduce_scatter_blocks(Transport& tx, char* buf, int64_t count, DType dtype, ReduceKind kind, int divisor,
                                 size_t piece_bytes) {
   const int n = tx.size(), r = tx.rank();
-  const size_t esz = dtype_size(dtype);
-  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
-  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  const InPlaceBlocks blocks{buf, count, n, dtype_size(dtype)};
   std::vector<RingRecv> steps;
-  // ring_allreduce's first n-1 steps: step t receives block r-t-2 and reduces it; the last is block r.
-  for (int t = 0; t < n - 1; ++t) {
-    int b = mod(r - t - 2, n);
-    steps.push_back({at(b), at(b), len(b), divisor > 0 && t == n - 2});
-  }
-  int first = mod(r - 1, n);
-  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), at(first), len(first), steps, steps.size() - 1, dtype, kind, divisor,
-            piece_bytes, 0);
+  append_reduce_steps(steps, blocks, r, divisor > 0);
+  const int first = mod(r - 1, n);
+  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), blocks.at(first), blocks.len(first), steps, steps.size() - 1, dtype,
+            kind, divisor, piece_bytes, 0);
 }
 
 void ring_allgather_blocks(Transport& tx, char* buf, int64_t count, DType dtype, size_t piece_bytes) {
   const int n = tx.size(), r = tx.rank();
-  const size_t esz = dtype_size(dtype);
-  auto at = [&](int block) { return buf + ring_block(count, n, block).begin * esz; };
-  auto len = [&](int block) { return ring_block(count, n, block).len; };
+  const InPlaceBlocks blocks{buf, count, n, dtype_size(dtype)};
   std::vector<RingRecv> steps;
-  // ring_allreduce's last n-1 steps: step j receives block r-j-1, already final.
-  for (int j = 0; j < n - 1; ++j) {
-    int b = mod(r - j - 1, n);
-    steps.push_back({at(b), nullptr, len(b), false});
-  }
-  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), at(r), len(r), steps, steps.size() - 1, dtype, ReduceKind::Sum, 0,
-            piece_bytes, 0);
+  append_gather_steps(steps, blocks, r);
+  ring_pass(tx, mod(r + 1, n), mod(r - 1, n), blocks.at(r), blocks.len(r), steps, steps.size() - 1, dtype,
+            ReduceKind::Sum, 0, piece_bytes, 0);
 }
 
 void ring_reduce_scatter(Transport& tx, const char* in, char* out, int64_t block_count, DType dtype,
