@@ -17,6 +17,7 @@
 #include "collectives/collective_tag.h"
 #include "collectives/make_communicator.h"
 #include "kernels/cpu/elementwise.h"
+#include "launch/elastic_batch.h"
 #include "launch/fault_kill.h"
 #include "launch/size_context.h"
 #include "launch/run_history.h"
@@ -298,6 +299,7 @@ void TrainSession::init_from_weights() {
 // Takes the checkpoint's position, warning where this run's data or batch differ from its.
 void TrainSession::resume_from(const ResumePoint& r) {
   const CheckpointMeta& m = r.meta;
+  plan_ = resume_plan(cfg_, plan_, m, world_, r.path);  // train.elastic_batch (launch/elastic_batch.h)
   const int64_t n_train = plan_.train_samples, bs = plan_.batch_size, world_size = world_;
   if (!r.skipped.empty())
     lg()->warn("resuming from the previous good checkpoint {} (step {}) because {} newer one(s) failed their checks "
@@ -805,6 +807,7 @@ CheckpointMeta TrainSession::checkpoint_meta() const {
   m.seed = seed_;
   m.world_size = world_;
   m.batch_size = plan_.batch_size;
+  m.global_batch = replanned_global_batch(cfg_.train, plan_, world_);
   m.dataset_size = plan_.train_samples;
   m.shuffle = cfg_.data.shuffle;
   m.drop_last = cfg_.data.drop_last;

@@ -225,6 +225,10 @@ std::vector<Field> train_fields(Config& c) {
       {"train", "zero", "ZeRO stage: 0 = every rank keeps the whole optimizer state (DDP); 1 = each rank keeps the "
        "optimizer state of its 1/N of the parameters, gradients are reduce-scattered and the updated parameters "
        "all-gathered (the same bits as 0; CPU ring only); 2 = gradients sharded too (not yet)", &c.train.zero, 0, 2},
+      {"train", "elastic_batch", "a resume at another world size (a smaller Slurm job after a lost node) keeps: "
+       "global = the checkpoint's global batch (per-rank batch = global / world, gradient accumulation rising "
+       "where that exceeds train.batch_size; an error when the world does not divide it), per_rank = "
+       "train.batch_size per rank (the global batch changes with the world)", &c.train.elastic_batch},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
        "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
       {"train", "cudnn_api", "GPU: the cuDNN API of the convolutions: legacy (cudnnConvolution*, algorithms found per "

@@ -18,6 +18,7 @@
 #include "runtime/cuda/cudnn_api.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data_choices.h"
+#include "runtime/elastic_batch_kind.h"
 #include "runtime/grad_compress.h"
 #include "runtime/layer_registry.h"
 #include "runtime/log_level.h"
@@ -125,6 +126,7 @@ struct TrainConfig {
   CpuGemm cpu_gemm = CpuGemm::Auto;  // the linear layers' GEMM library under the oneDNN backend (same file)
   int64_t accum_steps = 1;         // micro-batches per optimizer step (gradients reduced once per step)
   int64_t zero = 0;                // ZeRO stage: 0 = DDP, 1 = optimizer state sharded over the ranks
+  ElasticBatch elastic_batch = ElasticBatch::Global;  // a resume at another world size keeps (launch/elastic_batch.h)
   int64_t workspace_mb = 256;      // GPU: most scratch memory one cuDNN / cuBLASLt call may use
   cuda::CudnnApi cudnn_api = cuda::CudnnApi::Legacy;  // GPU: the convolutions' cuDNN API (runtime/cuda/cudnn_api.h)
   Tf32 tf32 = Tf32::Off;           // GPU, f32 data: TF32 tensor cores in convolutions / matmuls

@@ -61,7 +61,7 @@ std::map<std::string, uint32_t> stored_crcs(const SafetensorsFile& f) {
 
 std::map<std::string, std::string> CheckpointMeta::to_metadata() const {
   json sampler = {{"dataset_size", dataset_size}, {"shuffle", shuffle}, {"drop_last", drop_last}};
-  return {{"format", kCheckpointFormat},
+  std::map<std::string, std::string> out = {{"format", kCheckpointFormat},
           {"format_version", std::to_string(kCheckpointVersion)},
           {"step", std::to_string(step)},
           {"epoch", std::to_string(epoch)},
@@ -76,6 +76,8 @@ std::map<std::string, std::string> CheckpointMeta::to_metadata() const {
           {"optimizer_steps", std::to_string(optimizer_steps)},
           {"config", config},
           {"classes", classes}};
+  if (global_batch > 0) out["global_batch"] = std::to_string(global_batch);  // a re-planned batch only
+  return out;
 }
 
 std::string crc_hex(uint32_t crc) { return fmt::format("{:08x}", crc); }
@@ -154,7 +156,9 @@ CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f) {
   m.dtype_policy = meta_str(f, "dtype_policy");
   m.config = meta_str(f, "config");
   if (f.metadata().count("classes")) m.classes = meta_str(f, "classes");  // older checkpoints have none
-  if (m.step < 0 || m.epoch < 0 || m.epoch_samples < 0 || m.world_size < 1 || m.optimizer_steps < 0)
+  if (f.metadata().count("global_batch")) m.global_batch = meta_int(f, "global_batch");
+  if (m.step < 0 || m.epoch < 0 || m.epoch_samples < 0 || m.world_size < 1 || m.optimizer_steps < 0 ||
+      m.global_batch < 0)
     DP_THROW_USER("checkpoint '{}': metadata out of range (step {}, epoch {}, epoch_samples {}, world_size {}, "
                   "optimizer_steps {})",
                   f.path(), m.step, m.epoch, m.epoch_samples, m.world_size, m.optimizer_steps);

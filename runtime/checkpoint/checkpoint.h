@@ -15,6 +15,9 @@
 //     epoch           epoch in progress (0-based)
 //     epoch_samples   samples of that epoch's order consumed by all ranks together
 //     seed, world_size, batch_size (per rank), dtype_policy
+//     global_batch    only where a resume at another world size re-planned the batch
+//                     (train.elastic_batch = "global", launch/elastic_batch.h): the global batch
+//                     the run keeps; absent: world_size x batch_size x the cfg's accum_steps
 //     sampler         JSON: dataset_size, shuffle, drop_last
 //     rng             how random numbers are derived (keyed Philox: nothing to save but seed/step)
 //     optimizer       "sgd" | "adamw"; optimizer_steps: its step count
@@ -46,6 +49,7 @@ struct CheckpointMeta {
   uint64_t seed = 0;
   int64_t world_size = 1;
   int64_t batch_size = 0;     // per rank
+  int64_t global_batch = 0;   // the re-planned global batch (0: not re-planned, see above)
   int64_t dataset_size = 0;   // training samples per epoch before sharding
   bool shuffle = true, drop_last = false;
   std::string dtype_policy = "params f32, optimizer state f32, compute fp32";

@@ -3,7 +3,8 @@
 // the samples seen, launch/train_setup.h step_at_position). Through the real binary: N ranks
 // killed (kill -9, DPTRAIN_FAULT_KILL_AFTER_STEP) right after a checkpoint, the run directory
 // resumed by M ranks, compared with a straight M-rank run, for 2 -> 1, 1 -> 2 and 2 -> 3.
-// 1000 Fashion-MNIST samples, 32 per rank and step, 2 epochs, cosine schedule with warmup.
+// 1000 Fashion-MNIST samples, 32 per rank and step (train.elastic_batch = per_rank: the per-rank
+// batch is kept, the global batch follows the world), 2 epochs, cosine schedule with warmup.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ Outcome dptrain(const std::string& root, int nproc, const std::string& env = "")
                           dp::test::fashion_mnist_set() + " --set 'model.hidden=[32]' data.train_limit=1000 data.eval_limit=100 train.epochs=2"
                           " train.steps=0 train.batch_size=32 train.schedule=cosine train.warmup_steps=3"
                           " train.lr=0.01 train.threads=1 train.log_every=1 checkpoint.every_steps=5"
-                          " checkpoint.keep=0 run.tensorboard=false dist.timeout_s=60 > " +
+                          " checkpoint.keep=0 run.tensorboard=false dist.timeout_s=60 train.elastic_batch=per_rank > " +
                           log + " 2>&1";
   const int st = std::system(cmd.c_str());
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, cmd + "\n" + read_file(log)};

@@ -213,16 +213,18 @@ TEST(Zero1SyncBn, ThreeRanksEqualZero0Bitwise) {
 
 // Across world sizes and from zero 1 into zero 0 and back: a zero-1 run on 2 ranks leaves its
 // step-20 checkpoint (killed after step 23); two copies of it resume on 3 ranks, one at zero 1, one at
-// zero 0 (the existing cross-world semantics): they end with the same bytes, and zero 1's replicas
-// (each rank's, written with the assembled state) are identical.
+// zero 0 (the existing cross-world semantics, the per-rank batch kept: train.elastic_batch =
+// per_rank): they end with the same bytes, and zero 1's replicas (each rank's, written with the
+// assembled state) are identical.
 TEST(Zero1Resume, TwoRanksZero1ThenThreeRanksZero1EqualsThreeRanksZero0) {
   const std::string a = root_for("w2"), b = root_for("w3z0");
   EXPECT_NE(dptrain(Model::CnnBn, a, 2, 1, "DPTRAIN_FAULT_KILL_AFTER_STEP=23"), 0);
   ASSERT_TRUE(fs::exists(ckpt(a, 20))) << read_file(a + ".log");
   fs::create_directories(b);
   fs::copy(a + "/m", b + "/m", fs::copy_options::recursive);
-  ASSERT_EQ(dptrain(Model::CnnBn, a, 3, 1, "", "--set checkpoint.replicas=true"), 0) << read_file(a + ".log");
-  ASSERT_EQ(dptrain(Model::CnnBn, b, 3, 0), 0) << read_file(b + ".log");
+  ASSERT_EQ(dptrain(Model::CnnBn, a, 3, 1, "", "--set checkpoint.replicas=true train.elastic_batch=per_rank"), 0)
+      << read_file(a + ".log");
+  ASSERT_EQ(dptrain(Model::CnnBn, b, 3, 0, "", "--set train.elastic_batch=per_rank"), 0) << read_file(b + ".log");
   EXPECT_NE(read_file(a + "/m/logs/rank-2.log").find("resumed from"), std::string::npos);
   EXPECT_EQ(differing(tensors_of(a + "/m/final.safetensors"), tensors_of(b + "/m/final.safetensors")),
             std::vector<std::string>{});
