@@ -14,6 +14,7 @@
 #include "launch/restart_record.h"
 #include "launch/run_dir.h"
 #include "launch/sample.h"
+#include "launch/slurm_restart.h"
 #include "launch/submit.h"
 #include "launch/train_session.h"
 #include "models/build.h"
@@ -182,6 +183,10 @@ CLI::App* add_submit_command(CLI::App& app, RunArgs& sub_args, SlurmOptions& slu
                   "run the srun step again when it fails (any status but 2, a cfg or input error, or a cancelled "
                   "job), up to K times, from the newest checkpoint (default 0)")
       ->check(CLI::Range(0, 1000000));
+  sub->add_option("--min-nodes", slurm.min_nodes,
+                  "with --max-restarts: go on with fewer nodes (down to M) when a node fails: Slurm's --no-kill, "
+                  "each restart on the nodes still up, the checkpoint remapped (train.elastic_batch)")
+      ->check(CLI::Range(1, 100000));
   sub->add_flag("--dry-run", dry_run, "print the script instead of writing and submitting it");
 
   return sub;
@@ -381,6 +386,7 @@ struct CliArgs {
   RunArgs submit;
   SlurmOptions slurm;
   bool dry_run = false;
+  SlurmRestart restart;  // dptrain record-restart (the --min-nodes script's)
   InferArgs eval, predict;
   SampleArgs sample;
   MakeShardsArgs shards;
@@ -388,7 +394,7 @@ struct CliArgs {
 
 // The commands, to ask which one was given.
 struct Commands {
-  CLI::App *submit, *eval, *predict, *sample, *shards;
+  CLI::App *submit, *eval, *predict, *sample, *shards, *restart;
 };
 
 // `dptrain model.cfg`'s options (a training run, or one of the print-and-exit flags).
@@ -421,6 +427,7 @@ Commands add_commands(CLI::App& app, CliArgs& a) {
   c.predict = add_inference_command(app, a.predict, true);
   c.sample = add_sample_command(app, a.sample);
   c.shards = add_make_shards_command(app, a.shards);
+  c.restart = add_record_restart_command(app, a.restart);
   return c;
 }
 
@@ -467,6 +474,7 @@ int run_main_command(const CliArgs& a, bool launcher, int argc, char** argv) {
 int dispatch(const Commands& c, const CliArgs& a, int argc, char** argv) {
   if (c.submit->parsed()) return reporting_errors([&] { return submit(a.submit, a.slurm, a.dry_run); });
   if (c.shards->parsed()) return reporting_errors([&] { return make_shards(a.shards); });
+  if (c.restart->parsed()) return reporting_errors([&] { return record_slurm_restart(a.restart); });
   const bool launcher = is_launcher(a.nproc, a.max_restarts);
   if (c.sample->parsed()) return reporting_errors([&] { return sample(a.sample); });
   if (c.eval->parsed() || c.predict->parsed()) {

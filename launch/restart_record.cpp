@@ -85,8 +85,8 @@ std::vector<fs::path> flight_files(const std::string& run_path) {
   return out;
 }
 
-// Moves the failed launch's flight records into flight/before-restart-<k>/; a file that cannot
-// move is left (the next diagnosis may then mix it in; nothing else depends on it).
+}  // namespace
+
 void set_flight_records_aside(const std::string& run_path, int restart) {
   const std::vector<fs::path> files = flight_files(run_path);
   if (files.empty()) return;
@@ -95,8 +95,6 @@ void set_flight_records_aside(const std::string& run_path, int restart) {
   fs::create_directories(sub, ec);
   for (const auto& f : files) fs::rename(f, sub / f.filename(), ec);
 }
-
-}  // namespace
 
 RestartFacts read_restart_facts(const std::string& run_path) {
   RestartFacts f;

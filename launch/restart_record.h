@@ -45,6 +45,10 @@ RestartFacts read_restart_facts(const std::string& run_path);
 // from step 16 (4 steps lost); the watchdog: <verdict>".
 std::vector<std::string> restart_events(const std::string& metrics_text);
 
+// Moves the failed launch's flight records into flight/before-restart-<restart>/; a file that
+// cannot move is left (the next diagnosis may then mix it in; nothing else depends on it).
+void set_flight_records_aside(const std::string& run_path, int restart);
+
 // LocalLaunchOptions::on_restart for the run <run_dir>/<run_name>: reads the facts, moves the
 // flight records aside, appends the metrics line; returns restart_details.
 std::string record_restart(const std::string& run_dir, const std::string& run_name, const RestartEvent& e);

@@ -19,6 +19,18 @@ void check_sbatch_value(const std::string& what, const std::string& v) {
     DP_THROW_USER("{} '{}' contains whitespace, which an #SBATCH line cannot hold; choose another", what, v);
 }
 
+// --min-nodes: at most --nodes, and only with --max-restarts (a smaller world is a restart).
+void check_min_nodes(const SlurmOptions& s) {
+  if (s.min_nodes == 0) return;
+  if (s.min_nodes < 1 || s.min_nodes > s.nodes)
+    DP_THROW_USER("--min-nodes {} with --nodes {}: give 1 to {} (the fewest nodes the job may go on with)",
+                  s.min_nodes, s.nodes, s.nodes);
+  if (s.max_restarts < 1)
+    DP_THROW_USER("--min-nodes {}: the job goes on with fewer nodes by restarting its srun step; give --max-restarts "
+                  "K too (K >= 1: how many restarts it may make)",
+                  s.min_nodes);
+}
+
 // The first executable `name` on PATH, or "".
 std::string find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -56,11 +68,12 @@ std::string shell_quote(const std::string& word) {
 
 namespace {
 
-// The srun step; `extra` ("" or " $resume") ends dptrain's arguments.
-std::string srun_line(const SbatchJob& job, const std::string& extra) {
+// The srun step; `extra` ("" or " $resume") ends dptrain's arguments; `placement` ("" or the
+// elastic loop's -N/-n/--nodelist) follows `srun`.
+std::string srun_line(const SbatchJob& job, const std::string& extra, const std::string& placement = "") {
   const SlurmOptions& s = job.slurm;
   // srun does not inherit --cpus-per-task from the allocation (Slurm >= 22.05): pass it on.
-  std::string o = "srun --mpi=pmix --kill-on-bad-exit=1 --open-mode=append";
+  std::string o = "srun" + placement + " --mpi=pmix --kill-on-bad-exit=1 --open-mode=append";
   if (s.cpus_per_task > 0) o += fmt::format(" --cpus-per-task={}", s.cpus_per_task);
   o += " \\\n  --output=" + job.run_path + "/logs/slurm-%j-%t.out \\\n  " + shell_quote(job.dptrain);
   for (const auto& a : job.args) {
@@ -101,6 +114,99 @@ std::string retried_srun(const SbatchJob& job) {
   return o;
 }
 
+// --min-nodes: the shell functions of the elastic loop. up_nodes: the job's nodes Slurm counts as
+// up and responding (sinfo's states alloc, mix, idle, comp; no '*'), one a line, in the job's
+// order. answering L: the nodes of L whose slurmd starts a task within 60 s (a probe step), in L's
+// order: Slurm notices a dead node only after SlurmdTimeout, and srun may end the failed step
+// before that (status 143 after its own wait), so after a failure the loop asks the nodes
+// themselves. not_in A B: the words of A that are not in B.
+std::string elastic_functions() {
+  return R"SH(up_nodes() {
+  local n list states
+  list=$(squeue -h -j "$SLURM_JOB_ID" -o %N)
+  states=$(sinfo -h -N -n "$list" -o '%N %t')
+  for n in $(scontrol show hostnames "$list"); do
+    grep -Eq "^$n (alloc|mix|idle|comp)\$" <<<"$states" && echo "$n"
+  done
+}
+answering() {
+  local n got
+  got=$(timeout 60 srun --overlap --mpi=none -N $(echo $1 | wc -w) -n $(echo $1 | wc -w) \
+    --nodelist=$(echo $1 | tr ' ' ,) -t 1 printenv SLURMD_NODENAME)
+  for n in $1; do [[ " "$(echo $got)" " == *" $n "* ]] && echo "$n"; done
+}
+not_in() {
+  local w
+  for w in $1; do [[ " "$(echo $2)" " == *" $w "* ]] || echo "$w"; done
+}
+)SH";
+}
+
+// The first rank on the first lost node (block distribution: T tasks per node in node order),
+// then the lines of one restart: its record in metrics.jsonl and the script's line.
+std::string elastic_restart(const SbatchJob& job, int tasks) {
+  const int k = job.slurm.max_restarts;
+  return fmt::format(
+      "rank=-1; i=0\n"
+      "for w in $step_nodes; do [ \"$w\" = \"${{lost%% *}}\" ] && rank=$((i * {1})); i=$((i + 1)); done\n"
+      "if [ -n \"$lost\" ]; then cause=\"host(s) $(echo $lost) left the job (Slurm: node down or not responding)\"\n"
+      "else cause=\"the srun step exited with status $status\"; fi\n"
+      "details=$({2} record-restart --run {3} --restart $restarts --max-restarts {0} --status $status \\\n"
+      "  --rank $rank --host \"$(echo $lost)\" --nodes $(echo $up | wc -w) --cause \"$cause\")\n"
+      "echo \"dptrain submit: $cause; restart $restarts of {0} on $(echo $up | wc -w) node(s): $details\"\n",
+      k, tasks, shell_quote(job.dptrain), shell_quote(job.run_path));
+}
+
+// --min-nodes M: too_few prints why the job stops (and succeeds) when fewer than M nodes are up.
+std::string too_few_function(const SbatchJob& job) {
+  return fmt::format(
+      "too_few() {{\n"
+      "  [ $(echo $up | wc -w) -ge {0} ] && return 1\n"
+      "  echo \"dptrain submit: job $SLURM_JOB_ID has $(echo $up | wc -w) node(s) up ($(echo $up)); missing: \\\n"
+      "$(echo $(not_in \"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\")\" \"$up\")) (down or not responding); \\\n"
+      "--min-nodes {0} needs {0}: not restarting. Resubmit once they are back (sbatch {1}/submit.sbatch), or with \\\n"
+      "a smaller --min-nodes to go on without them\"\n"
+      "}}\n",
+      job.slurm.min_nodes, job.run_path);
+}
+
+// --min-nodes M with --max-restarts K: each step on the nodes still up (see sbatch_script).
+// --overlap: the step that ran on a failed node never completes (its node never reports back:
+// Slurm 22.05 keeps it "ending" and its CPUs on the other nodes taken), so the next step shares
+// them; without it srun waits ("Requested nodes are busy") until the job ends.
+std::string elastic_srun(const SbatchJob& job, int tasks) {
+  const int k = job.slurm.max_restarts, m = job.slurm.min_nodes;
+  std::string o = fmt::format(
+      "# --min-nodes {1} --max-restarts {0}: each srun step runs on the job's nodes still up (--no-kill: a\n"
+      "# failed node leaves the job, the job goes on); a failed step (any status but 2, a cfg or input error,\n"
+      "# and 130 or 143 without a lost node) runs again, up to {0} times, from the newest checkpoint, on fewer\n"
+      "# nodes when one was lost (the checkpoint is remapped: train.elastic_batch); below {1} nodes it stops.\n",
+      k, m);
+  o += elastic_functions() + too_few_function(job);
+  o += "restarts=0\nresume=\nup=$(up_nodes)\nif too_few; then exit 1; fi\nwhile true; do\n"
+       "export DPTRAIN_RESTART_COUNT=$restarts\n";
+  o += srun_line(job, " $resume",
+                 fmt::format(" -N $(echo $up | wc -w) -n $(($(echo $up | wc -w) * {})) --nodelist=$(echo $up | tr ' ' ,) "
+                             "--overlap",
+                             tasks));
+  o += fmt::format(
+      "status=$?\n"
+      "if [ $status -eq 0 ]; then exit 0; fi\n"
+      "step_nodes=$up\nup=$(answering \"$(up_nodes)\")\nlost=$(not_in \"$step_nodes\" \"$up\")\n"
+      "if [ $status -eq 2 ] || {{ [ -z \"$lost\" ] && {{ [ $status -eq 130 ] || [ $status -eq 143 ]; }}; }}; then\n"
+      "  echo \"dptrain submit: the srun step exited with status $status: not restarting\"; exit $status\n"
+      "fi\n"
+      "if too_few; then exit $status; fi\n"
+      "if [ $restarts -ge {0} ]; then\n"
+      "  echo \"dptrain submit: the srun step exited with status $status after $restarts restart(s) "
+      "(--max-restarts {0}): giving up\"; exit $status\n"
+      "fi\n"
+      "restarts=$((restarts + 1))\n"
+      "resume=\"--set checkpoint.resume=true\"\n",
+      k);
+  return o + elastic_restart(job, tasks) + "done\n";
+}
+
 }  // namespace
 
 std::string sbatch_script(const SbatchJob& job) {
@@ -108,6 +214,7 @@ std::string sbatch_script(const SbatchJob& job) {
   if (s.nodes < 1) DP_THROW_USER("--nodes {}: need at least 1", s.nodes);
   if (s.gpus_per_node < 0) DP_THROW_USER("--gpus-per-node {}: need 0 (CPU nodes) or more", s.gpus_per_node);
   const int tasks = tasks_per_node(s);
+  check_min_nodes(s);
   check_sbatch_value("job name", job.job_name);
   check_sbatch_value("run directory", job.run_path);
   check_sbatch_value("working directory", job.workdir);
@@ -123,7 +230,10 @@ std::string sbatch_script(const SbatchJob& job) {
   o += "# SIGUSR1 90 s before the time limit: dptrain checkpoints, requeues the job and exits;\n";
   o += "# the requeued job resumes from the newest checkpoint in " + job.run_path + "/checkpoints.\n";
   o += "#SBATCH --job-name=" + job.job_name + "\n";
+  // --min-nodes: all N nodes, and --no-kill. Not --nodes=M-N: with --ntasks-per-node, Slurm (22.05,
+  // seen on the test fixture) allocates M nodes even when N are idle; M is the loop's floor.
   o += fmt::format("#SBATCH --nodes={}\n", s.nodes);
+  if (s.min_nodes > 0) o += "#SBATCH --no-kill\n";
   o += fmt::format("#SBATCH --ntasks-per-node={}\n", tasks);
   if (s.gpus_per_node > 0) o += fmt::format("#SBATCH --gres=gpu:{}\n", s.gpus_per_node);
   if (s.cpus_per_task > 0) o += fmt::format("#SBATCH --cpus-per-task={}\n", s.cpus_per_task);
@@ -139,7 +249,8 @@ std::string sbatch_script(const SbatchJob& job) {
   o += "#SBATCH --signal=USR1@90\n";
   o += "#SBATCH --requeue\n";
   o += "\n";
-  o += s.max_restarts > 0 ? retried_srun(job) : srun_line(job, "");
+  if (s.min_nodes > 0) o += elastic_srun(job, tasks);
+  else o += s.max_restarts > 0 ? retried_srun(job) : srun_line(job, "");
   return o;
 }
 

@@ -31,6 +31,14 @@ struct SlurmOptions {
   // --max-restarts K: the script runs the srun step again after a failure, up to K times (see
   // sbatch_script); 0: one srun step, as before.
   int max_restarts = 0;
+  // --min-nodes M (1 <= M <= nodes; 0: not given): the job asks for its N nodes and --no-kill
+  // (Slurm keeps the job when one of its nodes fails, and drops that node from it), and each srun
+  // step of the --max-restarts loop (which it needs) runs on the job's nodes still up: a step
+  // that lost a node runs again on the others, a smaller world resuming from the newest
+  // checkpoint (train.elastic_batch says what the batch keeps). Fewer than M nodes up: the job
+  // stops with a line naming the missing ones. M = N: a lost node is waited for (while Slurm
+  // still counts it as not responding), then named.
+  int min_nodes = 0;
 };
 
 struct SbatchJob {
@@ -52,6 +60,10 @@ int tasks_per_node(const SlurmOptions& s);
 // (the job was interrupted or cancelled) runs again, up to K times, with DPTRAIN_RESTART_COUNT set
 // and checkpoint.resume = true, so it resumes from the newest checkpoint; each restart is a line
 // in logs/slurm-<job>.out, and after K the script exits with the step's status, saying so.
+// With slurm.min_nodes (see SlurmOptions; UserError without --max-restarts or above --nodes) each
+// step runs on the nodes still up (elastic_srun: -N n -n n x tasks --nodelist), a step that lost a
+// node is retried even when srun reports 130 or 143, and each restart appends its line to the
+// run's metrics.jsonl (`dptrain record-restart`, launch/slurm_restart.h).
 std::string sbatch_script(const SbatchJob& job);
 
 // `word` as one shell word: unchanged when it holds only [A-Za-z0-9_./=:,@%+-], else in single quotes.
