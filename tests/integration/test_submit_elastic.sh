@@ -19,7 +19,8 @@
 #           no restart line in metrics.jsonl.
 # Every daemon and namespace the test starts is stopped by the fixture's stop (the EXIT trap).
 # Needs root, the Slurm/munge/PMIx packages, iproute2 and dataset-fashion-mnist (tools/setup.sh
-# installs them); FAILS, not skips, without them.
+# installs them); FAILS, not skips, without them. About 90 s on 2 shared cores (most of it Slurm
+# noticing the crashed host: SlurmdTimeout, then the ping that fails).
 # Usage: bash tests/integration/test_submit_elastic.sh BUILD_DIR (from the repo root, as ctest).
 set -uo pipefail
 
