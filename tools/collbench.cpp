@@ -6,6 +6,8 @@
 //   srun -n 8 collbench --op allreduce             ranks from the launcher (PMIx, PMI2, Slurm env,
 //   RANK=... WORLD_SIZE=... collbench              torchrun's env, ...: --bootstrap auto)
 //   collbench --nproc 8 --backend nccl             NCCL on device buffers, one GPU per rank
+//   collbench --nproc 2 --op reduce_scatter_blocks ZeRO's in-place pair (ring): the gradient
+//   collbench --nproc 2 --op allgather_blocks      reduce-scatter and the parameter all-gather
 //   srun -N4 -n8 collbench --op allreduce --allreduce both
 //                                                  the ring's flat and hierarchical all-reduce,
 //                                                  one table each (tools/bench/collbench_hosts.sh)
@@ -23,9 +25,13 @@
 // repeated in-place sums neither overflow nor change the work).
 //
 // Columns (bytes as in nccl-tests: allreduce and broadcast the buffer; allgather the gathered
-// output, reduce_scatter the scattered input, both total over ranks):
+// output, reduce_scatter the scattered input, both total over ranks; the blocks pair the whole
+// in-place buffer, cut into ring blocks: communicator.h):
 //   algbw = size / time;  busbw = algbw * 2(n-1)/n (allreduce), algbw * (n-1)/n (allgather,
-//   reduce_scatter), algbw (broadcast): the per-link bandwidth the algorithm needs.
+//   reduce_scatter and the blocks pair), algbw (broadcast): the per-link bandwidth the algorithm
+//   needs. reduce_scatter_blocks times its iterations on a zeroed buffer, as allreduce;
+//   allgather_blocks repeats on its own result (a fixed point). "--op all" runs the blocks pair on
+//   the ring only (the nccl backend has no in-place pair).
 //
 // Exit status: 0 when every max error is within the dtype's tolerance, 1 otherwise or on a
 // collective error, 2 on a usage error.
@@ -45,6 +51,7 @@
 #include "collectives/bootstrap/factory.h"
 #include "collectives/communicator.h"
 #include "collectives/make_communicator.h"
+#include "collectives/ring/algorithms.h"
 #include "collectives/ring/ring_communicator.h"
 #include "base/half.h"
 #include "launch/local_launcher.h"
@@ -60,15 +67,20 @@ namespace {
 using namespace dp;
 namespace cpu = dp::kernels::cpu;
 
-enum class Op { AllReduce, Broadcast, AllGather, ReduceScatter };
+// The blocks pair: Communicator::reduce_scatter_blocks_async / allgather_blocks_async, in place
+// (ZeRO's gradient reduce-scatter and parameter all-gather).
+enum class Op { AllReduce, Broadcast, AllGather, ReduceScatter, ReduceScatterBlocks, AllGatherBlocks };
 const char* op_name(Op op) {
   switch (op) {
     case Op::AllReduce: return "allreduce";
     case Op::Broadcast: return "broadcast";
     case Op::AllGather: return "allgather";
-    default: return "reduce_scatter";
+    case Op::ReduceScatter: return "reduce_scatter";
+    case Op::ReduceScatterBlocks: return "reduce_scatter_blocks";
+    default: return "allgather_blocks";
   }
 }
+bool reduces(Op op) { return op == Op::AllReduce || op == Op::ReduceScatter || op == Op::ReduceScatterBlocks; }
 
 // "4", "4K", "256M", "1G" (binary multiples, as nccl-tests); UserError otherwise.
 size_t parse_bytes(const std::string& s) {
@@ -114,30 +126,31 @@ double tolerance(DType t) {
 // The input pattern: v(r, i) = (3r + i) mod 5 - 2, in [-2, 2]; depends on i mod 5 only.
 inline int pattern(int r, int64_t i) { return static_cast<int>((3 * static_cast<int64_t>(r) + i) % 5) - 2; }
 
-void fill(const Tensor& t, int r) {
+// Element i = v[i mod 5] (small integers: exact in every dtype).
+void fill5(const Tensor& t, const int (&v)[5]) {
   const int64_t n = t.numel();
   void* p = t.raw();
   switch (t.dtype()) {
     case DType::F32: {
       auto* d = static_cast<float*>(p);
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(pattern(r, i));
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(v[i % 5]);
       break;
     }
     case DType::F64: {
       auto* d = static_cast<double*>(p);
-      for (int64_t i = 0; i < n; ++i) d[i] = pattern(r, i);
+      for (int64_t i = 0; i < n; ++i) d[i] = v[i % 5];
       break;
     }
     case DType::I32: {
       auto* d = static_cast<int32_t*>(p);
-      for (int64_t i = 0; i < n; ++i) d[i] = pattern(r, i);
+      for (int64_t i = 0; i < n; ++i) d[i] = v[i % 5];
       break;
     }
     case DType::F16:
     case DType::BF16: {
-      uint16_t v5[5];  // this rank's five values, converted once
+      uint16_t v5[5];  // the five values, converted once
       for (int k = 0; k < 5; ++k) {
-        const float f = static_cast<float>(pattern(r, k));
+        const float f = static_cast<float>(v[k]);
         v5[k] = t.dtype() == DType::F16 ? cpu::f32_to_f16(f) : cpu::f32_to_bf16(f);
       }
       auto* d = static_cast<uint16_t*>(p);
@@ -146,6 +159,13 @@ void fill(const Tensor& t, int r) {
     }
     default: DP_THROW_USER("dtype {} is not supported by the collectives", dtype_name(t.dtype()));
   }
+}
+
+// Rank r's input: v(r, i).
+void fill(const Tensor& t, int r) {
+  int v[5];
+  for (int k = 0; k < 5; ++k) v[k] = pattern(r, k);
+  fill5(t, v);
 }
 
 double element(const Tensor& t, int64_t i) {
@@ -269,6 +289,8 @@ void run_op(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
     case Op::Broadcast: comm.broadcast(b.a, s.root); break;
     case Op::AllGather: comm.allgather(b.a, b.out); break;
     case Op::ReduceScatter: comm.reduce_scatter(b.a, b.out, s.redop); break;
+    case Op::ReduceScatterBlocks: comm.reduce_scatter_blocks_async(b.a, s.redop)->wait(); break;
+    case Op::AllGatherBlocks: comm.allgather_blocks_async(b.a)->wait(); break;
   }
 }
 
@@ -276,7 +298,14 @@ void run_op(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
 double op_error(Communicator& comm, const Settings& s, Op op, OpBuffers& b, int64_t per_rank,
                 const std::vector<double>& reduced) {
   const int n = comm.size(), me = comm.rank();
-  if (s.device.is_cpu()) {
+  if (op == Op::AllGatherBlocks) {
+    // Block r holds rank r's pattern at its own offsets on rank r, and 9 (no pattern value) elsewhere.
+    const ring::Block mine = ring::ring_block(b.a.numel(), n, me);
+    Tensor whole = Tensor::zeros(b.a.shape(), b.a.dtype());
+    fill(whole, me);
+    fill5(b.a, {9, 9, 9, 9, 9});
+    if (mine.len > 0) b.a.slice_flat(mine.begin, {mine.len}).copy_from(whole.slice_flat(mine.begin, {mine.len}));
+  } else if (s.device.is_cpu()) {
     fill(b.a, me);
   } else {
     Tensor h = Tensor::zeros(b.a.shape(), b.a.dtype());
@@ -294,6 +323,18 @@ double op_error(Communicator& comm, const Settings& s, Op op, OpBuffers& b, int6
       break;
     }
     case Op::ReduceScatter: err = max_error(on_host(b.out), reduced, static_cast<int64_t>(me) * per_rank); break;
+    case Op::ReduceScatterBlocks: {
+      const ring::Block mine = ring::ring_block(b.a.numel(), n, me);
+      if (mine.len > 0) err = max_error(b.a.slice_flat(mine.begin, {mine.len}), reduced, mine.begin);
+      break;
+    }
+    case Op::AllGatherBlocks: {
+      for (int r = 0; r < n; ++r) {
+        const ring::Block blk = ring::ring_block(b.a.numel(), n, r);
+        if (blk.len > 0) err = std::max(err, max_error(b.a.slice_flat(blk.begin, {blk.len}), rank_pattern(r), blk.begin));
+      }
+      break;
+    }
   }
   if (std::isnan(err)) err = INFINITY;
   return max_over_ranks(comm, err, s.device);
@@ -301,7 +342,7 @@ double op_error(Communicator& comm, const Settings& s, Op op, OpBuffers& b, int6
 
 // Timing: warm-up runs, a barrier, then the mean time of s.iters runs, the slowest rank's.
 double op_seconds(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
-  if (op == Op::AllReduce) b.a.zero_();
+  if (op == Op::AllReduce || op == Op::ReduceScatterBlocks) b.a.zero_();
   for (int i = 0; i < s.warmup; ++i) run_op(comm, s, op, b);
   comm.barrier();
   const auto t0 = Clock::now();
@@ -311,9 +352,8 @@ double op_seconds(Communicator& comm, const Settings& s, Op op, OpBuffers& b) {
 }
 
 void print_op_header(const Settings& s, Op op, int n) {
-  const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;
-  std::printf("#\n# %s%s%s, dtype %s, %d ranks, %d warmup + %d timed iterations\n", op_name(op), reduces ? " " : "",
-              reduces ? reduce_op_name(s.redop) : "", dtype_name(s.dtype), n, s.warmup, s.iters);
+  std::printf("#\n# %s%s%s, dtype %s, %d ranks, %d warmup + %d timed iterations\n", op_name(op), reduces(op) ? " " : "",
+              reduces(op) ? reduce_op_name(s.redop) : "", dtype_name(s.dtype), n, s.warmup, s.iters);
   if (op == Op::Broadcast) std::printf("# root %d\n", s.root);
   std::printf("# %12s %12s %6s %6s %12s %12s %12s %10s\n", "size(B)", "count", "type", "redop", "time(us)",
               "algbw(GB/s)", "busbw(GB/s)", "max_err");
@@ -324,10 +364,9 @@ void print_op_header(const Settings& s, Op op, int n) {
 bool bench_op(Communicator& comm, const Settings& s, Op op) {
   const int n = comm.size(), me = comm.rank();
   const size_t esize = dtype_size(s.dtype);
-  const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;
-  double bus_factor = 1;
+  double bus_factor = static_cast<double>(n - 1) / n;  // allgather, reduce_scatter, the blocks pair
   if (op == Op::AllReduce) bus_factor = 2.0 * (n - 1) / n;
-  else if (op == Op::AllGather || op == Op::ReduceScatter) bus_factor = static_cast<double>(n - 1) / n;
+  else if (op == Op::Broadcast) bus_factor = 1;
   if (me == 0) print_op_header(s, op, n);
   const std::vector<double> reduced = reduced_pattern(n, s.redop, s.dtype);
   const double tol = tolerance(s.dtype);
@@ -354,7 +393,7 @@ bool bench_op(Communicator& comm, const Settings& s, Op op) {
     ++rows;
     if (me == 0) {
       std::printf("  %12.0f %12lld %6s %6s %12.2f %12.4f %12.4f %10.3g%s\n", size_bytes,
-                  static_cast<long long>(buf.count), dtype_name(s.dtype), reduces ? reduce_op_name(s.redop) : "-",
+                  static_cast<long long>(buf.count), dtype_name(s.dtype), reduces(op) ? reduce_op_name(s.redop) : "-",
                   t * 1e6, algbw, busbw, err, err <= tol ? "" : "  FAILED");
       std::fflush(stdout);
     }
@@ -433,8 +472,11 @@ int main(int argc, char** argv) {
   std::string op = "all", backend = "ring", dtype = "f32", redop = "sum", min_b = "4", max_b = "256M";
   Settings s;
   int nproc = 1;
-  app.add_option("--op", op, "allreduce, broadcast, allgather, reduce_scatter or all")
-      ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reduce_scatter", "all"}));
+  app.add_option("--op", op,
+                 "allreduce, broadcast, allgather, reduce_scatter, reduce_scatter_blocks, allgather_blocks "
+                 "(ZeRO's in-place pair, ring only) or all")
+      ->check(CLI::IsMember(
+          {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce_scatter_blocks", "allgather_blocks", "all"}));
   app.add_option("--backend", backend, "collectives backend")
       ->check(CLI::IsMember(enum_name_list<CollectiveBackend>()));
   app.add_option("--bootstrap", s.bootstrap, "auto, pmix, pmi2, env, slurm, single or file:///dir");
@@ -467,11 +509,18 @@ int main(int argc, char** argv) {
     s.min_bytes = parse_bytes(min_b);
     s.max_bytes = parse_bytes(max_b);
     if (s.min_bytes > s.max_bytes) DP_THROW_USER("--min-bytes {} is above --max-bytes {}", min_b, max_b);
-    if (op == "all") s.ops = {Op::AllReduce, Op::Broadcast, Op::AllGather, Op::ReduceScatter};
-    else if (op == "allreduce") s.ops = {Op::AllReduce};
+    const bool ring = s.backend == CollectiveBackend::Ring;
+    if (op == "all") {
+      s.ops = {Op::AllReduce, Op::Broadcast, Op::AllGather, Op::ReduceScatter};
+      if (ring) s.ops.insert(s.ops.end(), {Op::ReduceScatterBlocks, Op::AllGatherBlocks});
+    } else if (op == "allreduce") s.ops = {Op::AllReduce};
     else if (op == "broadcast") s.ops = {Op::Broadcast};
     else if (op == "allgather") s.ops = {Op::AllGather};
-    else s.ops = {Op::ReduceScatter};
+    else if (op == "reduce_scatter") s.ops = {Op::ReduceScatter};
+    else if (op == "reduce_scatter_blocks") s.ops = {Op::ReduceScatterBlocks};
+    else s.ops = {Op::AllGatherBlocks};
+    if (!ring && (s.ops.back() == Op::ReduceScatterBlocks || s.ops.back() == Op::AllGatherBlocks))
+      DP_THROW_USER("--op {} runs on the ring backend only (the {} backend has no in-place blocks pair)", op, backend);
     const bool launcher = nproc > 1 && std::getenv("RANK") == nullptr;
     if (nproc > 1 && !launcher)
       std::fprintf(stderr, "collbench: --nproc %d ignored: this process is a worker already (RANK is set)\n", nproc);

@@ -78,7 +78,8 @@ std::vector<Table> parse(const std::string& out, std::string* header) {
       std::string first;
       w >> first;
       while (!first.empty() && (first.back() == ',' || first.back() == ':')) first.pop_back();
-      for (const char* op : {"allreduce", "broadcast", "allgather", "reduce_scatter"})
+      for (const char* op :
+           {"allreduce", "broadcast", "allgather", "reduce_scatter", "reduce_scatter_blocks", "allgather_blocks"})
         if (first == op) pending_op = op;
       if (first == "size(B)") {
         std::vector<std::string> cols;
@@ -117,15 +118,17 @@ void check(int n, const std::string& dtype, int esize) {
   EXPECT_THAT(header, HasSubstr("world size " + std::to_string(n)));
   EXPECT_THAT(header, HasSubstr("host "));
   EXPECT_THAT(r.out, HasSubstr("# collbench: OK"));
-  ASSERT_EQ(tables.size(), 4u) << r.out;
-  const std::vector<std::string> ops = {"allreduce", "broadcast", "allgather", "reduce_scatter"};
+  ASSERT_EQ(tables.size(), 6u) << r.out;
+  const std::vector<std::string> ops = {"allreduce",      "broadcast",           "allgather",
+                                        "reduce_scatter", "reduce_scatter_blocks", "allgather_blocks"};
   for (size_t t = 0; t < tables.size(); ++t) {
     const Table& tab = tables[t];
     SCOPED_TRACE(tab.op);
     EXPECT_EQ(tab.op, ops[t]);
     const bool per_rank = tab.op == "allgather" || tab.op == "reduce_scatter";
     // Sizes 4, 16, ..., 4096, rounded down to whole elements (x n for allgather and
-    // reduce_scatter); sizes holding no element (per rank) are left out.
+    // reduce_scatter; the blocks pair sizes its whole in-place buffer); sizes holding no element
+    // (per rank) are left out.
     std::vector<double> want_sizes;
     for (int b = 4; b <= 4096; b *= 4) {
       const int unit = esize * (per_rank ? n : 1);
@@ -138,7 +141,7 @@ void check(int n, const std::string& dtype, int esize) {
       EXPECT_EQ(row.size, want_sizes[i]);
       EXPECT_EQ(row.count * esize, row.size);
       EXPECT_EQ(row.type, dtype);
-      EXPECT_EQ(row.redop, tab.op == "allreduce" || tab.op == "reduce_scatter" ? "sum" : "-");
+      EXPECT_EQ(row.redop, tab.op.rfind("allreduce", 0) == 0 || tab.op.rfind("reduce_scatter", 0) == 0 ? "sum" : "-");
       EXPECT_GT(row.time_us, 0);
       // algbw = size / time (time printed to 0.01 us, algbw to 1e-4 GB/s).
       const double t_lo = (row.time_us - 0.005) * 1e-6, t_hi = (row.time_us + 0.005) * 1e-6;
@@ -164,8 +167,28 @@ TEST(CollbenchTest, ThreeRanksBf16AllreduceExact) {
   for (const Row& row : tables[0].rows) EXPECT_EQ(row.max_err, "0");
 }
 
+// ZeRO's in-place pair alone, bf16 (the reducer's 16-bit buckets), 2 ranks, odd counts (blocks of
+// unequal length): exact.
+TEST(CollbenchTest, TwoRanksBf16BlocksPairExact) {
+  for (const char* op : {"reduce_scatter_blocks", "allgather_blocks"}) {
+    SCOPED_TRACE(op);
+    const BenchRun r = collbench(std::string("--nproc 2 --op ") + op +
+                                 " --dtype bf16 --min-bytes 2 --max-bytes 2K --factor 3 --iters 2 --warmup 0 --timeout 20");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    std::string header;
+    const auto tables = parse(r.out, &header);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_EQ(tables[0].op, op);
+    ASSERT_EQ(tables[0].rows.size(), 7u);  // 2, 6, 18, 54, 162, 486, 1458 B: 1, 3, 9, ... 729 elements
+    for (const Row& row : tables[0].rows) EXPECT_EQ(row.max_err, "0");
+  }
+}
+
 TEST(CollbenchTest, UsageErrors) {
   EXPECT_NE(collbench("--op gather").code, 0);
+  const BenchRun nccl = collbench("--backend nccl --op allgather_blocks");
+  EXPECT_EQ(nccl.code, 2);
+  EXPECT_THAT(nccl.err, HasSubstr("--op allgather_blocks runs on the ring backend only"));
   const BenchRun r = collbench("--min-bytes 1X");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("unknown suffix"));
