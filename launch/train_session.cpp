@@ -181,6 +181,7 @@ void TrainSession::open_data_and_build_model() {
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());
     lg()->info("{}", cpu_threads_summary());
+  model_->set_cpu_matmul_bf16(device_.is_cpu() && cfg_.train.precision == Precision::Bf16);  // checked above
   } else {  // train.cudnn_api, train.bn_impl and train.gpu_fusion
     lg()->info("{}", gpu_choices);
     lg()->info("{}", model_->gpu_plan_summary());

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cpu/bf16_isa.h"
+#include "kernels/cpu/isa.h"
 #include "models/weights_import.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data/sampler.h"
@@ -28,11 +30,22 @@ Device choose_device(cuda::DeviceRequest wanted, int local_rank, int local_size,
   return c.device;
 }
 
+// train.precision = "bf16" on the CPU: oneDNN's bf16 matmuls (the oneDNN backend) on AVX-512-BF16 or AMX.
+static void check_cpu_bf16(CpuBackend backend) {
+  const std::string isa = kernels::cpu::onednn_isa_name();
+  if (kernels::cpu::cpu_bf16_path(isa) == kernels::cpu::CpuBf16Path::None)
+    DP_THROW_USER("{}", kernels::cpu::cpu_bf16_refusal(isa, kernels::cpu::onednn_isa_limit()));
+  if (backend != CpuBackend::OneDnn)
+    DP_THROW_USER("train.precision = \"bf16\" on the CPU runs its matmuls on oneDNN, and train.cpu_backend = "
+                  "\"reference\" computes in fp32 only: set train.cpu_backend = \"onednn\" or train.precision = "
+                  "\"fp32\"");
+}
+
 void check_device_choices(const Config& cfg, const Device& device) {
-  if (cfg.train.precision != Precision::Fp32 && device.is_cpu())
-    DP_THROW_USER("train.precision = \"{}\" needs a GPU and this process trains on the CPU, which computes in fp32: "
-                  "set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")",
-                  enum_name(cfg.train.precision));
+  if (cfg.train.precision == Precision::Fp16 && device.is_cpu())
+    DP_THROW_USER("train.precision = \"fp16\" needs a GPU and this process trains on the CPU, which computes in fp32 "
+                  "or bf16: set train.precision = \"bf16\" or \"fp32\", or train on a GPU (train.device = \"cuda\")");
+  if (cfg.train.precision == Precision::Bf16 && device.is_cpu()) check_cpu_bf16(cfg.train.cpu_backend);
   // profile.steps is Nsight's capture range (cudaProfilerStart/Stop): checked here, used by the
   // CUDA path; the CPU has profile.trace_steps (checked here too, used by Telemetry) and
   // profile.layers.

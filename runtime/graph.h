@@ -100,6 +100,9 @@ class Graph {
   // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
   std::string cpu_plan_summary();
   cuda::ExecContext* gpu() const { return gpu_; }
+  // train.precision = "bf16" on the CPU (torch.autocast("cpu", bfloat16)): the layers' oneDNN
+  // matmuls take bf16 operands and give f32; everything else, parameters included, stays f32.
+  void set_cpu_matmul_bf16(bool on) { cpu_matmul_bf16_ = on; }
   // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
   void set_observer(GraphObserver* o) { observer_ = o; }
   // The GPU plan (train.gpu_fusion; default off until a GPU run has checked it), made at a GPU
@@ -167,6 +170,7 @@ class Graph {
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
   Tensor input_nhwc_, output_nchw_, dy_nhwc_;
+  bool cpu_matmul_bf16_ = false;
   void plan_cpu(DType dtype);
   // The GPU plan (plan_gpu, graph_gpu_plan.cpp).
   bool gpu_planned_ = false, gpu_fusion_ = false;

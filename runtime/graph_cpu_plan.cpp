@@ -5,6 +5,7 @@
 // the graph's edges.
 #include <algorithm>
 
+#include "kernels/cpu/bf16_isa.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
 #include "runtime/cpu_gemm_choice.h"
@@ -53,10 +54,14 @@ std::string Graph::cpu_plan_summary() {
                           : gemm == CpuGemm::Mkl ? " (auto: MKL is present, on an Intel CPU)"
                           : avx512 ? " (auto)"
                                    : " (auto: oneDNN's f32 matmul without AVX-512 allocates per call)";
+  const std::string isa = kernels::cpu::onednn_isa_name();
+  const std::string gemm_words =
+      cpu_matmul_bf16_ ? fmt::format("bf16 x bf16 -> f32 on oneDNN's matmul ({}), the rest f32",
+                                     kernels::cpu::cpu_bf16_path_name(kernels::cpu::cpu_bf16_path(isa)))
+                       : cpu_gemm_words(gemm) + why;
   return fmt::format("CPU kernels: oneDNN for [{}], own for [{}]; ReLUs fused: [{}]; activations {}; convolutions: {}; "
-                     "linear GEMMs: {}{}; ISA: oneDNN {}, own loops {}",
-                     onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW", conv,
-                     cpu_gemm_words(gemm), why, kernels::cpu::onednn_isa_name(),
+                     "linear GEMMs: {}; ISA: oneDNN {}, own loops {}",
+                     onednn, own, fused, cpu_channels_last_ ? "channels last (NHWC)" : "NCHW", conv, gemm_words, isa,
                      kernels::cpu::clone_isa_name(kernels::cpu::clone_isa()));
 }
 
@@ -68,6 +73,7 @@ StepContext Graph::cpu_context(const StepContext& ctx) {
   // then never resolves Auto itself.
   c.cpu_gemm = cpu_backend_ == CpuBackend::OneDnn ? cpu_gemm_library(cpu_gemm_) : cpu_gemm_;
   c.channels_last = cpu_channels_last_ && cpu_plan_dtype_ == DType::F32;
+  c.cpu_matmul_bf16 = cpu_matmul_bf16_ && cpu_backend_ == CpuBackend::OneDnn;
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/mkl_gemm.h"
+#include "kernels/cpu/onednn_matmul_bf16.h"
 
 namespace dp::kernels::cpu::onednn {
 
@@ -42,6 +43,15 @@ LinearMatmul::Entry& LinearMatmul::entry(int64_t M, bool relu) {
   });
 }
 
+Bf16Matmul& LinearMatmul::bf16() {
+  if (!bf16_) bf16_.emplace(where_, in_, out_, bias_);
+  return *bf16_;
+}
+
+void LinearMatmul::drop_bf16_casts() {
+  if (bf16_) bf16_->drop_casts();
+}
+
 namespace {
 
 // y (M, O) += b per row, then max(., 0) with relu: one pass, rows split over the threads.
@@ -71,6 +81,7 @@ void blas_gemm(GemmLibrary lib, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const float* w, const float* b, int64_t M,
                            bool relu) {
   if (M == 0) return;
+  if (lib == GemmLibrary::OnednnBf16) return bf16().forward(y, x, w, bias_ ? b : nullptr, M, relu);
   if (lib != GemmLibrary::Onednn) {
     blas_gemm(lib, false, true, M, out_, in_, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
     return bias_relu(y, bias_ ? b : nullptr, M, out_, relu);
@@ -86,6 +97,7 @@ void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const floa
 
 void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M) {
   if (M == 0) return;
+  if (lib == GemmLibrary::OnednnBf16) return bf16().backward_data(dx, dy, w, M);
   if (lib != GemmLibrary::Onednn) return blas_gemm(lib, false, false, M, in_, out_, dy, out_, w, in_, 0.0f, dx, in_);
   Entry& e = entry(M, false);
   execute(e.bwd_d, {{DNNL_ARG_SRC, bind(e.dy, dy)},
@@ -97,7 +109,9 @@ void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, co
 void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x,
                                     int64_t M) {
   if (M == 0) return;
-  if (lib != GemmLibrary::Onednn) {
+  if (lib == GemmLibrary::OnednnBf16) {
+    bf16().backward_weights(dw, dy, x, M);
+  } else if (lib != GemmLibrary::Onednn) {
     blas_gemm(lib, true, false, out_, in_, M, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
   } else {
     Entry& e = entry(M, false);

@@ -19,12 +19,16 @@
 #include <string>
 #include <utility>
 
+#include "base/pimpl_ptr.h"
 #include "kernels/cpu/onednn.h"
 
 namespace dp::kernels::cpu::onednn {
 
-// Which library a LinearMatmul call runs on (chosen by models/layers/linear/linear_gemm_choice.h).
-enum class GemmLibrary { Onednn, Openblas, Mkl };
+// Which library a LinearMatmul call runs on (chosen by models/layers/linear/linear_gemm_choice.h);
+// OnednnBf16: oneDNN's matmul on bf16 operands with f32 results (onednn_matmul_bf16.h).
+enum class GemmLibrary { Onednn, Openblas, Mkl, OnednnBf16 };
+
+class Bf16Matmul;
 
 class LinearMatmul {
  public:
@@ -34,6 +38,9 @@ class LinearMatmul {
                bool relu = false);
   void backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M);
   void backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x, int64_t M);
+  // OnednnBf16: forgets the bf16 casts kept for the backward (a caller that recomputes this
+  // product's input without running forward, whose casts would otherwise be stale).
+  void drop_bf16_casts();
 
  private:
   struct Entry {
@@ -46,6 +53,8 @@ class LinearMatmul {
   int64_t in_, out_;
   bool bias_;
   std::map<std::pair<int64_t, bool>, Entry> entries_;
+  Bf16Matmul& bf16();  // made on the first OnednnBf16 call
+  PimplPtr<Bf16Matmul> bf16_;
 };
 
 // db (O) += sum over the M rows of dy (M, O), each column summed in f64 in row order.

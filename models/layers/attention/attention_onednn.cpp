@@ -39,13 +39,13 @@ void CausalSelfAttention::forward_onednn(const StepContext& ctx, const Tensor& x
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
   s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, kernels::cpu::FlashKept(T_).packed}, {N, T_, C_}});
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
-  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
+  const dn::GemmLibrary lib = linear_gemm(ctx);
   st.c_attn.forward(lib, s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
                     o_.bias ? params_[1].data<float>() : nullptr, M);
   kernels::cpu::flash_forward(s.att.data<float>(), nullptr, s.P.data<float>(), s.qkv.data<float>(), N, T_, H, D_,
                               drop);
   s.mark(x, ctx, true);
-  if (!y) return;
+  if (!y) return st.c_proj.drop_bf16_casts();  // s.att refilled: c_proj's bf16 copy of it is stale
   st.c_proj.forward(lib, y->data<float>(), s.att.data<float>(), params_[o_.bias ? 2 : 1].data<float>(),
                     o_.bias ? params_[3].data<float>() : nullptr, M);
   if (ctx.training && o_.resid_dropout > 0)
@@ -59,7 +59,7 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
   OnednnState& st = onednn_state();
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
-  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
+  const dn::GemmLibrary lib = linear_gemm(ctx);
   float* datt = slot_floats(dn::Slot::A, M * C_);
   float* dqkv = slot_floats(dn::Slot::B, M * 3 * C_);
   const float* g = dy.data<float>();

@@ -19,14 +19,14 @@ struct Linear::OnednnState {
 };
 
 void Linear::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
-  onednn_state().mm.forward(linear_gemm(ctx.cpu_gemm), y.data<float>(), x.data<float>(), params_[0].data<float>(),
+  onednn_state().mm.forward(linear_gemm(ctx), y.data<float>(), x.data<float>(), params_[0].data<float>(),
                             bias_ ? params_[1].data<float>() : nullptr, rows(x),
                             epilogue() == Epilogue::Relu);
 }
 
 void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                              Tensor& dx) {
-  const dn::GemmLibrary lib = linear_gemm(ctx.cpu_gemm);
+  const dn::GemmLibrary lib = linear_gemm(ctx);
   OnednnState& s = onednn_state();
   const float* g = dy.data<float>();
   if (epilogue() == Epilogue::Relu) {
