@@ -10,6 +10,8 @@ Rows (same architecture, batch, optimizer and thread count on both sides; f32; N
   ddp   the same, 2 processes x 1 thread: `dptrain --nproc 2` against torchrun + DDP (gloo)
   r18   CIFAR ResNet-18 (the cifar_resnet18 preset), batch 32, SGD (momentum, Nesterov), 1 thread
   r50   ResNet-50, batch 16, 3x224x224 synthetic, SGD, 2 threads
+  gpt   gpt_tiny (models/gpt_tiny.cfg: 4 layers, 128 dims, context 128, AdamW, clipping), batch 32,
+        2 processes x 1 thread (DDP, gloo), synthetic tokens; not in the default --rows
 dptrain trains on Fashion-MNIST from /usr/share/datasets/fashion-mnist for the CNN rows (its
 loader included) and on data.dataset = "synthetic" for the ResNets; PyTorch trains on in-memory
 random batches (tools/bench/torch_train_bench.py), so its side has no input pipeline at all.
@@ -50,9 +52,11 @@ ROWS = {
     "r50": ("ResNet-50, batch 16, 224x224 synthetic, 2 threads", "resnet50", 16, 2, 1,
             ["data.dataset=synthetic", "data.synthetic_shape=[3,224,224]", "data.synthetic_train=100000",
              "data.synthetic_classes=1000", "data.mean=[0.0,0.0,0.0]", "data.std=[1.0,1.0,1.0]"], 18, 3),
+    "gpt": ("gpt_tiny, batch 32, 2 processes x 1 thread (DDP, gloo)", "gpt_tiny", 32, 1, 2,
+            ["data.dataset=synthetic", "data.synthetic_train=8192", "data.synthetic_eval=64"], 40, 8),
 }
 CFG = {"fmnist_cnn": "models/fmnist_cnn.cfg", "cifar_resnet18": "models/cifar_resnet18.cfg",
-       "resnet50": "models/resnet50.cfg"}
+       "resnet50": "models/resnet50.cfg", "gpt_tiny": "models/gpt_tiny.cfg"}
 
 
 def run(cmd, env, log):
@@ -80,7 +84,8 @@ def peak_from(log):
         return None
 
 
-def dptrain_run(args, row, work):
+def dptrain_run(args, row, work, extra_sets=()):
+    """dptrain's samples/s on ROWS[row] (extra_sets: more --set KEY=VALUE, e.g. train.zero=1)."""
     label, model, batch, threads, procs, sets, steps, every = ROWS[row]
     run_dir = os.path.join(work, "runs")
     cmd = [os.path.join(args.build, "dptrain")]
@@ -92,7 +97,7 @@ def dptrain_run(args, row, work):
             "--set", f"train.cpu_backend={args.cpu_backend}"]
     if model == "cifar_resnet18":
         cmd += ["--set", "data.crop_padding=0", "--set", "data.hflip=false"]
-    for s in sets:
+    for s in list(sets) + list(extra_sets):
         cmd += ["--set", s]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     shutil.rmtree(os.path.join(run_dir, row), ignore_errors=True)
@@ -113,11 +118,12 @@ def dptrain_run(args, row, work):
     return statistics.median(ips[1:]), peak, ""
 
 
-def torch_run(args, row, mode, work):
+def torch_run(args, row, mode, work, extra=()):
+    """PyTorch's samples/s on ROWS[row] (extra: more torch_train_bench.py options, e.g. --zero)."""
     label, model, batch, threads, procs, sets, steps, every = ROWS[row]
     bench = [os.path.join(HERE, "torch_train_bench.py"), "--model", model, "--batch", str(batch), "--dtype", "fp32",
              "--device", "cpu", "--modes", mode, "--warmup", "3" if model != "fmnist_cnn" else "10", "--windows", "4",
-             "--steps", str(max(2, (steps - every) // 4 if model == "fmnist_cnn" else every))]
+             "--steps", str(max(2, (steps - every) // 4 if model == "fmnist_cnn" else every))] + list(extra)
     if procs > 1:
         cmd = [args.torch_python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs)] + bench
     else:

@@ -10,10 +10,15 @@ the training step alone, no input pipeline), eager and torch.compile.
     python3 tools/bench/torch_train_bench.py --smoke            # tiny CPU run: plumbing only
     torchrun --standalone --nproc_per_node 2 tools/bench/torch_train_bench.py --device cpu --dtype fp32
                                                                 # DDP (gloo on the CPU, nccl on GPUs)
+    torchrun ... torch_train_bench.py --device cpu --dtype fp32 --model gpt_tiny --zero --modes eager
+                                                                # DDP + ZeroRedundancyOptimizer
 
 Under torchrun (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel, every rank trains
 on its own batch of --batch, and rank 0 alone prints the RESULT line, with img_s the whole job's
-(world size x its own); tools/bench/cpu_vs_torch.py's DDP row runs it so.
+(world size x its own); tools/bench/cpu_vs_torch.py's DDP row runs it so. --zero (under torchrun)
+wraps the optimizer in torch.distributed.optim.ZeroRedundancyOptimizer (its default: each rank
+updates its shard of the parameters and broadcasts it; overlap_with_ddp off), the comparison of
+dptrain's train.zero = 1 (tools/bench/zero_vs_torch.py).
 
 Models (architectures as models/presets.cpp builds them, optimizers as the models/*.cfg set them):
   resnet50        torchvision.models.resnet50, 3x224x224, 1000 classes; SGD lr 0.1 momentum 0.9 wd 1e-4
@@ -27,6 +32,9 @@ Models (architectures as models/presets.cpp builds them, optimizers as the model
                   targets random token ids (batch, 1024); AdamW lr 6e-4 betas (0.9, 0.95) wd 0.1 with
                   nanoGPT's groups (decay on 2-D parameters only) and fused=True on the GPU, as nanoGPT;
                   img_s is sequences/s (tokens/s = 1024 x that, in the tokens_s field)
+  gpt_tiny        models/gpt_tiny.cfg's GPT: 4 layers, 4 heads, 128 dims, context 128, vocabulary 256,
+                  no biases, dropout 0.1; AdamW lr 1e-3 betas (0.9, 0.99) wd 0.1 on 2-D parameters
+                  only (train.decay_params = "matrices"), gradients clipped to norm 1.0 (train.grad_clip)
 dtypes: bf16 = autocast(bfloat16), fp16 = autocast(float16) + GradScaler, both channels_last (images);
 fp32 = no autocast, NCHW, PyTorch's default TF32 settings unless --tf32 says otherwise.
 Master weights and optimizer state are fp32 in every case (what AMP does).
@@ -61,9 +69,12 @@ MODELS = {
     "fmnist_cnn": (1, 28, 28, 10, dict(opt="adamw", lr=0.002, weight_decay=1e-4)),
     # gpt2: C H W = 1 1 block_size (the sample is block_size token ids), classes = the vocabulary
     "gpt2": (1, 1, 1024, 50257, dict(opt="adamw_gpt", lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)),
+    "gpt_tiny": (1, 1, 128, 256, dict(opt="adamw_gpt", lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)),
 }
-DEFAULT_BATCH = {"resnet50": 256, "cifar_resnet18": 128, "fmnist_cnn": 128, "gpt2": 16}
-GPT2 = dict(n_layer=12, n_head=12, n_embd=768, block_size=1024, vocab_size=50257)
+DEFAULT_BATCH = {"resnet50": 256, "cifar_resnet18": 128, "fmnist_cnn": 128, "gpt2": 16, "gpt_tiny": 32}
+# The GPTs' shapes (block_size and vocab_size are MODELS' W and classes).
+GPTS = {"gpt2": dict(n_layer=12, n_head=12, n_embd=768, bias=True, dropout=0.0),
+        "gpt_tiny": dict(n_layer=4, n_head=4, n_embd=128, bias=False, dropout=0.1)}
 
 
 def clean(s, limit=160):
@@ -75,12 +86,12 @@ def clean(s, limit=160):
 def build_model(name, num_classes, block_size=1024):
     import torch.nn as nn
 
-    if name == "gpt2":
+    if name in GPTS:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "oracle"))
         from gpt_torch import GPT
 
-        g = dict(GPT2, block_size=block_size, vocab_size=num_classes)
-        return GPT(g["n_layer"], g["n_head"], g["n_embd"], g["block_size"], g["vocab_size"], bias=True, dropout=0.0)
+        g = GPTS[name]
+        return GPT(g["n_layer"], g["n_head"], g["n_embd"], block_size, num_classes, bias=g["bias"], dropout=g["dropout"])
     import torchvision
 
     if name == "resnet50":
@@ -99,17 +110,24 @@ def build_model(name, num_classes, block_size=1024):
     raise ValueError(name)
 
 
-def make_optimizer(torch, model, spec, cuda):
-    params = model.parameters()
+def make_optimizer(torch, model, spec, cuda, zero=False):
+    """The model's optimizer; zero: wrapped in ZeroRedundancyOptimizer (the state of this rank's shard)."""
+    params = list(model.parameters())
     if spec["opt"] == "adamw_gpt":  # nanoGPT's configure_optimizers: decay on 2-D parameters only
-        ps = [p for p in model.parameters() if p.requires_grad]
-        groups = [dict(params=[p for p in ps if p.dim() >= 2], weight_decay=spec["weight_decay"]),
+        ps = [p for p in params if p.requires_grad]
+        params = [dict(params=[p for p in ps if p.dim() >= 2], weight_decay=spec["weight_decay"]),
                   dict(params=[p for p in ps if p.dim() < 2], weight_decay=0.0)]
-        return torch.optim.AdamW(groups, lr=spec["lr"], betas=spec["betas"], fused=cuda)
-    if spec["opt"] == "sgd":
-        return torch.optim.SGD(params, lr=spec["lr"], momentum=spec["momentum"], nesterov=spec["nesterov"],
-                               weight_decay=spec["weight_decay"])
-    return torch.optim.AdamW(params, lr=spec["lr"], weight_decay=spec["weight_decay"])
+        cls, kw = torch.optim.AdamW, dict(lr=spec["lr"], betas=spec["betas"], fused=cuda)
+    elif spec["opt"] == "sgd":
+        cls, kw = torch.optim.SGD, dict(lr=spec["lr"], momentum=spec["momentum"], nesterov=spec["nesterov"],
+                                        weight_decay=spec["weight_decay"])
+    else:
+        cls, kw = torch.optim.AdamW, dict(lr=spec["lr"], weight_decay=spec["weight_decay"])
+    if zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(params, optimizer_class=cls, **kw)
+    return cls(params, **kw)
 
 
 def error_result(args, mode, device, status="error", note="-"):
@@ -130,7 +148,7 @@ def make_inputs(torch, args, dev, fmt):
     if args.image_size:
         h = w = args.image_size
     gen = torch.Generator(device=dev).manual_seed(1)
-    if args.model == "gpt2":
+    if args.model in GPTS:
         xs = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
         ys = [torch.randint(0, classes, (args.batch, w), device=dev, generator=gen) for _ in range(args.input_sets)]
         return xs, ys
@@ -146,10 +164,10 @@ def make_step(torch, args, mode, dev, fmt):
     classes, spec = MODELS[args.model][3:]
     sixteen = args.dtype in ("bf16", "fp16")
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
-    gpt = args.model == "gpt2"
+    gpt = args.model in GPTS
     model = build_model(args.model, classes, model_width(args)).to(dev).to(memory_format=fmt)
     model.train()
-    opt = make_optimizer(torch, model, spec, dev.type == "cuda")
+    opt = make_optimizer(torch, model, spec, dev.type == "cuda", zero=args.zero)
     scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
     loss_fn = torch.nn.CrossEntropyLoss()
     fwd = model
@@ -164,6 +182,9 @@ def make_step(torch, args, mode, dev, fmt):
             out = fwd(x)
             loss = loss_fn(out.view(-1, out.size(-1)), y.view(-1)) if gpt else loss_fn(out, y)
         scaler.scale(loss).backward()
+        if spec.get("grad_clip"):
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), spec["grad_clip"])
         scaler.step(opt)
         scaler.update()
         return loss
@@ -220,7 +241,7 @@ def record_timing(torch, args, res, times, steps_per_window, xs, ys, cuda):
     world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
     res["img_s"] = f"{world * args.batch * steps_per_window / med:.1f}"
     res["step_ms"] = f"{1e3 * med / steps_per_window:.3f}"
-    if args.model == "gpt2":
+    if args.model in GPTS:
         res["tokens_s"] = f"{model_width(args) * world * args.batch * steps_per_window / med:.0f}"
     res["spread"] = f"{(max(times) - min(times)) / med:.3f}"
     res["steps"] = f"{args.windows}x{steps_per_window}"
@@ -234,7 +255,7 @@ def run_mode(torch, args, mode, dev):
     """Builds, warms up and times one mode. Returns a dict of RESULT fields."""
     res = error_result(args, mode, dev.type)
     cuda = dev.type == "cuda"
-    channels_last = args.dtype in ("bf16", "fp16") and args.channels_last and args.model != "gpt2"
+    channels_last = args.dtype in ("bf16", "fp16") and args.channels_last and args.model not in GPTS
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     if cuda:
         torch.cuda.synchronize()
@@ -283,6 +304,8 @@ def parse_args():
                    help="fp32 matmul/conv TF32 (default: PyTorch's own: off for matmul, on for cuDNN conv)")
     p.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
                    help="do not let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
+    p.add_argument("--zero", action="store_true",
+                   help="under torchrun: the optimizer in torch.distributed.optim.ZeroRedundancyOptimizer")
     p.add_argument("--smoke", action="store_true",
                    help="tiny CPU run of the plumbing: device cpu, batch 2, 16x16 images for the ResNets, 2 warm-up steps, 2 windows of 1 step")
     args = p.parse_args()

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""ZeRO stage 1 on CPU ranks: dptrain train.zero = 1 against zero 0 and against PyTorch DDP +
+ZeroRedundancyOptimizer (gloo), 2 processes x 1 thread, side by side.
+
+    tools/bench/zero_vs_torch.py [--build build] [--pairs 3] [--rows cnn,gpt] [--load N]
+                                 [--torch-python /opt/dptrain-venv/bin/python]
+
+Rows (tools/bench/cpu_vs_torch.py's, whose run functions this reuses; f32, AdamW, 1 thread each):
+  cnn  its "ddp" row: the Fashion-MNIST CNN (batch norm), batch 128 per rank; dptrain on
+       Fashion-MNIST (its loader included), torch on in-memory random batches
+  gpt  its "gpt" row: gpt_tiny (models/gpt_tiny.cfg: 4 layers, 128 dims, context 128, dropout 0.1,
+       AdamW on the matrices' decay groups, clipping at 1.0), batch 32 per rank; dptrain on
+       synthetic tokens, torch on in-memory random tokens
+Each pair runs, one after another (interleaved, so a change in the machine's load hits every side):
+`dptrain --nproc 2 ... --set train.zero=0`, the same with train.zero=1, and torchrun
+--nproc_per_node 2 tools/bench/torch_train_bench.py --zero (DDP + ZeroRedundancyOptimizer wrapping
+torch.optim.AdamW, eager); with --torch-ddp also plain DDP. samples/s are the whole job's (both
+ranks): dptrain's median train window after the first (metrics.jsonl), torch's median window.
+Ratios within a pair: zero 1's step time over zero 0's (= zero 0's samples/s over zero 1's; the
+target is <= 1.05) and zero 1's samples/s over torch's (the target >= 1.5); the table gives each as
+median [min-max] over the pairs, the median samples/s, and peak RSS (the largest rank's, GNU time).
+Output: the markdown table on stdout with the 1-minute load average sampled every 15 s during the
+bench; RESULT lines and progress on stderr. Exit 1 when a run failed (its cell shows "error").
+"""
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cpu_vs_torch as cvt  # noqa: E402  (the dptrain and torch runs, the load sampler)
+
+ROWS = {"cnn": "ddp", "gpt": "gpt"}  # this table's rows -> cpu_vs_torch's
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(cvt.REPO, "build"))
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--rows", default="cnn,gpt")
+    p.add_argument("--load", type=int, default=0, help="CPU-bound busy loops to run beside the bench")
+    p.add_argument("--torch-ddp", action="store_true", help="also plain DDP (torch.optim.AdamW unsharded)")
+    p.add_argument("--cpu-backend", default="onednn", help="dptrain's train.cpu_backend")
+    p.add_argument("--torch-python", default=os.environ.get("DPTRAIN_VENV", "/opt/dptrain-venv") + "/bin/python")
+    p.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, run directories)")
+    args = p.parse_args()
+    rows = [r for r in args.rows.split(",") if r]
+    if any(r not in ROWS for r in rows) or args.pairs < 1:
+        p.error(f"--rows from {','.join(ROWS)}, --pairs >= 1")
+    work = tempfile.mkdtemp(prefix="dptrain-zerobench-")
+    sampler = cvt.LoadSampler()
+    load = cvt.start_load(args.load)
+    sides = ["z0", "z1", "tz"] + (["tddp"] if args.torch_ddp else [])
+    res = {r: {s: [] for s in sides} | {s + "_rss": [] for s in sides} | {"step": [], "vs_torch": [], "vs_ddp": []}
+           for r in rows}
+    failed = False
+    try:
+        for pair in range(args.pairs):
+            for r in rows:
+                row = ROWS[r]
+                got = {}
+                for side in sides:
+                    if side in ("z0", "z1"):
+                        v, rss, why = cvt.dptrain_run(args, row, work, [f"train.zero={side[1]}"])
+                    else:
+                        v, rss, why = cvt.torch_run(args, row, "eager", work, ["--zero"] if side == "tz" else [])
+                    print(f"RESULT pair={pair} row={r} side={side} samples_s={v} rss={rss} {why}", file=sys.stderr,
+                          flush=True)
+                    got[side] = v
+                    res[r][side].append(v)
+                    res[r][side + "_rss"].append(rss)
+                    failed |= v is None
+                res[r]["step"].append(got["z0"] / got["z1"] if got["z0"] and got["z1"] else None)
+                res[r]["vs_torch"].append(got["z1"] / got["tz"] if got["z1"] and got["tz"] else None)
+                if args.torch_ddp:
+                    res[r]["vs_ddp"].append(got["z1"] / got["tddp"] if got["z1"] and got["tddp"] else None)
+    finally:
+        for q in load:
+            q.kill()
+            q.wait()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    med = lambda xs: statistics.median([x for x in xs if x]) if any(xs) else None
+    num = lambda v: f"{v:,.1f}" if v else "error"
+    mib = lambda b: f"{b / 2**20:.0f}" if b else "-"
+    print(f"\nhost {os.uname().nodename}, {os.cpu_count()} cores; load beside the bench: {args.load} busy loop(s); "
+          f"1-minute load average during the bench: {sampler.summary()}; {args.pairs} interleaved pair(s); dptrain "
+          f"train.cpu_backend = {args.cpu_backend}; torch eager, gloo\n")
+    extra_h = " | torch DDP samples/s | zero 1 / DDP" if args.torch_ddp else ""
+    print("| workload (2 processes x 1 thread) | zero 0 samples/s | zero 1 samples/s | zero 1 step time / zero 0 "
+          f"[min-max] | torch DDP + ZeroRedundancyOptimizer samples/s | zero 1 / torch [min-max]{extra_h} | "
+          "peak RSS MiB zero 0 / zero 1 / torch |")
+    print("|---|---|---|---|---|---|" + ("---|---|" if args.torch_ddp else "") + "---|")
+    for r in rows:
+        x = res[r]
+        extra = (f" | {num(med(x['tddp']))} | {cvt.fmt_ratio(x['vs_ddp'])}" if args.torch_ddp else "")
+        rss = " / ".join(mib(med(x[s + "_rss"])) for s in ("z0", "z1", "tz"))
+        print(f"| {cvt.ROWS[ROWS[r]][0]} | {num(med(x['z0']))} | {num(med(x['z1']))} | {cvt.fmt_ratio(x['step'])} | "
+              f"{num(med(x['tz']))} | {cvt.fmt_ratio(x['vs_torch'])}{extra} | {rss} |")
+    if args.keep:
+        print(f"\nlogs and runs kept in {work}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
