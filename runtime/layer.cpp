@@ -12,6 +12,8 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
+BackwardNeeds Layer::backward_needs(const NeedsQuery&) const { return {.input = true, .output = true}; }
+
 void Layer::set_epilogue(Epilogue e) {
   bool can = e == Epilogue::None;
   for (FusionPath path : kFusionPaths) can = can || applicable_epilogues(path).has(e);

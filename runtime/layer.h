@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "runtime/backward_needs.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/epilogue.h"
 #include "runtime/tensor.h"
@@ -114,6 +115,13 @@ class Layer {
   // plan may fold this layer as into the layer before it (Other by default: never).
   virtual EpilogueSet applicable_epilogues(FusionPath) const { return {}; }
   virtual Follower as_follower() const { return Follower::Other; }
+  // What this layer's backward reads of its forward on `q.path` for `q`'s shapes and dtype (its
+  // inputs, its output, kept extras: a mask, statistics, a workspace) and the scratch its forward
+  // or backward needs while it runs, with its current epilogue (runtime/backward_needs.h). It must
+  // be true of the code: a backward must not read what its layer does not declare (the layers'
+  // poison tests check it on the CPU). The default is the conservative "keeps its inputs and its
+  // output, nothing else"; a layer whose backward reads less, or keeps more, says so.
+  virtual BackwardNeeds backward_needs(const NeedsQuery& q) const;
   // The plan's epilogue for this layer (None when it re-plans), which its paths apply; a DpError
   // unless one of its paths can apply it.
   void set_epilogue(Epilogue e);

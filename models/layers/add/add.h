@@ -21,6 +21,8 @@ class Add : public Layer {
   // (runtime/fusion_plan.h).
   Follower as_follower() const override { return Follower::Add; }
 
+  // Backward copies dy: nothing kept; with a folded relu (the CPU plan) it masks by its output.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.output = epilogue() == Epilogue::Relu}; }
  protected:
   // Both inputs receive dy (where their gradient is wanted).
   DP_LAYER_CPU_PATH();

@@ -41,6 +41,8 @@ class CausalSelfAttention : public Layer {
   uint64_t attn_stream(uint64_t step) const;
   uint64_t resid_stream(uint64_t step) const;
 
+  // What its backward keeps, per path (attention_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   // qkv = x Wa^T + ba; per head y_h = dropout(softmax(q_h k_h^T / sqrt(D) + causal mask)) v_h;
   // out = dropout(concat_h(y_h) Wp^T + bp). The backward uses qkv, the probabilities and the

@@ -52,6 +52,8 @@ class BatchNorm2d : public Layer {
   // GPU: the implementation that trains (train.bn_impl; runtime/bn_impl.h). Default Cudnn.
   void set_gpu_impl(BnImpl impl) { impl_ = impl; }
 
+  // What its backward keeps, per path (batchnorm2d_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   // Training (ctx.training): normalise with the batch statistics (biased variance) and update
   // the running ones (momentum, unbiased variance) exactly as torch does; eval: running stats.

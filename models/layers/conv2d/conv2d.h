@@ -36,6 +36,8 @@ class Conv2d : public Layer {
     return path == FusionPath::Gpu ? EpilogueSet{} : EpilogueSet{Epilogue::Relu};
   }
 
+  // What its backward keeps, per path (conv2d_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   DP_LAYER_CPU_PATH();
   // cuDNN: forward, backward data (into dx when defined), backward filter and bias accumulated

@@ -19,6 +19,8 @@ class Dropout : public Layer {
   // it is reproducible, differs between layers and steps, and needs no storing for backward.
   static uint64_t mask_stream(const std::string& layer_name, uint64_t step);
 
+  // Nothing kept: the backward redraws the mask from (seed, step, layer) (Philox), on every path.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {}; }
  protected:
   // Training: y = x * keep / (1 - p), keep ~ Bernoulli(1 - p); eval: y = x.
   // Recomputes the same mask from ctx (the graph passes the forward's ctx).

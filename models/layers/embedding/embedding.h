@@ -15,6 +15,8 @@ class Embedding : public TableLayer {
   // The table (TableLayer): (num_embeddings, embedding_dim).
   Shape setup(const std::vector<Shape>& in) override;
 
+  // Backward reads the ids (its input), not its output.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.input = true}; }
  protected:
   // y[i, :] = weight[id[i], :]; backward: weight.grad[id[i], :] += dy[i, :] (in id order, so the
   // sums are the same on any thread count); ids get no gradient. An id outside

@@ -12,6 +12,8 @@ class Flatten : public Layer {
   Shape setup(const std::vector<Shape>& in) override;
   bool cpu_channels_last() const override { return true; }  // NHWC input: transposed to NCHW order
 
+  // Nothing kept: the backward copies (or transposes) dy.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {}; }
  protected:
   DP_LAYER_CPU_PATH();
 

@@ -17,6 +17,8 @@ class Gelu : public Layer {
   // The GPU plan may fold a tanh GELU into a linear layer (cuBLASLt's GELU is the tanh one).
   Follower as_follower() const override { return tanh_ ? Follower::TanhGelu : Follower::Other; }
 
+  // Backward reads its input (gelu'(x)), on every path.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.input = true}; }
  protected:
   // f32 under the oneDNN backend: oneDNN's eltwise gelu_tanh / gelu_erf forward and backward
   // (gelu_onednn.cpp); otherwise gelu_ref.h. The backward uses x (the layer's input).

@@ -16,6 +16,8 @@ class GlobalAvgPool : public Layer {
   bool cpu_channels_last() const override { return true; }
   bool has_onednn_path() const override { return true; }
 
+  // Nothing kept: dx = dy / (H W) spread over the plane (the input's shape only).
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {}; }
  protected:
   DP_LAYER_CPU_PATH();
   // models/layers/global_avgpool/global_avgpool_kernels.h on ctx.gpu->compute(): x and dx in ctx.compute, NHWC under

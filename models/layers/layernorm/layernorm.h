@@ -17,6 +17,8 @@ class LayerNorm : public Layer {
   bool cpu_channels_last() const override { return true; }  // normalises the last dim of 2-D/3-D tensors
   bool has_onednn_path() const override { return true; }
 
+  // What its backward keeps, per path (layernorm_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   // y = (x - mean) / sqrt(var + eps) * weight + bias, mean and biased var over the last dim.
   // f32 under the oneDNN backend: oneDNN's layer normalization (layernorm_onednn.cpp); otherwise

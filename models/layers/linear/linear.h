@@ -29,6 +29,8 @@ class Linear : public Layer {
     return path == FusionPath::CpuOnednn ? EpilogueSet{Epilogue::Relu} : EpilogueSet{Epilogue::Gelu};
   }
 
+  // What its backward keeps, per path (linear_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   DP_LAYER_CPU_PATH();
 

@@ -31,6 +31,8 @@ class Pool2dLayer : public Layer {
   bool cpu_channels_last() const override { return true; }
   bool has_onednn_path() const override { return true; }
 
+  // What its backward keeps, per path (pool2d_common_needs.cpp).
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override;
  protected:
   // oneDNN where it serves the call, else the reference kernels of kind() (pool2d_common.cpp).
   // Max's backward recomputes the chosen maxima from x (same rule, same result) instead of

@@ -14,6 +14,8 @@ class PositionEmbedding : public TableLayer {
   // C learned here; rows T.. are unused by a shorter sequence.
   Shape setup(const std::vector<Shape>& in) override;
 
+  // Nothing kept: dx = dy, the table's gradient sums dy over the batch.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {}; }
  protected:
   // y[n, t, :] = x[n, t, :] + weight[t, :]; backward: dx = dy, weight.grad[t, :] += sum_n dy[n, t, :]
   // (samples summed in order).

@@ -12,6 +12,8 @@ class ReLU : public Layer {
   bool cpu_channels_last() const override { return true; }  // elementwise: any layout
   Follower as_follower() const override { return Follower::Relu; }  // the plan may fold it
 
+  // Backward reads its output only (dx = dy * (y > 0)), on every path.
+  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.output = true}; }
  protected:
   // Uses y (y > 0 <=> x > 0), as torch's threshold_backward does.
   DP_LAYER_CPU_PATH();

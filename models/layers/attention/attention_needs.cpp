@@ -1,0 +1,38 @@
+// defines: CausalSelfAttention::backward_needs — what the attention's backward reads of its
+// forward (AttentionSaved, attention_cuda.cpp's saved state), per path, for N samples of T tokens
+// of width C in H heads (dt: the activations' dtype):
+//   every path: its input (c_attn's weight gradient: dqkv^T x), qkv (N, T, 3C) and the heads'
+//     output att (N, T, C), not its output;
+//   CPU (reference and oneDNN's flash tiles): the probabilities P (N, H, T, T) in dt; scratch dy
+//     after the residual dropout, d att and d qkv (N, T, C + C + 3C);
+//   CUDA on cuDNN's fused attention: each query row's log-sum-exp (N, H, T) f32; scratch the
+//     dropped dy (with resid_dropout), d att and d qkv in dt;
+//   CUDA on the own kernel (f32, or attention dropout, or a head dim cuDNN refuses): P (N, H, T, T)
+//     f32; scratch d att and d qkv in dt and their f32 copies with qkv's (C + 3C + 3C f32 a token)
+//     and the rows' dot products (N, H, T) f32.
+#include "models/layers/attention/attention.h"
+
+namespace dp::models {
+
+BackwardNeeds CausalSelfAttention::backward_needs(const NeedsQuery& q) const {
+  const size_t N = static_cast<size_t>(q.out.at(0)), T = static_cast<size_t>(T_), C = static_cast<size_t>(C_);
+  const size_t H = static_cast<size_t>(o_.n_head), el = dtype_size(q.dtype), tokens = N * T;
+  BackwardNeeds n{.input = true};
+  n.kept_bytes = tokens * 4 * C * el;  // qkv, att
+  if (q.path != MemoryPath::Cuda) {
+    n.kept_bytes += N * H * T * T * el;
+    n.scratch_bytes = tokens * 5 * C * el;
+    return n;
+  }
+  const bool cudnn = choose_attention_gpu_core(q.dtype, D_, o_.dropout, true, o_.sdpa).core == AttentionGpuCore::CudnnSdpa;
+  if (cudnn) {
+    n.kept_bytes += N * H * T * sizeof(float);
+    n.scratch_bytes = tokens * (o_.resid_dropout > 0 ? 5 : 4) * C * el;
+  } else {
+    n.kept_bytes += N * H * T * T * sizeof(float);
+    n.scratch_bytes = tokens * 4 * C * el + tokens * 7 * C * sizeof(float) + N * H * T * sizeof(float);
+  }
+  return n;
+}
+
+}  // namespace dp::models

@@ -1,0 +1,38 @@
+// defines: MemoryPath (the kernels a layer runs on, as far as memory goes) and NeedsQuery (the
+// shapes and dtype a layer is asked about): the vocabulary of Layer::backward_needs, by which every
+// layer declares what its backward reads of its forward (its inputs, its output, what it keeps
+// besides: a mask, statistics, a workspace) and its transient scratch, for the memory plan
+// (runtime/memory_plan.h's BackwardNeeds) and `dptrain memory`. Host code on every build: a
+// CPU-only build plans a CUDA run from the same declarations.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/memory_plan.h"
+#include "runtime/tensor.h"
+
+namespace dp {
+
+enum class MemoryPath : uint8_t {
+  CpuReference,  // train.cpu_backend = "reference", or any dtype oneDNN does not take
+  CpuOnednn,     // train.cpu_backend = "onednn", f32
+  Cuda,          // a GPU graph (cuDNN, cuBLASLt, own kernels)
+};
+
+// One node as the planner asks about it: the batched shapes of its inputs and output, the
+// activations' dtype and the path. `training` is the planner's (an evaluation step runs no
+// backward); a layer answers for its backward in either mode, which reads the same.
+struct NeedsQuery {
+  std::vector<Shape> in;  // batched, the layer's own inputs (run_inputs(): with an AddRelu residual)
+  Shape out;              // batched
+  DType dtype = DType::F32;
+  MemoryPath path = MemoryPath::CpuReference;
+  bool training = true;
+};
+
+// Bytes of a tensor of `shape` in `dtype`.
+inline size_t bytes_of(const Shape& shape, DType dtype) {
+  return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+}
+
+}  // namespace dp
