@@ -11,6 +11,7 @@
 #include "launch/check_config.h"
 #include "launch/inference.h"
 #include "launch/local_launcher.h"
+#include "launch/memory_command.h"
 #include "launch/restart_record.h"
 #include "launch/run_dir.h"
 #include "launch/sample.h"
@@ -375,6 +376,7 @@ constexpr const char* kUsage =
     "  dptrain eval model.cfg --weights W    evaluate weights (dptrain eval --help)\n"
     "  dptrain predict model.cfg --weights W --input X --out preds.jsonl   top-k per sample\n"
     "  dptrain sample model.cfg --weights W --prompt TEXT   continue a prompt with a GPT model\n"
+    "  dptrain memory model.cfg [--json] [--max-batch]   the planned peak memory per rank (dptrain memory --help)\n"
     "  dptrain make-shards INPUT --out DIR   byte-level token shards of a file (language models)";
 
 // Everything the command line fills: the training run's options and each command's.
@@ -390,11 +392,13 @@ struct CliArgs {
   InferArgs eval, predict;
   SampleArgs sample;
   MakeShardsArgs shards;
+  MemoryArgs memory;
 };
 
 // The commands, to ask which one was given.
 struct Commands {
   CLI::App *submit, *eval, *predict, *sample, *shards, *restart;
+  CLI::App* memory;
 };
 
 // `dptrain model.cfg`'s options (a training run, or one of the print-and-exit flags).
@@ -427,6 +431,7 @@ Commands add_commands(CLI::App& app, CliArgs& a) {
   c.predict = add_inference_command(app, a.predict, true);
   c.sample = add_sample_command(app, a.sample);
   c.shards = add_make_shards_command(app, a.shards);
+  c.memory = add_memory_command(app, a.memory);
   c.restart = add_record_restart_command(app, a.restart);
   return c;
 }
@@ -474,6 +479,7 @@ int run_main_command(const CliArgs& a, bool launcher, int argc, char** argv) {
 int dispatch(const Commands& c, const CliArgs& a, int argc, char** argv) {
   if (c.submit->parsed()) return reporting_errors([&] { return submit(a.submit, a.slurm, a.dry_run); });
   if (c.shards->parsed()) return reporting_errors([&] { return make_shards(a.shards); });
+  if (c.memory->parsed()) return reporting_errors([&] { return memory_command(a.memory); });
   if (c.restart->parsed()) return reporting_errors([&] { return record_slurm_restart(a.restart); });
   const bool launcher = is_launcher(a.nproc, a.max_restarts);
   if (c.sample->parsed()) return reporting_errors([&] { return sample(a.sample); });

@@ -1,0 +1,127 @@
+#include "runtime/step_memory.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "runtime/grad_plan.h"
+#include "runtime/graph.h"
+
+namespace dp {
+namespace {
+
+Shape with_batch(int64_t n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// The layer's run inputs (its inputs, then an AddRelu host's residual), as Graph::run_sources.
+std::vector<int> sources_of(const Graph& g, const std::vector<NodePlan>& plan, size_t i) {
+  std::vector<int> s = g.nodes()[i].inputs;
+  if (plan[i].epilogue == Epilogue::AddRelu) s.push_back(plan[i].residual);
+  return s;
+}
+
+NeedsQuery needs_query(const Graph& g, const StepMemoryQuery& q, size_t i) {
+  NeedsQuery nq{.dtype = q.activations, .path = q.path};
+  for (int src : sources_of(g, q.fusion, i))
+    nq.in.push_back(with_batch(q.batch, src < 0 ? g.input_shape() : g.nodes()[static_cast<size_t>(src)].out_shape));
+  nq.out = with_batch(q.batch, g.nodes()[i].out_shape);
+  return nq;
+}
+
+// One planner node per graph node: a folded node is a view of its host (its first input made the
+// one it aliases); a host asks its layer with its epilogue set.
+std::vector<PlanNode> plan_nodes(const Graph& g, const StepMemoryQuery& q) {
+  std::vector<PlanNode> nodes;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Graph::Node& gn = g.nodes()[i];
+    const NodePlan& p = q.fusion[i];
+    PlanNode n{.name = gn.layer->name(), .inputs = gn.inputs};
+    if (p.folded_into >= 0) {
+      n.view = true;
+      auto host = std::find_if(n.inputs.begin(), n.inputs.end(), [&](int s) {
+        return s == p.folded_into || (s >= 0 && q.fusion[static_cast<size_t>(s)].folded_into == p.folded_into);
+      });
+      if (host != n.inputs.end()) std::iter_swap(n.inputs.begin(), host);
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    n.output_bytes = bytes_of(with_batch(q.batch, gn.out_shape), q.activations);
+    const Epilogue before = gn.layer->epilogue();
+    gn.layer->set_epilogue(p.epilogue);
+    n.needs = gn.layer->backward_needs(needs_query(g, q, i));
+    gn.layer->set_epilogue(before);
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+// The input gradients as the graph's backward writes them (Graph::plan_input_gradients_for_step),
+// their intervals moved from backward runs to step events: the run of node h at 2n - runs_at(h).
+std::vector<PlanTensor> gradient_tensors(const Graph& g, const StepMemoryQuery& q) {
+  const size_t n = g.nodes().size();
+  const std::vector<BackwardStep> schedule = backward_schedule(q.fusion);
+  std::vector<std::vector<int>> sources(n);
+  std::vector<size_t> bytes(n);
+  std::vector<std::string> names(n);
+  for (size_t i = 0; i < n; ++i) {
+    sources[i] = sources_of(g, q.fusion, i);
+    bytes[i] = bytes_of(with_batch(q.batch, g.nodes()[i].out_shape), q.activations);
+    names[i] = g.nodes()[i].layer->name();
+  }
+  std::vector<int> event_of_run;
+  for (const BackwardStep& s : schedule)
+    if (s.kind == BackwardStep::Kind::Run)
+      event_of_run.push_back(static_cast<int>(2 * n) - q.fusion[static_cast<size_t>(s.node)].runs_at);
+  event_of_run.push_back(static_cast<int>(2 * n));  // "to the end"
+  GradientPlan gp = plan_input_gradients(schedule, sources, bytes, names, q.alignment);
+  for (PlanTensor& t : gp.tensors) {
+    t.first = event_of_run[static_cast<size_t>(t.first)];
+    t.last = event_of_run[static_cast<size_t>(t.last)];
+    if (t.first > t.last) std::swap(t.first, t.last);
+  }
+  return std::move(gp.tensors);
+}
+
+// The loss (event n) and the last node's output gradient, which is the caller's: under 16-bit
+// activations the output cast to f32 for the loss, the f32 gradient it writes and its cast back
+// to the compute dtype (Graph::output_f32, output_grad_in_compute); in f32 the loss writes the
+// gradient the last node's backward reads.
+void add_loss_tensors(const Graph& g, const StepMemoryQuery& q, std::vector<PlanTensor>& out) {
+  const int n = static_cast<int>(g.nodes().size());
+  const Shape s = with_batch(q.batch, g.output_shape());
+  const std::string& last = g.nodes().back().layer->name();
+  out.push_back(PlanTensor{"loss.dlogits_f32", n - 1, MemoryCategory::InputGradients, bytes_of(s, DType::F32), n, n + 1});
+  if (q.activations == DType::F32) return;
+  out.push_back(PlanTensor{"loss.logits_f32", n - 1, MemoryCategory::Activations, bytes_of(s, DType::F32), n - 1, n});
+  out.push_back(PlanTensor{last + ".dout", n - 1, MemoryCategory::InputGradients, bytes_of(s, q.activations), n, n + 1});
+}
+
+}  // namespace
+
+StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
+  DP_CHECK(g.built() && q.fusion.size() == g.nodes().size() && q.batch > 0,
+           "plan_step_memory: a built graph of {} nodes, a plan of {}, batch {}", g.nodes().size(), q.fusion.size(),
+           q.batch);
+  StepMemoryPlan p;
+  const std::vector<PlanNode> nodes = plan_nodes(g, q);
+  for (PlanTensor& t : step_lifetimes(nodes))
+    if (t.category != MemoryCategory::InputGradients) p.tensors.push_back(std::move(t));
+  for (PlanTensor& t : gradient_tensors(g, q)) p.tensors.push_back(std::move(t));
+  add_loss_tensors(g, q, p.tensors);
+  p.packing = pack_tensors(p.tensors, q.alignment);
+  p.lower_bound = peak_live_bytes(p.tensors, q.alignment);
+  return p;
+}
+
+std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,
+                                         bool cudnn_graph) {
+  if (path == MemoryPath::Cuda && gpu_fusion)
+    return plan_fusion(g.fusion_wiring(cudnn_graph ? FusionPath::GpuCudnnGraph : FusionPath::Gpu));
+  if (path == MemoryPath::CpuOnednn && activations == DType::F32)
+    return plan_fusion(g.fusion_wiring(FusionPath::CpuOnednn));
+  return unfused_plan(g.nodes().size());
+}
+
+}  // namespace dp

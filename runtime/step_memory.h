@@ -1,0 +1,46 @@
+// defines: plan_step_memory — the memory plan of one training step of a built graph, without
+// running it or touching a device: every activation, what each layer's backward keeps
+// (Layer::backward_needs on the path the step runs on), each layer's scratch, the input gradients
+// as the graph's backward writes them (runtime/grad_plan.h: the same schedule and buffers) and the
+// loss's tensors, with their lifetimes over the step's events (runtime/memory_plan.h), packed into
+// one arena. `dptrain memory` reports its peak; the same plan for the CPU and the GPU.
+//
+// Folding (runtime/fusion_plan.h) is the device's: the GPU plan under train.gpu_fusion, the CPU's
+// under oneDNN with f32. A folded node shares its host's output (a view in the plan), and the
+// host's layer declares what it keeps with its epilogue set (set here for the query, and put back).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/backward_needs.h"
+#include "runtime/fusion_plan.h"
+#include "runtime/memory_plan.h"
+
+namespace dp {
+
+class Graph;
+
+struct StepMemoryQuery {
+  int64_t batch = 1;
+  DType activations = DType::F32;  // the activations' dtype (the compute dtype on a GPU)
+  MemoryPath path = MemoryPath::CpuReference;
+  std::vector<NodePlan> fusion;    // the device's folding plan (unfused_plan when nothing folds)
+  size_t alignment = 256;          // each tensor's offset (the input-gradient arena's)
+};
+
+struct StepMemoryPlan {
+  std::vector<PlanTensor> tensors;  // activations (.out), kept (.kept), scratch, gradients, the loss's
+  Packing packing;                  // packing.arena_bytes: the planned activation arena
+  size_t lower_bound = 0;           // peak_live_bytes: what no packing can beat
+};
+
+// The plan of one training step (forward, loss, backward) of `g` (built; any device) at q.batch.
+StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q);
+
+// The fusion plan the graph would run with: `gpu_fusion` on a GPU path (FusionPath::Gpu, or
+// GpuCudnnGraph when `cudnn_graph`), oneDNN's on the CPU with f32; else nothing folded.
+std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,
+                                         bool cudnn_graph);
+
+}  // namespace dp
