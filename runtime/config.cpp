@@ -208,7 +208,9 @@ std::vector<Field> train_fields(Config& c) {
       {"train", "eval_every", "evaluate every N steps (0 = at the end of each epoch)", &c.train.eval_every, 0, 9.2e18},
       {"train", "log_every", "steps between progress lines", &c.train.log_every, 1, 9.2e18},
       {"train", "device", "where to train", &c.train.device},
-      {"train", "precision", "compute precision", &c.train.precision},
+      {"train", "precision", "compute precision: fp32; bf16 (GPU: mixed precision; CPU: the linear products "
+       "bf16 x bf16 -> f32 on oneDNN, needs AVX-512-BF16 or AMX, as torch.autocast(\"cpu\", bfloat16)); fp16 (GPU)",
+       &c.train.precision},
       {"train", "threads", "CPU threads (0 = all cores)", &c.train.threads, 0, 4096},
       {"train", "cpu_backend", "CPU kernels: oneDNN (convolution, batch norm, pooling, linear; activations channels "
        "last, ReLUs fused) or the reference im2col + BLAS kernels", &c.train.cpu_backend},

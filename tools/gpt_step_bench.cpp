@@ -13,11 +13,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "base/rng.h"
+#include "kernels/cpu/bf16_isa.h"
 #include "kernels/cpu/cpu_env.h"
+#include "kernels/cpu/isa.h"
 #include "models/build.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/optim/optimizer.h"
@@ -40,6 +43,11 @@ int run(int argc, char** argv) {
                   : gemm == "openblas" ? CpuGemm::Openblas
                   : gemm == "mkl"      ? CpuGemm::Mkl
                                        : CpuGemm::Auto);
+  // train.precision = "bf16" on the CPU: the linear products on oneDNN's bf16 matmul (autocast's).
+  const bool bf16 = argc > 12 && std::string(argv[12]) == "bf16";
+  if (bf16 && kernels::cpu::cpu_bf16_path(kernels::cpu::onednn_isa_name()) == kernels::cpu::CpuBf16Path::None)
+    throw std::runtime_error(kernels::cpu::cpu_bf16_refusal(kernels::cpu::onednn_isa_name(), kernels::cpu::onednn_isa_limit()));
+  g->set_cpu_matmul_bf16(bf16);
   optim::AdamWOptions o;
   o.beta1 = 0.9, o.beta2 = 0.99, o.weight_decay = 0.1;
   auto opt = optim::make_adamw(g->num_parameters(), o);
@@ -82,7 +90,7 @@ int main(int argc, char** argv) {
   dp::kernels::cpu::ensure_cpu_env(argv);  // OpenBLAS's kernels for this CPU, the spin count (may re-execute)
   if (argc < 9) {
     std::fprintf(stderr, "usage: gpt_step_bench n_layer n_head n_embd block_size vocab_size batch warmup steps "
-                         "[dropout] [onednn|reference]\n");
+                         "[dropout] [onednn|reference] [auto|onednn|openblas|mkl] [fp32|bf16]\n");
     return 2;
   }
   try {
