@@ -82,17 +82,19 @@ TEST(Train, NoGpuMeansCpuAndAskingForCudaIsAClearError) {
   }
 }
 
-TEST(Train, SixteenBitPrecisionOnTheCpuIsAClearError) {
+// fp16 (bf16 runs on CPUs with AVX-512-BF16 or AMX, else it is refused: tests/launch/test_cpu_bf16.cpp).
+TEST(Train, Fp16PrecisionOnTheCpuIsAClearError) {
   const std::string root = temp_root("prec");
   Config cfg = load_config(std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_mlp.cfg",
-                           {"run.dir=\"" + root + "\"", "train.device=\"cpu\"", "train.precision=\"bf16\"",
+                           {"run.dir=\"" + root + "\"", "train.device=\"cpu\"", "train.precision=\"fp16\"",
                             "data.dataset=\"synthetic\"", "data.synthetic_shape=[1, 28, 28]", "run.log_level=\"warn\""});
   try {
     train(cfg);
-    FAIL() << "bf16 on the CPU should be refused";
+    FAIL() << "fp16 on the CPU should be refused";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "train.precision = \"bf16\" needs a GPU and this process trains on the CPU, which computes "
-                           "in fp32: set train.precision = \"fp32\" or train on a GPU (train.device = \"cuda\")");
+    EXPECT_STREQ(e.what(), "train.precision = \"fp16\" needs a GPU and this process trains on the CPU, which computes "
+                           "in fp32 or bf16: set train.precision = \"bf16\" or \"fp32\", or train on a GPU "
+                           "(train.device = \"cuda\")");
   }
   EXPECT_FALSE(std::filesystem::exists(root)) << "nothing is written for a refused cfg";
   std::filesystem::remove_all(root);
