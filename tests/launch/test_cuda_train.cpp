@@ -19,15 +19,12 @@
 #include "tests/fashion_mnist.h"
 #include "tests/gpu_test.h"
 #include "tests/launch/fp32_agreement.h"
+#include "tests/launch/run_files.h"
 
 namespace dp::launch {
 namespace {
 
-std::string temp_root(const std::string& tag) {
-  auto p = std::filesystem::temp_directory_path() / ("dptrain_cuda_train_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("cuda_train", tag); }
 
 // The GPU's f32 weights after ten steps against both CPU implementations' (oneDNN and the
 // reference kernels), within the rounding drift two correct f32 implementations reach

@@ -12,16 +12,13 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/config.h"
 #include "runtime/device_memory.h"
+#include "tests/launch/run_files.h"
 
 namespace dp::launch {
 namespace {
 
 
-std::string temp_root(const std::string& tag) {
-  auto p = std::filesystem::temp_directory_path() / ("dptrain_cudnn_graph_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("cudnn_graph", tag); }
 
 // max |a - b| / max |b| over every f32 tensor of two weights files (same names).
 double weights_error(const std::string& a_path, const std::string& b_path) {

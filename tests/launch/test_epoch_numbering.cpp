@@ -21,11 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-std::string temp_root(const std::string& tag) {
-  auto p = fs::temp_directory_path() / ("dptrain_epochs_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("epochs", tag); }
 
 // Synthetic 1x6x6 images, an MLP, batch 16; `samples` training samples.
 Config cfg_of(const std::string& root, int64_t samples, std::vector<std::string> sets) {

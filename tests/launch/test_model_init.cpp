@@ -21,11 +21,7 @@ using dp::testutil::read_file;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-std::string temp_root(const std::string& tag) {
-  auto p = fs::temp_directory_path() / ("dptrain_init_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("init", tag); }
 
 // The cnn preset on synthetic 1x8x8 images.
 Config cfg_of(const std::string& root, const std::string& name, std::vector<std::string> sets) {

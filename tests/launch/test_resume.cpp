@@ -67,20 +67,14 @@ threads = 1
 log_every = 5
 )";
 
-std::string temp_root(const std::string& tag) {
-  auto p = fs::temp_directory_path() / ("dptrain_resume_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("resume", tag); }
 
 Config make_cfg(const std::string& root, std::vector<std::string> extra = {}) {
   extra.push_back("run.dir=\"" + root + "\"");
   return parse_config(kCfg, "resume.cfg", extra);
 }
 
-std::string ckpt(const std::string& root, int64_t step) {
-  return fmt::format("{}/r/checkpoints/step-{:08}.safetensors", root, step);
-}
+std::string ckpt(const std::string& root, int64_t step) { return testutil::checkpoint_of_step(root, step); }
 
 // Flips one byte in the middle of `tensor`'s data.
 void corrupt(const std::string& path, const std::string& tensor) {
@@ -253,26 +247,7 @@ TEST(Resume, StoppedAfterTheLastStepGetsItsFinalWeightsOnResume) {
   fs::remove_all(stopped);
 }
 
-// Runs `argv` with stdout and stderr into `log`; returns the wait status.
-int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_all = env;
-  for (char** e = environ; *e; ++e) env_all.emplace_back(*e);
-  for (auto& e : env_all) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
+using testutil::run_process;
 
 TEST(Resume, KillDashNineThenResumeEqualsStraight) {
   const std::string dptrain = std::string(DPTRAIN_BINARY_DIR) + "/dptrain";

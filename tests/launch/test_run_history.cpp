@@ -35,11 +35,7 @@ TEST(RunHistory, TrimKeepsTheLinesUpToTheStep) {
   EXPECT_EQ(trim_metrics(text, 100).dropped, 0);
 }
 
-std::string temp_root(const std::string& tag) {
-  auto p = fs::temp_directory_path() / ("dptrain_history_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("history", tag); }
 
 // 200 synthetic samples at 16 per step (13 steps per epoch), 20 steps; a train line every 5
 // steps, an evaluation every 10: metrics.jsonl holds train 5, 10, eval 10, train 15, 20, eval 20.

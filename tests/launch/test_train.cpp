@@ -12,15 +12,12 @@
 #include "runtime/device_memory.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "tests/fashion_mnist.h"
+#include "tests/launch/run_files.h"
 
 namespace dp::launch {
 namespace {
 
-std::string temp_root(const std::string& tag) {
-  auto p = std::filesystem::temp_directory_path() / ("dptrain_train_" + tag + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string temp_root(const std::string& tag) { return testutil::temp_root("train", tag); }
 
 // Every tensor of a weights file, name and raw bytes, in file order. (The file's metadata holds
 // the resolved config, whose run.dir differs between the runs compared here.)
