@@ -47,10 +47,10 @@ struct StepContext {
   CpuConvAlgorithm cpu_conv_algorithm = CpuConvAlgorithm::Auto;
   // The linear layers' GEMM library (train.cpu_gemm), under OneDnn.
   CpuGemm cpu_gemm = CpuGemm::Auto;
-};
   // train.precision = "bf16" on the CPU, under OneDnn: the linear products (Linear's, the
   // attention's projections) cast their f32 operands to bf16 and accumulate and write f32.
   bool cpu_matmul_bf16 = false;
+};
 
 // True when t (an activation of this step) is stored channels last: 4-D under channels_last.
 inline bool is_channels_last(const StepContext& ctx, const Tensor& t) { return ctx.channels_last && t.ndim() == 4; }
