@@ -83,7 +83,7 @@ def clean(s, limit=160):
     return "".join(c if c.isalnum() or c in "._-:/,()[]'" else "_" for c in s)[:limit] or "-"
 
 
-def build_model(name, num_classes, block_size=1024):
+def build_model(name, num_classes, block_size=1024, dropout=None):
     import torch.nn as nn
 
     if name in GPTS:
@@ -91,7 +91,8 @@ def build_model(name, num_classes, block_size=1024):
         from gpt_torch import GPT
 
         g = GPTS[name]
-        return GPT(g["n_layer"], g["n_head"], g["n_embd"], block_size, num_classes, bias=g["bias"], dropout=g["dropout"])
+        return GPT(g["n_layer"], g["n_head"], g["n_embd"], block_size, num_classes, bias=g["bias"],
+                   dropout=g["dropout"] if dropout is None else dropout)
     import torchvision
 
     if name == "resnet50":
@@ -165,7 +166,7 @@ def make_step(torch, args, mode, dev, fmt):
     sixteen = args.dtype in ("bf16", "fp16")
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
     gpt = args.model in GPTS
-    model = build_model(args.model, classes, model_width(args)).to(dev).to(memory_format=fmt)
+    model = build_model(args.model, classes, model_width(args), args.dropout).to(dev).to(memory_format=fmt)
     model.train()
     opt = make_optimizer(torch, model, spec, dev.type == "cuda", zero=args.zero)
     scaler = torch.amp.GradScaler(dev.type, enabled=args.dtype == "fp16")
@@ -304,6 +305,7 @@ def parse_args():
                    help="fp32 matmul/conv TF32 (default: PyTorch's own: off for matmul, on for cuDNN conv)")
     p.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
                    help="do not let cuDNN time its algorithms (torch.backends.cudnn.benchmark)")
+    p.add_argument("--dropout", type=float, default=None, help="the GPTs' dropout (default: the model's own)")
     p.add_argument("--zero", action="store_true",
                    help="under torchrun: the optimizer in torch.distributed.optim.ZeroRedundancyOptimizer")
     p.add_argument("--smoke", action="store_true",

@@ -2,15 +2,16 @@
 """ZeRO stage 1 on CPU ranks: dptrain train.zero = 1 against zero 0 and against PyTorch DDP +
 ZeroRedundancyOptimizer (gloo), 2 processes x 1 thread, side by side.
 
-    tools/bench/zero_vs_torch.py [--build build] [--pairs 3] [--rows cnn,gpt] [--load N]
-                                 [--torch-python /opt/dptrain-venv/bin/python]
+    tools/bench/zero_vs_torch.py [--build build] [--pairs 3] [--rows cnn,gpt] [--load N] [--torch-ddp]
+                                 [--gpt-dropout P] [--torch-python /opt/dptrain-venv/bin/python]
 
 Rows (tools/bench/cpu_vs_torch.py's, whose run functions this reuses; f32, AdamW, 1 thread each):
   cnn  its "ddp" row: the Fashion-MNIST CNN (batch norm), batch 128 per rank; dptrain on
        Fashion-MNIST (its loader included), torch on in-memory random batches
   gpt  its "gpt" row: gpt_tiny (models/gpt_tiny.cfg: 4 layers, 128 dims, context 128, dropout 0.1,
        AdamW on the matrices' decay groups, clipping at 1.0), batch 32 per rank; dptrain on
-       synthetic tokens, torch on in-memory random tokens
+       synthetic tokens, torch on in-memory random tokens; --gpt-dropout P sets both sides' dropout
+       (model.dropout; torch_train_bench.py --dropout) instead of gpt_tiny's 0.1
 Each pair runs, one after another (interleaved, so a change in the machine's load hits every side):
 `dptrain --nproc 2 ... --set train.zero=0`, the same with train.zero=1, and torchrun
 --nproc_per_node 2 tools/bench/torch_train_bench.py --zero (DDP + ZeroRedundancyOptimizer wrapping
@@ -43,6 +44,7 @@ def main():
     p.add_argument("--rows", default="cnn,gpt")
     p.add_argument("--load", type=int, default=0, help="CPU-bound busy loops to run beside the bench")
     p.add_argument("--torch-ddp", action="store_true", help="also plain DDP (torch.optim.AdamW unsharded)")
+    p.add_argument("--gpt-dropout", type=float, default=None, help="the gpt row's dropout on both sides")
     p.add_argument("--cpu-backend", default="onednn", help="dptrain's train.cpu_backend")
     p.add_argument("--torch-python", default=os.environ.get("DPTRAIN_VENV", "/opt/dptrain-venv") + "/bin/python")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, run directories)")
@@ -61,12 +63,15 @@ def main():
         for pair in range(args.pairs):
             for r in rows:
                 row = ROWS[r]
+                drop = r == "gpt" and args.gpt_dropout is not None
                 got = {}
                 for side in sides:
                     if side in ("z0", "z1"):
-                        v, rss, why = cvt.dptrain_run(args, row, work, [f"train.zero={side[1]}"])
+                        sets = [f"train.zero={side[1]}"] + ([f"model.dropout={args.gpt_dropout}"] if drop else [])
+                        v, rss, why = cvt.dptrain_run(args, row, work, sets)
                     else:
-                        v, rss, why = cvt.torch_run(args, row, "eager", work, ["--zero"] if side == "tz" else [])
+                        extra = (["--zero"] if side == "tz" else []) + (["--dropout", str(args.gpt_dropout)] if drop else [])
+                        v, rss, why = cvt.torch_run(args, row, "eager", work, extra)
                     print(f"RESULT pair={pair} row={r} side={side} samples_s={v} rss={rss} {why}", file=sys.stderr,
                           flush=True)
                     got[side] = v
@@ -88,7 +93,8 @@ def main():
     mib = lambda b: f"{b / 2**20:.0f}" if b else "-"
     print(f"\nhost {os.uname().nodename}, {os.cpu_count()} cores; load beside the bench: {args.load} busy loop(s); "
           f"1-minute load average during the bench: {sampler.summary()}; {args.pairs} interleaved pair(s); dptrain "
-          f"train.cpu_backend = {args.cpu_backend}; torch eager, gloo\n")
+          f"train.cpu_backend = {args.cpu_backend}; torch eager, gloo"
+          + (f"; gpt dropout {args.gpt_dropout} on both sides" if args.gpt_dropout is not None else "") + "\n")
     extra_h = " | torch DDP samples/s | zero 1 / DDP" if args.torch_ddp else ""
     print("| workload (2 processes x 1 thread) | zero 0 samples/s | zero 1 samples/s | zero 1 step time / zero 0 "
           f"[min-max] | torch DDP + ZeroRedundancyOptimizer samples/s | zero 1 / torch [min-max]{extra_h} | "
