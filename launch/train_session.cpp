@@ -177,11 +177,11 @@ void TrainSession::open_data_and_build_model() {
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
   model_->set_cpu_gemm(cfg_.train.cpu_gemm);
+  model_->set_cpu_matmul_bf16(device_.is_cpu() && cfg_.train.precision == Precision::Bf16);  // checked above
   const std::string gpu_choices = models::apply_gpu_choices(*model_, cfg_.train);
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());
     lg()->info("{}", cpu_threads_summary());
-  model_->set_cpu_matmul_bf16(device_.is_cpu() && cfg_.train.precision == Precision::Bf16);  // checked above
   } else {  // train.cudnn_api, train.bn_impl and train.gpu_fusion
     lg()->info("{}", gpu_choices);
     lg()->info("{}", model_->gpu_plan_summary());
