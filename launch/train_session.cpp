@@ -170,9 +170,13 @@ void TrainSession::open_data_and_build_model() {
   if (!ds_.tokens())
     cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
+  // ZeRO stage 2 on CPU ranks: the gradient arena on a page mapping whose pages the rank gives back
+  // (a GPU is refused below, make_zero_optimizer).
+  const ArenaMemory grad_memory =
+      cfg_.train.zero == 2 && world_ > 1 && device_.is_cpu() ? ArenaMemory::Paged : ArenaMemory::Allocated;
   with_size_context("building the model", model_size_keys(cfg_.model), [&] {
     model_ = models::build_model(cfg_.model, ds_.train.dataset->sample_shape(), seed_, device_,
-                                 gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr);
+                                 gpu_ ? gpu_->compute() : DType::F32, gpu_ ? gpu_->exec() : nullptr, grad_memory);
   });
   model_->set_cpu_backend(cfg_.train.cpu_backend);
   model_->set_cpu_conv_algorithm(cfg_.train.cpu_conv_algorithm);
@@ -363,13 +367,19 @@ void TrainSession::make_reducer() {
   if (world_ == 1) return;
   ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
   ro.shard = cfg_.train.zero > 0;
+  // Stage 2: each bucket's foreign gradient pages go back as soon as its reduce-scatter is done.
+  if (zero_ && zero_->stage() == 2)
+    ro.on_reduced = [this](int b) { zero_->release_grads(b, model_->grads().flat()); };
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
   DP_CHECK(!zero_ || reducer_->buckets().size() == zero_->layout().pieces.size(),
            "ZeRO: the reducer cut {} buckets, the shard layout {}", reducer_->buckets().size(),
            zero_->layout().pieces.size());
   if (zero_)
-    lg()->info("ZeRO stage 1 (train.zero): this rank keeps the optimizer state of {} of the {} parameters ({} pieces, "
-               "one per bucket)", zero_->layout().numel, model_->params().numel(), zero_->layout().pieces.size());
+    lg()->info("ZeRO stage {} (train.zero = {}): this rank keeps the optimizer state{} of {} of the {} parameters ({} "
+               "pieces, one per bucket)",
+               zero_->stage(), zero_->stage(),
+               zero_->stage() == 2 ? " and, between steps, the gradients" : "", zero_->layout().numel,
+               model_->params().numel(), zero_->layout().pieces.size());
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
   if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
@@ -474,7 +484,9 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
 StepTally TrainSession::compute_gradients(EpochData& data) {
   const uint64_t step = static_cast<uint64_t>(step_);
   const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
-  model_->zero_grad();
+  // ZeRO stage 2: zeros where the rank keeps gradient memory; the pages it gave back read as zeros.
+  if (zero_ && zero_->stage() == 2) zero_->zero_grads(model_->grads().flat());
+  else model_->zero_grad();
   step_data_s_ = 0;
   const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
   int64_t n = 0, top1 = 0, top5 = 0;
@@ -553,7 +565,7 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   return lb;
 }
 
-// train.zero = 1 on several ranks: the optimizer holds the state of this rank's pieces of the
+// train.zero = 1, 2 on several ranks: the optimizer holds the state of this rank's pieces of the
 // arena only (collectives/reducer/zero_shard.h), cut from the buckets the Reducer will make.
 std::unique_ptr<optim::Optimizer> TrainSession::make_zero_optimizer() {
   if (!device_.is_cpu())
@@ -561,11 +573,11 @@ std::unique_ptr<optim::Optimizer> TrainSession::make_zero_optimizer() {
                   "set train.device = \"cpu\" or train.zero = 0",
                   cfg_.train.zero, device_.str(), enum_name(cfg_.train.device));
   zero_ = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
-                                      model_->params().numel());
+                                      model_->params().numel(), static_cast<int>(cfg_.train.zero));
   return make_shard_optimizer(cfg_.train, model_->params(), zero_->layout());
 }
 
-// train.zero = 1: a checkpoint holds the whole state (zero 0's format); it is read into a whole
+// train.zero = 1, 2: a checkpoint holds the whole state (zero 0's format); it is read into a whole
 // optimizer, made only when there is a checkpoint, and this rank keeps its pieces of it.
 std::optional<ResumePoint> TrainSession::resume_sharded() {
   if (ckpts_->list().empty()) return std::nullopt;
@@ -714,7 +726,7 @@ void TrainSession::save_checkpoint() {
   last_ckpt_time_ = t0;
   const CheckpointMeta m = checkpoint_meta();
   const std::string path = ckpts_->file_for(step_);
-  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1
+  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
   const optim::Optimizer& opt = whole ? *whole : *opt_;
   if (writer_)
     or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
@@ -740,7 +752,7 @@ void TrainSession::checkpoint_during_training() {
 void TrainSession::save_checkpoint_in_background() {
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
-  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1
+  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
   const optim::Optimizer& opt = whole ? *whole : *opt_;
   if (writer_)
     or_abort_all(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
@@ -925,10 +937,19 @@ void TrainSession::report_memory_breakdown() {
   if (gpu_) gpu_->synchronize();
   const MemoryBreakdown b = memory_breakdown();
   const uint64_t live = gpu_ ? gpu_->live_bytes() : 0, peak = gpu_ ? gpu_->peak_bytes() : 0;
-  if (zero_)  // every rank's own log: its share of the optimizer state
+  if (zero_ && zero_->stage() == 2) {  // every rank's own log: its share of the state and of the gradients
+    const MappedUse g = memory_sample_mapped(model_->grads().flat().raw());
+    lg()->info("memory after step {}: optimizer state {} bytes on this rank (train.zero = {}: {} of the {} "
+               "parameters); gradients {} bytes resident of the arena's {} (at most {}: the rank's pieces and the "
+               "partial pages around them; {} at the step's high, buckets in flight{})",
+               step_, b.live[static_cast<size_t>(MemoryCategory::OptimizerState)], cfg_.train.zero,
+               zero_->layout().numel, model_->params().numel(), g.resident, g.bytes, zero_->kept_grad_bytes_bound(),
+               g.peak, plan_.accum > 1 ? " and the micro-batches before the last one, full size" : "");
+  } else if (zero_) {  // every rank's own log: its share of the optimizer state
     lg()->info("memory after step {}: optimizer state {} bytes on this rank (train.zero = {}: {} of the {} parameters)",
                step_, b.live[static_cast<size_t>(MemoryCategory::OptimizerState)], cfg_.train.zero,
                zero_->layout().numel, model_->params().numel());
+  }
   if (rank_ != 0) return;
   tel_->end_progress_line();
   lg()->info("memory after step {} by category ({}; the account sees tensors, not cuDNN/cuBLAS workspace or layers' "

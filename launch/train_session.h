@@ -110,8 +110,8 @@ class TrainSession {
   void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
-  std::unique_ptr<optim::Optimizer> make_zero_optimizer();  // train.zero = 1: this rank's pieces
-  std::optional<ResumePoint> resume_sharded();              // train.zero = 1: resume_latest, cut
+  std::unique_ptr<optim::Optimizer> make_zero_optimizer();  // train.zero = 1, 2: this rank's pieces
+  std::optional<ResumePoint> resume_sharded();              // train.zero = 1, 2: resume_latest, cut
   void announce_training();
   void watch_layers();
   void start_training();
@@ -137,7 +137,7 @@ class TrainSession {
   void maybe_evaluate_after_epoch(int64_t epoch);
   void evaluate_and_log(const std::string& what, int64_t epoch);
   void save_checkpoint();
-  // train.zero = 1: the whole optimizer state for the checkpoint (collective); else null.
+  // train.zero = 1, 2: the whole optimizer state for the checkpoint (collective); else null.
   std::unique_ptr<optim::Optimizer> gather_optimizer();
   void checkpoint_during_training();
   void save_checkpoint_in_background();
@@ -211,7 +211,9 @@ class TrainSession {
   int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
   int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
-  std::unique_ptr<ZeroShard> zero_;  // train.zero = 1 on several ranks: opt_ holds this rank's shard
+  // train.zero = 1, 2 on several ranks: opt_ holds this rank's shard (2: and the gradient arena
+  // keeps this rank's pieces between steps, ZeroShard::release_grads).
+  std::unique_ptr<ZeroShard> zero_;
   std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;

@@ -43,7 +43,7 @@ std::string cpu_threads_summary();
 // left out of the parameters train.decay_params excludes (runtime/optim/param_groups.h). Throws
 // UserError for Nesterov without momentum or with dampening (as torch.optim.SGD does).
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, const Arena& params);
-// train.zero = 1: the same rule over this rank's pieces of the arena (state numel = layout.numel,
+// train.zero = 1, 2: the same rule over this rank's pieces of the arena (state numel = layout.numel,
 // weight decay's skipped spans moved into the shard's coordinates).
 std::unique_ptr<optim::Optimizer> make_shard_optimizer(const TrainConfig& t, const Arena& params,
                                                        const ShardLayout& layout);

@@ -27,7 +27,7 @@ void validate_model(const ModelConfig& cfg) {
 }
 
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed, Device device,
-                                   DType compute, cuda::ExecContext* gpu) {
+                                   DType compute, cuda::ExecContext* gpu, ArenaMemory grad_memory) {
   const std::vector<LayerSpec> specs = cfg.preset == PresetKind::None ? cfg.layers : preset_layers(cfg);
   const LayerRegistry& reg = layer_registry();
   auto g = std::make_unique<Graph>();
@@ -39,7 +39,7 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
       throw UserError(fmt::format("{}: {}", spec.pos.str(), e.what()));
     }
   }
-  g->build(input_shape, seed, device, compute, gpu);
+  g->build(input_shape, seed, device, compute, gpu, grad_memory);
   if (cfg.sync_bn)
     for (const auto& node : g->nodes())
       if (auto* bn = dynamic_cast<BatchNorm2d*>(node.layer.get())) bn->set_sync(true);

@@ -14,10 +14,10 @@ namespace dp::models {
 void validate_model(const ModelConfig& cfg);
 
 // model.sync_bn = true turns every batchnorm2d into SyncBN (BatchNorm2d::set_sync). On a GPU:
-// `compute` and `gpu` as Graph::build takes them.
+// `compute` and `gpu` as Graph::build takes them; grad_memory too (Paged: ZeRO stage 2 on the CPU).
 std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
                                    Device device = Device::cpu(), DType compute = DType::F32,
-                                   cuda::ExecContext* gpu = nullptr);
+                                   cuda::ExecContext* gpu = nullptr, ArenaMemory grad_memory = ArenaMemory::Allocated);
 
 // The GPU-side choices of train.* on a built graph: train.bn_impl on every batchnorm2d
 // (BatchNorm2d::set_gpu_impl) and train.gpu_fusion (Graph::set_gpu_fusion). A CPU graph ignores

@@ -12,16 +12,18 @@ int Arena::add(const std::string& name, const Shape& shape) {
   return static_cast<int>(slots_.size()) - 1;
 }
 
-void Arena::allocate(DType dtype, Device device) {
+void Arena::allocate(DType dtype, Device device, ArenaMemory memory) {
   DP_CHECK(!allocated(), "arena allocated twice");
-  flat_ = Tensor::zeros({total_}, dtype, device);
+  DP_CHECK(memory == ArenaMemory::Allocated || device.is_cpu(), "a paged arena lives on the host, not {}",
+           device.str());
+  flat_ = memory == ArenaMemory::Paged ? Tensor::zeros_paged({total_}, dtype) : Tensor::zeros({total_}, dtype, device);
 }
 
-Arena Arena::like(DType dtype, Device device) const {
+Arena Arena::like(DType dtype, Device device, ArenaMemory memory) const {
   Arena a;
   a.slots_ = slots_;
   a.total_ = total_;
-  a.allocate(dtype, device);
+  a.allocate(dtype, device, memory);
   return a;
 }
 

@@ -11,6 +11,11 @@
 
 namespace dp {
 
+// Where an arena's flat storage lives: Allocated (Tensor::zeros, any device) or Paged (the host,
+// on a page mapping of its own, Tensor::zeros_paged: its pages can be given back; ZeRO stage 2's
+// gradient arena).
+enum class ArenaMemory { Allocated, Paged };
+
 class Arena {
  public:
   struct Slot {
@@ -22,10 +27,10 @@ class Arena {
 
   // Reserve a slot; returns its index. Only before allocate().
   int add(const std::string& name, const Shape& shape);
-  // Allocate the flat storage (zero-filled).
-  void allocate(DType dtype, Device device);
+  // Allocate the flat storage (zero-filled). Paged: on the host only.
+  void allocate(DType dtype, Device device, ArenaMemory memory = ArenaMemory::Allocated);
   // Allocate another arena with exactly this layout (e.g. gradients for parameters).
-  Arena like(DType dtype, Device device) const;
+  Arena like(DType dtype, Device device, ArenaMemory memory = ArenaMemory::Allocated) const;
 
   bool allocated() const { return flat_.defined(); }
   int size() const { return static_cast<int>(slots_.size()); }

@@ -226,7 +226,10 @@ std::vector<Field> train_fields(Config& c) {
        &c.train.accum_steps, 1, 1e6},
       {"train", "zero", "ZeRO stage: 0 = every rank keeps the whole optimizer state (DDP); 1 = each rank keeps the "
        "optimizer state of its 1/N of the parameters, gradients are reduce-scattered and the updated parameters "
-       "all-gathered (the same bits as 0; CPU ring only); 2 = gradients sharded too (not yet)", &c.train.zero, 0, 2},
+       "all-gathered; 2 = as 1, and each rank keeps only its 1/N of the gradients (the rest of a bucket's pages are "
+       "given back after its reduce-scatter; accum_steps > 1: the micro-batches before the last one hold full-size "
+       "gradients). 1 and 2 give the same bits as 0; CPU ranks on the ring backend, fp32, no dist.compress",
+       &c.train.zero, 0, 2},
       {"train", "elastic_batch", "a resume at another world size (a smaller Slurm job after a lost node) keeps: "
        "global = the checkpoint's global batch (per-rank batch = global / world, gradient accumulation rising "
        "where that exceeds train.batch_size; an error when the world does not divide it), per_rank = "
@@ -622,15 +625,14 @@ void validate_images(const Config& c, const std::string& src) {
                   src);
 }
 
-// train.zero > 0 runs on CPU ranks over the ring backend, without gradient compression so far:
-// the combinations that are not built are refused here, each naming both keys. (A GPU that
-// train.device = "auto" picks is refused where the device is chosen, launch/train_session.cpp.)
+// train.zero > 0 (stages 1 and 2) runs on CPU ranks over the ring backend, without gradient
+// compression so far: the combinations that are not built are refused here, each naming both keys.
+// (A GPU that train.device = "auto" picks is refused where the device is chosen,
+// launch/train_session.cpp.) SyncBN works with both stages (its all-reduces are of activations'
+// statistics, beside the buckets'), and so does accumulation.
 void validate_zero(const Config& c, const std::string& src) {
   const int64_t z = c.train.zero;
   if (z == 0) return;
-  if (z == 2)
-    DP_THROW_USER("{}: train.zero = 2 (gradients sharded too) is not implemented yet; use train.zero = 1 (optimizer "
-                  "state sharded) or 0", src);
   auto refuse = [&](const std::string& other, const std::string& fix) {
     DP_THROW_USER("{}: train.zero = {} does not work with {} yet (ZeRO runs on CPU ranks over the ring backend, "
                   "without gradient compression); {} or set train.zero = 0", src, z, other, fix);

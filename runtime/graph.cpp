@@ -47,7 +47,8 @@ int Graph::find(const std::string& name) const {
 // Build, top to bottom: every layer's shapes and parameters declared, the parameters initialised
 // on the CPU, placed on the device, the gradient (and 16-bit) arenas made, each layer bound to its
 // slots.
-void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType compute, cuda::ExecContext* gpu) {
+void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType compute, cuda::ExecContext* gpu,
+                  ArenaMemory grad_memory) {
   DP_CHECK(!built_, "graph built twice");
   DP_CHECK(!nodes_.empty(), "empty graph");
   DP_CHECK(device.is_cpu() ? compute == DType::F32 && gpu == nullptr : gpu != nullptr,
@@ -62,7 +63,7 @@ void Graph::build(const Shape& input_shape, uint64_t seed, Device device, DType 
   const std::vector<std::vector<ParamDecl>> decls = declare_layers();
   init_params(decls, seed);
   place_on_device();
-  make_grad_arenas();
+  make_grad_arenas(grad_memory);
   bind_layers();
   acts_.assign(nodes_.size(), Tensor());
   dacts_.assign(nodes_.size(), Tensor());
@@ -136,10 +137,12 @@ void Graph::place_on_device() {
 }
 
 // The gradient arena, and under mixed precision the 16-bit copies of the parameters and gradients.
-void Graph::make_grad_arenas() {
+void Graph::make_grad_arenas(ArenaMemory grad_memory) {
+  DP_CHECK(grad_memory == ArenaMemory::Allocated || (device_.is_cpu() && compute_ == DType::F32),
+           "a paged gradient arena is for f32 CPU graphs, not {} in {}", device_.str(), dtype_name(compute_));
   {
     MemoryScope scope(MemoryCategory::Gradients);
-    grads_ = params_.like(DType::F32, device_);
+    grads_ = params_.like(DType::F32, device_, grad_memory);
   }
   if (compute_ == DType::F32) return;
   {

@@ -60,8 +60,11 @@ class Graph {
   // with BF16/F16 (mixed precision) the fp32 arenas stay the master copy (optimizer, reducer,
   // checkpoints) and layers with low_precision_params() are bound to 16-bit copies of their
   // weights and to 16-bit gradients, widened into the fp32 arena after their backward.
+  // grad_memory Paged (CPU only): the gradient arena on a page mapping of its own, whose pages
+  // ZeRO stage 2 gives back after each bucket's reduce-scatter (collectives/reducer/zero_shard.h;
+  // zero_grad() would fault them all in again: ZeroShard::zero_grads zeroes what the rank keeps).
   void build(const Shape& input_shape, uint64_t seed, Device device = Device::cpu(), DType compute = DType::F32,
-             cuda::ExecContext* gpu = nullptr);
+             cuda::ExecContext* gpu = nullptr, ArenaMemory grad_memory = ArenaMemory::Allocated);
 
   // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call).
   // On the GPU x is in the compute dtype (channels last when 4-D under mixed precision) and the
@@ -97,12 +100,12 @@ class Graph {
   void set_cpu_conv_algorithm(CpuConvAlgorithm a) { cpu_conv_algorithm_ = a; }
   // The linear layers' GEMM library (train.cpu_gemm; default Auto), carried to the layers.
   void set_cpu_gemm(CpuGemm g) { cpu_gemm_ = g; }
-  // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
-  std::string cpu_plan_summary();
-  cuda::ExecContext* gpu() const { return gpu_; }
   // train.precision = "bf16" on the CPU (torch.autocast("cpu", bfloat16)): the layers' oneDNN
   // matmuls take bf16 operands and give f32; everything else, parameters included, stays f32.
   void set_cpu_matmul_bf16(bool on) { cpu_matmul_bf16_ = on; }
+  // One line for the log: the backend, the layout and which layers run on oneDNN, fused or not.
+  std::string cpu_plan_summary();
+  cuda::ExecContext* gpu() const { return gpu_; }
   // Told about every node forward and backward run (nullptr: nobody); the profile.layers window.
   void set_observer(GraphObserver* o) { observer_ = o; }
   // The GPU plan (train.gpu_fusion; default off until a GPU run has checked it), made at a GPU
@@ -167,10 +170,10 @@ class Graph {
   CpuBackend cpu_backend_ = CpuBackend::OneDnn;
   CpuConvAlgorithm cpu_conv_algorithm_ = CpuConvAlgorithm::Auto;
   CpuGemm cpu_gemm_ = CpuGemm::Auto;
+  bool cpu_matmul_bf16_ = false;
   bool cpu_planned_ = false, cpu_channels_last_ = false;
   DType cpu_plan_dtype_ = DType::F32;
   Tensor input_nhwc_, output_nchw_, dy_nhwc_;
-  bool cpu_matmul_bf16_ = false;
   void plan_cpu(DType dtype);
   // The GPU plan (plan_gpu, graph_gpu_plan.cpp).
   bool gpu_planned_ = false, gpu_fusion_ = false;
@@ -217,7 +220,7 @@ class Graph {
   std::vector<std::vector<ParamDecl>> declare_layers();
   void init_params(const std::vector<std::vector<ParamDecl>>& decls, uint64_t seed);
   void place_on_device();
-  void make_grad_arenas();
+  void make_grad_arenas(ArenaMemory grad_memory);
   void bind_layers();
   // The GPU side, on the compute stream (graph_cuda.cpp): dst += src; mixed precision's output
   // cast to f32 (out32_) and output-gradient cast to the compute dtype (dy16_); a node's 16-bit

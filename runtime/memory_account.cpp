@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/pages.h"
 
 namespace dp {
 
@@ -16,6 +17,22 @@ thread_local MemoryCategory t_category = MemoryCategory::Other;
 thread_local int t_owner = -1;
 std::mutex g_node_mu;
 std::map<int, size_t> g_by_node;
+
+struct Mapped {
+  MemoryCategory category;
+  size_t bytes, peak;
+};
+std::mutex g_mapped_mu;
+std::map<const void*, Mapped>& mapped() {
+  static auto* m = new std::map<const void*, Mapped>();
+  return *m;
+}
+// Resident bytes of one mapping now; raises its peak. Under g_mapped_mu.
+size_t measure(const void* base, Mapped& m) {
+  const size_t r = resident_bytes(base, m.bytes);
+  m.peak = std::max(m.peak, r);
+  return r;
+}
 
 double mib(size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 }  // namespace
@@ -80,15 +97,43 @@ void memory_credit(MemoryCategory c, int node, size_t bytes) {
 
 MemoryBreakdown memory_breakdown() {
   MemoryBreakdown b;
-  for (int i = 0; i < kMemoryCategories; ++i) {
+  for (int i = 0; i < kMemoryCategories; ++i)
     b.live[static_cast<size_t>(i)] = g_live[static_cast<size_t>(i)].load(std::memory_order_relaxed);
-    b.total += b.live[static_cast<size_t>(i)];
-  }
   b.peak = g_peak.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(g_mapped_mu);
+    for (auto& [base, m] : mapped()) {
+      b.live[static_cast<size_t>(m.category)] += measure(base, m);
+      b.peak += m.peak;
+    }
+  }
+  for (size_t v : b.live) b.total += v;
   return b;
 }
 
-void reset_memory_peak() { g_peak.store(g_total.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+void reset_memory_peak() {
+  g_peak.store(g_total.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(g_mapped_mu);
+  for (auto& [base, m] : mapped()) m.peak = resident_bytes(base, m.bytes);
+}
+
+void memory_add_mapped(MemoryCategory c, const void* base, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mapped_mu);
+  mapped()[base] = Mapped{c, bytes, 0};
+}
+
+void memory_remove_mapped(const void* base) {
+  std::lock_guard<std::mutex> lock(g_mapped_mu);
+  mapped().erase(base);
+}
+
+MappedUse memory_sample_mapped(const void* base) {
+  std::lock_guard<std::mutex> lock(g_mapped_mu);
+  auto it = mapped().find(base);
+  if (it == mapped().end()) return {};
+  const size_t r = measure(base, it->second);
+  return {it->second.bytes, r, it->second.peak};
+}
 
 std::string memory_table(const MemoryBreakdown& b, size_t device_live, size_t device_peak) {
   std::string s = fmt::format("{:<16} {:>14} {:>10} {:>6}\n", "category", "bytes", "MiB", "share");

@@ -40,6 +40,22 @@ struct MemoryBreakdown {
 MemoryBreakdown memory_breakdown();
 void reset_memory_peak();
 
+// Page mappings (Storage::map_pages: ZeRO stage 2's gradient arena) are not charged at
+// allocation: their pages come and go (written by backward, given back after each bucket's
+// reduce-scatter; base/pages.h), so the account measures them (mincore). memory_breakdown()
+// counts each one's resident bytes now under its category, and its peak adds each one's most
+// resident bytes measured so far (by memory_sample_mapped and by memory_breakdown itself) to the
+// peak of the charged storages: an upper bound, the two highs need not coincide.
+void memory_add_mapped(MemoryCategory c, const void* base, size_t bytes);
+void memory_remove_mapped(const void* base);
+struct MappedUse {
+  size_t bytes = 0;     // the mapping's size
+  size_t resident = 0;  // resident now
+  size_t peak = 0;      // the most resident measured since it was made (or reset_memory_peak())
+};
+// Measures the mapping registered at `base` now, raising its peak; all zeros when there is none.
+MappedUse memory_sample_mapped(const void* base);
+
 // Charges the storages allocated on this thread while it lives to `c` (nests: the innermost wins).
 class MemoryScope {
  public:

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unistd.h>
 
+#include "base/pages.h"
 #include "runtime/device_error.h"
 #include "runtime/device_memory.h"
 #include "runtime/memory_account.h"
@@ -66,7 +67,22 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   return std::shared_ptr<Storage>(s);
 }
 
+std::shared_ptr<Storage> Storage::map_pages(size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (bytes > host_memory_bytes()) throw HostMemoryError(bytes, host_memory_bytes());
+  void* p = dp::map_pages(bytes);
+  if (p == nullptr) throw HostMemoryError(bytes, host_memory_bytes());
+  auto* s = new Storage(p, bytes, Device::cpu(), true);
+  memory_add_mapped(current_memory_category(), p, bytes);
+  return std::shared_ptr<Storage>(s);
+}
+
 Storage::~Storage() {
+  if (mapped_) {
+    memory_remove_mapped(data_);
+    unmap_pages(data_, bytes_);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(g_category_mu);
     auto& m = storage_categories();
@@ -89,6 +105,15 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
     e.set_allocation(fmt::format("a {} {} tensor", shape_str(shape), dtype_name(dtype)));
     throw;
   }
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::zeros_paged(const Shape& shape, DType dtype) {
+  for (auto d : shape) DP_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
+  Tensor t;
+  t.storage_ = Storage::map_pages(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;

@@ -32,6 +32,12 @@ size_t host_memory_bytes();
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device);
+  // Host memory on an anonymous page mapping of its own (base/pages.h: page-aligned, zero, nothing
+  // resident until written, its pages can be given back with release_pages). The memory account
+  // measures it instead of charging it (runtime/memory_account.h, memory_add_mapped): ZeRO stage
+  // 2's gradient arena.
+  static std::shared_ptr<Storage> map_pages(size_t bytes);
+  bool mapped() const { return mapped_; }
   // How many storages this process has allocated (any device): the counting allocator the
   // graph's memory-plan test reads (no allocation per step after the first).
   static int64_t allocations();
@@ -43,10 +49,12 @@ class Storage {
   Device device() const { return device_; }
 
  private:
-  Storage(void* data, size_t bytes, Device device) : data_(data), bytes_(bytes), device_(device) {}
+  Storage(void* data, size_t bytes, Device device, bool mapped = false)
+      : data_(data), bytes_(bytes), device_(device), mapped_(mapped) {}
   void* data_;
   size_t bytes_;
   Device device_;
+  bool mapped_;
 };
 
 class Tensor {
@@ -54,6 +62,8 @@ class Tensor {
   Tensor() = default;
   // A new, zero-filled tensor with its own storage.
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  // The same on the host, in a Storage::map_pages mapping (its pages can be given back).
+  static Tensor zeros_paged(const Shape& shape, DType dtype = DType::F32);
   // A view of `storage` starting at `byte_offset`.
   static Tensor view_of(std::shared_ptr<Storage> storage, size_t byte_offset, const Shape& shape, DType dtype);
 

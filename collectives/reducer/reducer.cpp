@@ -38,6 +38,8 @@ Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options
            "gradient wire dtype must be f32, bf16 or f16, got {}", dtype_name(opt_.wire));
   DP_CHECK(!opt_.shard || (opt_.wire == DType::F32 && !opt_.gpu),
            "the sharded gradient reduction (train.zero > 0) runs on f32 CPU gradients only");
+  DP_CHECK(!opt_.on_reduced || (!opt_.gpu && opt_.wire == DType::F32),
+           "the Reducer's on_reduced is for f32 gradients on the CPU path");
   buckets_ = reducer_buckets(graph, opt_);
   bucket_of_slot_.assign(graph.grads().slots().size(), -1);
   if (opt_.gpu) init_gpu();  // checks the arena is on the GPU's device
@@ -60,6 +62,15 @@ void Reducer::prepare() {
     for (auto& w : works_)
       if (w) w->wait();
   std::fill(works_.begin(), works_.end(), nullptr);
+  reported_.assign(buckets_.size(), 0);
+}
+
+void Reducer::report_reduced(bool all) {
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (works_[b] && !reported_[b] && (all || works_[b]->is_completed())) {
+      reported_[b] = 1;
+      opt_.on_reduced(static_cast<int>(b));
+    }
 }
 
 void Reducer::launch(size_t b) {
@@ -90,6 +101,7 @@ void Reducer::on_ready(int node) {
     ready_[s] = 1;
     if (--pending_[b] == 0 && opt_.overlap) launch(b);
   }
+  if (opt_.on_reduced) report_reduced(false);
 }
 
 void Reducer::finalize() {
@@ -114,6 +126,7 @@ void Reducer::finalize() {
   for (auto& w : works_)
     if (host_waits || w->is_completed()) w->wait();  // rethrows a failed bucket's error
   record_times(host_waits ? secs(std::chrono::steady_clock::now() - t0) : 0.0);
+  if (opt_.on_reduced) report_reduced(true);  // every bucket is complete: the host waited (CPU path)
   if (gpu_) {
     finish_gpu();
   } else if (opt_.wire != DType::F32) {

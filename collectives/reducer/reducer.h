@@ -25,6 +25,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -47,10 +48,16 @@ struct ReducerOptions {
   // F32: gradients travel as they are. BF16/F16: each bucket is rounded to 16 bits, averaged in
   // that dtype by the backend (which sums 16-bit floats in f32) and widened back.
   DType wire = DType::F32;
-  // ZeRO (train.zero = 1, collectives/reducer/zero_shard.h): each bucket is reduce-scattered in
+  // ZeRO (train.zero = 1, 2; collectives/reducer/zero_shard.h): each bucket is reduce-scattered in
   // place instead (Communicator::reduce_scatter_blocks_async): only this rank's block of every
   // bucket (shard_layout.h) holds the average afterwards, the rest is undefined. F32 wire, CPU only.
   bool shard = false;
+  // Set: called with each bucket's index once its reduction is complete (its Work done), once per
+  // step, on the thread that drives the Reducer: polled at every on_ready (so a bucket is reported
+  // while backward goes on, at the end of the layer during which it completed), and in finalize
+  // for the rest, after the wait. F32 wire on the CPU path only. ZeRO stage 2 gives the bucket's
+  // foreign pages back here (ZeroShard::release_grads).
+  std::function<void(int bucket)> on_reduced;
   // Set: the gradients live on gpu->device() and backward is enqueued on gpu->compute() (the GPU
   // path above; CUDA builds only). Not owned; outlives the Reducer.
   cuda::ExecContext* gpu = nullptr;
@@ -94,6 +101,7 @@ class Reducer {
   void zero_unused_gpu();             // allow_unused: the slots without a gradient, on compute
   void finish_gpu();                  // finalize's end on the GPU path: widen, order compute after
   void record_times(double exposed_s);
+  void report_reduced(bool all);      // on_reduced for completed buckets not yet reported (all: every one)
   Communicator& comm_;
   Graph& graph_;
   ReducerOptions opt_;
@@ -102,6 +110,7 @@ class Reducer {
   std::vector<int> pending_;   // per bucket: slots still without a gradient this step
   std::vector<char> ready_;    // per slot: gradient written this step
   std::vector<WorkPtr> works_;
+  std::vector<char> reported_;  // per bucket: on_reduced called this step
   std::vector<Tensor> wire_;   // per bucket: the 16-bit copy that travels (compression only; on the GPU
                                // path on the device)
   PimplPtr<Gpu> gpu_;          // set on the GPU path

@@ -19,6 +19,20 @@ ShardLayout shard_layout(const std::vector<Bucket>& buckets, int world, int rank
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> foreign_spans(const Bucket& bucket, const ShardPiece& piece) {
+  DP_CHECK(piece.arena_begin >= bucket.begin && piece.arena_begin + piece.len <= bucket.end,
+           "shard piece [{}, {}) outside its bucket [{}, {})", piece.arena_begin, piece.arena_begin + piece.len,
+           bucket.begin, bucket.end);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (piece.len == 0) {  // nothing owned: one span (two halves would keep the page across their seam)
+    if (bucket.begin < bucket.end) out.emplace_back(bucket.begin, bucket.end);
+    return out;
+  }
+  if (bucket.begin < piece.arena_begin) out.emplace_back(bucket.begin, piece.arena_begin);
+  if (piece.arena_begin + piece.len < bucket.end) out.emplace_back(piece.arena_begin + piece.len, bucket.end);
+  return out;
+}
+
 std::vector<std::pair<int64_t, int64_t>> arena_spans_in_shard(const ShardLayout& layout,
                                                              const std::vector<std::pair<int64_t, int64_t>>& spans) {
   std::vector<std::pair<int64_t, int64_t>> out;

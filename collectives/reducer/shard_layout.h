@@ -1,6 +1,6 @@
 // defines: ShardLayout and shard_layout, the pure function that says which elements of the flat
-// parameter arena a rank owns under ZeRO stage 1 (train.zero = 1): the elements whose optimizer
-// state it keeps and updates.
+// parameter arena a rank owns under ZeRO (train.zero = 1 and 2): the elements whose optimizer
+// state it keeps and updates (and, at stage 2, whose gradients it keeps: foreign_spans are the rest).
 //
 // Why per-bucket blocks and not one contiguous 1/N of the arena: zero 1 must give the bits of
 // zero 0 (DDP). Zero 0 all-reduces each bucket; the ring all-reduce cuts a bucket of c elements
@@ -39,6 +39,12 @@ struct ShardLayout {
 // Block `rank` of every bucket, as the ring all-reduce cuts it (ring::ring_block). world >= 1,
 // 0 <= rank < world.
 ShardLayout shard_layout(const std::vector<Bucket>& buckets, int world, int rank);
+
+// The elements of `bucket` that the rank owning `piece` (its piece of that bucket) does not own:
+// the spans [begin, end) of the arena before and after the piece, in arena order, empty ones left
+// out (an empty piece: the whole bucket, one span). ZeRO stage 2 gives their pages back after the
+// bucket's reduce-scatter.
+std::vector<std::pair<int64_t, int64_t>> foreign_spans(const Bucket& bucket, const ShardPiece& piece);
 
 // Arena spans (sorted, disjoint [begin, end)) as spans of the shard's elements, sorted and merged
 // where they touch: weight decay's skipped spans for the rank's optimizer.

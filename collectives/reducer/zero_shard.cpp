@@ -1,16 +1,70 @@
 #include "collectives/reducer/zero_shard.h"
 
 #include <cmath>
+#include <cstring>
 
+#include "base/pages.h"
 #include "collectives/collective_tag.h"
 #include "kernels/cpu/grad_norm.h"
+#include "runtime/memory_account.h"
 
 namespace dp {
 
-ZeroShard::ZeroShard(Communicator& comm, const std::vector<Bucket>& buckets, int64_t arena_numel)
-    : comm_(comm), buckets_(buckets), arena_numel_(arena_numel),
+ZeroShard::ZeroShard(Communicator& comm, const std::vector<Bucket>& buckets, int64_t arena_numel, int stage)
+    : comm_(comm), buckets_(buckets), arena_numel_(arena_numel), stage_(stage),
       layout_(shard_layout(buckets, comm.size(), comm.rank())) {
+  DP_CHECK(stage == 1 || stage == 2, "ZeRO stage {}: want 1 or 2", stage);
   for (const ShardPiece& pc : layout_.pieces) pieces_.push_back({pc.arena_begin, pc.len, pc.shard_begin});
+  for (size_t b = 0; b < buckets_.size(); ++b) foreign_.push_back(foreign_spans(buckets_[b], layout_.pieces[b]));
+}
+
+void ZeroShard::check_paged(const Tensor& grads) const {
+  DP_CHECK(stage_ == 2, "ZeRO stage {}: the gradients are not sharded", stage_);
+  DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.numel() == arena_numel_ &&
+               grads.storage()->mapped() && grads.byte_offset() == 0,
+           "ZeRO stage 2: want the flat f32 gradient arena of {} elements on a page mapping of its own, got {}",
+           arena_numel_, grads.defined() ? grads.describe() : "an undefined tensor");
+}
+
+size_t ZeroShard::release_grads(int bucket, const Tensor& grads) {
+  check_paged(grads);
+  DP_CHECK(bucket >= 0 && bucket < static_cast<int>(buckets_.size()), "ZeRO: bucket {} of {}", bucket,
+           buckets_.size());
+  memory_sample_mapped(grads.raw());  // the account's peak (runtime/memory_account.h)
+  float* g = grads.data<float>();
+  size_t released = 0;
+  for (const auto& [b, e] : foreign_[static_cast<size_t>(bucket)])
+    released += release_pages(g + b, static_cast<size_t>(e - b) * sizeof(float));
+  return released;
+}
+
+void ZeroShard::zero_grads(const Tensor& grads) {
+  check_paged(grads);
+  float* g = grads.data<float>();
+  const size_t page = page_size();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const ShardPiece& pc = layout_.pieces[b];
+    std::memset(g + pc.arena_begin, 0, static_cast<size_t>(pc.len) * sizeof(float));
+    for (const auto& [sb, se] : foreign_[b]) {
+      char* const lo = reinterpret_cast<char*>(g + sb);
+      char* const hi = reinterpret_cast<char*>(g + se);
+      const auto [plo, phi] = pages_inside(reinterpret_cast<uintptr_t>(lo), reinterpret_cast<uintptr_t>(hi), page);
+      char* const in_lo = reinterpret_cast<char*>(plo);
+      char* const in_hi = reinterpret_cast<char*>(phi);
+      if (in_lo == in_hi) {  // no whole page inside: all of it kept
+        std::memset(lo, 0, static_cast<size_t>(hi - lo));
+        continue;
+      }
+      std::memset(lo, 0, static_cast<size_t>(in_lo - lo));
+      std::memset(in_hi, 0, static_cast<size_t>(hi - in_hi));
+      release_pages(in_lo, static_cast<size_t>(in_hi - in_lo));
+    }
+  }
+}
+
+int64_t ZeroShard::kept_grad_bytes_bound() const {
+  return layout_.numel * static_cast<int64_t>(sizeof(float)) +
+         3 * static_cast<int64_t>(page_size()) * static_cast<int64_t>(buckets_.size());
 }
 
 double ZeroShard::clip(const Tensor& grads, double max_norm) {

@@ -1,6 +1,6 @@
-// defines: ZeroShard, ZeRO stage 1 (train.zero = 1) around the Reducer: each rank keeps the
-// optimizer state of its pieces of the flat arena only (collectives/reducer/shard_layout.h: block
-// `rank` of every bucket, the ring all-reduce's own cut), and a step is
+// defines: ZeroShard, ZeRO stages 1 and 2 (train.zero = 1, 2) around the Reducer: each rank keeps
+// the optimizer state of its pieces of the flat arena only (collectives/reducer/shard_layout.h:
+// block `rank` of every bucket, the ring all-reduce's own cut), and a step is
 //   backward: the Reducer reduce-scatters each bucket in place as backward completes it
 //             (ReducerOptions::shard; same bucket order and overlap as the all-reduce), so the
 //             rank's pieces of the gradient arena hold the average, in zero 0's summation order;
@@ -10,6 +10,20 @@
 //             element math);
 //   gather:   every bucket's parameters all-gathered in place before the next forward.
 // Gradient accumulation: the Reducer runs on the last micro-batch only, as at zero 0.
+//
+// Stage 2 (train.zero = 2): the gradients are sharded too. The gradient arena keeps its virtual
+// layout (layers accumulate into views of it, the buckets are its slices) on a page mapping of its
+// own (ArenaMemory::Paged, base/pages.h), and as soon as a bucket's reduce-scatter is complete
+// (ReducerOptions::on_reduced, on the training thread) release_grads gives back the whole pages of
+// the bucket's elements the rank does not own (madvise MADV_DONTNEED; the partial pages at their
+// ends stay): full-size gradient memory exists only for the buckets backward has written and
+// whose reduce-scatter is not complete yet. The pages given back read as zeros, what the next
+// step's zero_grad wants: zero_grads writes zeros only where the rank keeps memory (its pieces
+// and those partial pages) and gives the rest back again (nothing to do where it already is), so
+// it faults nothing in. Accumulation: the micro-batches before the last one run without the
+// Reducer and accumulate full-size gradients (all of the arena resident until the last one's
+// reduce-scatters give it back), as zero 0 holds them; only the last one's buckets are sharded.
+// The bits are stage 1's: the same sums, the owned pieces untouched by the release.
 //
 // Bits: each owned element's gradient is summed as zero 0 sums it, and the update is elementwise,
 // so the parameters are zero 0's as long as the clip coefficient is: that coefficient is a float
@@ -38,7 +52,9 @@ namespace dp {
 
 class ZeroShard {
  public:
-  ZeroShard(Communicator& comm, const std::vector<Bucket>& buckets, int64_t arena_numel);
+  // stage: 1 or 2 (2: release_grads and zero_grads are for use).
+  ZeroShard(Communicator& comm, const std::vector<Bucket>& buckets, int64_t arena_numel, int stage = 1);
+  int stage() const { return stage_; }
   const ShardLayout& layout() const { return layout_; }
   const std::vector<optim::ArenaPiece>& pieces() const { return pieces_; }
 
@@ -50,6 +66,20 @@ class ZeroShard {
   // Every bucket of params all-gathered in place (collective); returns when all are done.
   void gather_params(const Tensor& params);
 
+  // Stage 2; grads: the flat f32 gradient arena on its own page mapping (Tensor::zeros_paged).
+  // Bucket `bucket`'s reduce-scatter is complete: the whole pages of its elements this rank does
+  // not own are given back. First the mapping's resident bytes are measured (the memory account's
+  // peak: the step's high lies just before one of these releases). Returns the bytes given back.
+  size_t release_grads(int bucket, const Tensor& grads);
+  // Stage 2's zero_grad (instead of Graph::zero_grad, which would fault every page in): zeros
+  // written where the rank keeps memory (its pieces, the partial pages around the rest), the rest
+  // given back again. The whole arena reads as zeros afterwards.
+  void zero_grads(const Tensor& grads);
+  // The most gradient bytes stage 2 keeps resident between steps: the rank's pieces and, per
+  // bucket, the partial pages around them (at most 3 pages: the two ends of its piece and one
+  // straddling the bucket's end, where another bucket's foreign span starts).
+  int64_t kept_grad_bytes_bound() const;
+
   // The shard optimizer's state assembled in arena order into `whole`'s state tensors (through
   // their views, one tensor at a time), with its step count: collective. whole null (a rank that
   // writes nothing): the collective part only, through one scratch tensor of the arena's size.
@@ -58,10 +88,13 @@ class ZeroShard {
   void take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const;
 
  private:
+  void check_paged(const Tensor& grads) const;
   Communicator& comm_;
   std::vector<Bucket> buckets_;
   int64_t arena_numel_;
+  int stage_;
   ShardLayout layout_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> foreign_;  // per bucket: foreign_spans
   std::vector<optim::ArenaPiece> pieces_;
 };
 

@@ -1,6 +1,8 @@
 // Bucket assignment (pure) and the Reducer's lifecycle over the single-process communicator.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "collectives/reducer/reducer.h"
 #include "base/half.h"
 #include "models/build.h"
@@ -71,6 +73,38 @@ TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
   lenient.on_ready(static_cast<int>(g->nodes().size()) - 1);
   EXPECT_NO_THROW(lenient.finalize());
   EXPECT_EQ(lenient.last_step().buckets.size(), lenient.buckets().size());
+}
+
+// on_reduced hears of every bucket once per step, as its reduction completes: over one rank a
+// bucket is done when it is launched, so each is reported at the on_ready that completed it.
+TEST(Reducer, OnReducedReportsEachBucketOncePerStepAsItCompletes) {
+  ModelConfig mc;
+  mc.preset = PresetKind::Mlp;
+  mc.hidden = {8, 8};
+  auto g = models::build_model(mc, {1, 4, 4}, 1);
+  SingleProcessCommunicator comm;
+  ReducerOptions o;
+  o.first_bucket_bytes = 64, o.bucket_bytes = 256;
+  std::vector<int> calls;
+  o.on_reduced = [&](int b) { calls.push_back(b); };
+  Reducer r(comm, *g, o);
+  ASSERT_GE(r.buckets().size(), 2u);
+  for (int step = 0; step < 2; ++step) {
+    calls.clear();
+    r.prepare();
+    for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i)
+      if (!g->nodes()[i].param_slots.empty()) {
+        r.on_ready(i);
+        // Bucket 0 holds the last layer's gradients: reported at once.
+        if (i == static_cast<int>(g->nodes().size()) - 1) EXPECT_EQ(calls, std::vector<int>{0});
+      }
+    r.finalize();
+    std::vector<int> want;
+    for (size_t b = 0; b < r.buckets().size(); ++b) want.push_back(static_cast<int>(b));
+    EXPECT_EQ(calls, want) << "step " << step;
+  }
+  o.wire = DType::BF16;  // the widening comes after the wait: not "reduced" at completion
+  EXPECT_THROW(Reducer(comm, *g, o), DpError);
 }
 
 // Compressed buckets travel in 16 bits: over one rank the average is the identity, so each

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "collectives/reducer/buckets.h"
 #include "collectives/reducer/shard_layout.h"
 #include "collectives/ring/algorithms.h"
@@ -56,6 +58,35 @@ TEST(ShardLayout, BucketSmallerThanTheWorldLeavesEmptyPieces) {
   EXPECT_EQ(shard_layout(buckets, 3, 0).numel, 1);
   EXPECT_EQ(shard_layout(buckets, 3, 1).numel, 1);
   EXPECT_EQ(shard_layout(buckets, 3, 2).numel, 0);
+}
+
+// ZeRO stage 2 gives back the pages of the elements a rank does not own: with its piece they
+// cover the bucket exactly, and an empty piece leaves one span (no seam that would keep a page).
+TEST(ShardLayout, ForeignSpansAndThePieceCoverTheBucket) {
+  const std::vector<Bucket> buckets = some_buckets();
+  for (int world : {1, 2, 3, 7})
+    for (int r = 0; r < world; ++r) {
+      const ShardLayout l = shard_layout(buckets, world, r);
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        const ShardPiece& pc = l.pieces[b];
+        const auto spans = foreign_spans(buckets[b], pc);
+        int64_t covered = pc.len;
+        for (const auto& [lo, hi] : spans) {
+          EXPECT_LT(lo, hi);
+          EXPECT_TRUE(hi <= pc.arena_begin || lo >= pc.arena_begin + pc.len) << "overlaps the piece";
+          EXPECT_TRUE(lo >= buckets[b].begin && hi <= buckets[b].end);
+          covered += hi - lo;
+        }
+        EXPECT_EQ(covered, buckets[b].end - buckets[b].begin) << world << " " << r << " " << b;
+        if (pc.len == 0) EXPECT_EQ(spans.size(), 1u);
+      }
+    }
+  const Bucket whole{10, 40, {0}};
+  EXPECT_EQ(foreign_spans(whole, ShardPiece{0, 20, 5, 0}),
+            (std::vector<std::pair<int64_t, int64_t>>{{10, 20}, {25, 40}}));
+  EXPECT_TRUE(foreign_spans(whole, ShardPiece{0, 10, 30, 0}).empty()) << "the whole bucket owned";
+  EXPECT_EQ(foreign_spans(whole, ShardPiece{0, 25, 0, 0}), (std::vector<std::pair<int64_t, int64_t>>{{10, 40}}));
+  EXPECT_THROW(foreign_spans(whole, ShardPiece{0, 35, 10, 0}), DpError);
 }
 
 TEST(ShardLayout, DecaySpansMoveIntoShardCoordinates) {

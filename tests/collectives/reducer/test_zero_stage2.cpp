@@ -1,0 +1,114 @@
+// ZeRO stage 2 (collectives/reducer/zero_shard.h) on 2 and 3 ranks of the ring, in forked
+// processes: an MLP's gradient arena on its own page mapping, "backward" writing each layer's
+// gradients and reporting them ready, the Reducer reduce-scattering each bucket and handing it to
+// ZeroShard::release_grads as it completes (ReducerOptions::on_reduced). Then:
+//   - every owned element holds exactly the all-reduce's bits (the release touches no piece);
+//   - the arena's resident bytes (mincore) are the rank's pieces and partial pages only, at most
+//     kept_grad_bytes_bound(), and that is what the memory account's gradients row says;
+//   - zero_grads leaves the whole arena reading as zeros without faulting the released pages in,
+//     and a second step gives the same bits again.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/pages.h"
+#include "collectives/reducer/reducer.h"
+#include "collectives/reducer/zero_shard.h"
+#include "collectives/ring/ring_communicator.h"
+#include "models/build.h"
+#include "runtime/memory_account.h"
+#include "tests/collectives/ring_harness.h"
+
+namespace dp {
+namespace {
+
+float grad_value(int rank, int64_t i, int step) {
+  const uint32_t h = static_cast<uint32_t>(i * 2654435761u + rank * 40503u + step * 97u);
+  return (static_cast<float>(h % 100003) / 7.0f - 7000.0f) * (1.0f + 0.37f * static_cast<float>(rank)) * 1e-3f;
+}
+
+int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r) {
+  auto fail = [&](const std::string& why) {
+    ringtest::report(s, r, why + "\n");
+    return 1;
+  };
+  RingOptions ro;
+  ro.timeout_s = 30;
+  ro.small_bytes = 4096;  // the smallest buckets run recursive doubling (the whole all-reduce)
+  auto comm = make_ring_communicator(bs, ro);
+  const size_t grads_before = memory_breakdown().live[static_cast<size_t>(MemoryCategory::Gradients)];
+  ModelConfig mc;
+  mc.preset = PresetKind::Mlp;
+  mc.hidden = {256, 100};
+  auto g = models::build_model(mc, {1, 16, 16}, 1, Device::cpu(), DType::F32, nullptr, ArenaMemory::Paged);
+  const Tensor grads = g->grads().flat();
+  const int64_t n = grads.numel();
+  ReducerOptions o;
+  o.first_bucket_bytes = 3000, o.bucket_bytes = 90'000;  // uneven buckets of several pages
+  o.shard = true;
+  ZeroShard zero(*comm, reducer_buckets(*g, o), n, 2);
+  size_t released = 0;
+  int reported = 0;
+  o.on_reduced = [&](int b) {
+    released += zero.release_grads(b, grads);
+    ++reported;
+  };
+  Reducer red(*comm, *g, o);
+  if (red.buckets().size() < 3) return fail(fmt::format("only {} buckets", red.buckets().size()));
+  if (resident_bytes(grads.raw(), grads.nbytes()) != 0) return fail("the fresh arena is resident");
+  for (int step = 0; step < 2; ++step) {
+    zero.zero_grads(grads);
+    // Zero 0's bits, for the comparison: each bucket all-reduced.
+    Tensor want = Tensor::zeros({n});
+    for (int64_t i = 0; i < n; ++i) want.data<float>()[i] = grad_value(r, i, step);
+    for (const Bucket& b : red.buckets()) comm->allreduce(want.slice_flat(b.begin, {b.end - b.begin}), ReduceOp::Avg);
+    released = 0, reported = 0;
+    red.prepare();
+    for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i) {
+      const auto& node = g->nodes()[static_cast<size_t>(i)];
+      if (node.param_slots.empty()) continue;
+      for (int slot : node.param_slots) {
+        const auto& sl = g->grads().slot(slot);
+        float* p = grads.data<float>() + sl.offset;
+        for (int64_t k = 0; k < sl.numel; ++k) p[k] += grad_value(r, sl.offset + k, step);  // accumulate, as layers do
+      }
+      red.on_ready(i);
+    }
+    red.finalize();
+    if (reported != static_cast<int>(red.buckets().size()))
+      return fail(fmt::format("step {}: {} of {} buckets reported reduced", step, reported, red.buckets().size()));
+    const size_t resident = resident_bytes(grads.raw(), grads.nbytes());
+    const auto bound = static_cast<size_t>(zero.kept_grad_bytes_bound());
+    if (resident > bound)
+      return fail(fmt::format("step {}: {} gradient bytes resident, more than the bound {}", step, resident, bound));
+    if (released == 0 || resident + released < grads.nbytes() - page_size())
+      return fail(fmt::format("step {}: released {} and resident {} of {}", step, released, resident, grads.nbytes()));
+    const MemoryBreakdown mb = memory_breakdown();
+    if (mb.live[static_cast<size_t>(MemoryCategory::Gradients)] - grads_before != resident)
+      return fail(fmt::format("the account's gradients {} (of which {} before the model) against {} resident",
+                              mb.live[static_cast<size_t>(MemoryCategory::Gradients)], grads_before, resident));
+    for (const ShardPiece& pc : zero.layout().pieces)
+      if (std::memcmp(grads.data<float>() + pc.arena_begin, want.data<float>() + pc.arena_begin,
+                      static_cast<size_t>(pc.len) * sizeof(float)) != 0)
+        return fail(fmt::format("step {}: bucket {}'s piece differs from the all-reduce", step, pc.bucket));
+  }
+  // zero_grads: zeros everywhere, nothing faulted in (check residency before reading the released parts).
+  zero.zero_grads(grads);
+  const size_t after = resident_bytes(grads.raw(), grads.nbytes());
+  if (after > static_cast<size_t>(zero.kept_grad_bytes_bound()))
+    return fail(fmt::format("zero_grads left {} bytes resident", after));
+  for (int64_t i = 0; i < n; ++i)
+    if (grads.data<float>()[i] != 0.0f) return fail(fmt::format("element {} is not zero after zero_grads", i));
+  return 0;
+}
+
+TEST(ZeroStage2, OwnedPiecesExactReleasedPagesGoneZeroGradFaultsNothingIn) {
+  for (int n : {2, 3}) {
+    const auto results = ringtest::run_ranks(n, run_rank, 60);
+    EXPECT_EQ(ringtest::all_exited_with(results, 0), "") << n << " ranks";
+  }
+}
+
+}  // namespace
+}  // namespace dp
