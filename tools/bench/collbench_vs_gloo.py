@@ -32,7 +32,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
+
+from bench_load import LoadSampler, torchrun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -46,25 +47,6 @@ def parse_bytes(s):
     mul = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     s = s.strip().rstrip("Bb").rstrip("i")
     return int(s[:-1]) * mul[s[-1].upper()] if s and s[-1].upper() in mul else int(s)
-
-
-class LoadSampler:
-    """The 1-minute load average every `every` seconds while the bench runs."""
-
-    def __init__(self, every=15.0):
-        self.samples, self.stop = [os.getloadavg()[0]], threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(every,), daemon=True)
-        self.thread.start()
-
-    def _run(self, every):
-        while not self.stop.wait(every):
-            self.samples.append(os.getloadavg()[0])
-
-    def summary(self):
-        self.stop.set()
-        self.thread.join()
-        s = self.samples
-        return f"median {statistics.median(s):.2f} [{min(s):.2f}-{max(s):.2f}] over {len(s)} samples"
 
 
 def collbench(args, op, tcp, log):
@@ -93,10 +75,10 @@ def collbench(args, op, tcp, log):
 
 def gloo(args, ops, log):
     """{op: {size: time_us}} from one torchrun of gloo_collbench.py, or None."""
-    cmd = [args.torch_python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.nproc),
-           os.path.join(HERE, "gloo_collbench.py"), "--ops", ",".join(ops), "--min-bytes", str(args.min_bytes),
-           "--max-bytes", str(args.max_bytes), "--factor", str(args.factor), "--iters", str(args.iters),
-           "--warmup", str(args.warmup)]
+    cmd = torchrun(args.torch_python, args.nproc) + [
+        os.path.join(HERE, "gloo_collbench.py"), "--ops", ",".join(ops), "--min-bytes", str(args.min_bytes),
+        "--max-bytes", str(args.max_bytes), "--factor", str(args.factor), "--iters", str(args.iters),
+        "--warmup", str(args.warmup)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with open(log, "a") as f:
@@ -179,7 +161,7 @@ def main():
     host = os.uname().nodename
     print(f"\nhost {host}, {os.cpu_count()} cores; {args.nproc} ranks, f32 sum, {args.warmup} warmup + {args.iters} "
           f"timed runs per size, {args.rounds} interleaved rounds (ring shm, ring tcp, gloo); torch "
-          f"{torch_version(args.torch_python)}; 1-minute load average during the bench: {sampler.summary()}")
+          f"{torch_version(args.torch_python)}; 1-minute load average during the bench: {sampler.summary(digits=2)}")
     for o in ops:
         go = GLOO_OP[o]
         print(f"\n### {o}: ring vs gloo `dist.{TORCH_CALL[go]}`\n")

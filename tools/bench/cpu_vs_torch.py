@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from bench_load import LoadSampler, start_load, stop_load, torchrun
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
@@ -125,7 +127,7 @@ def torch_run(args, row, mode, work, extra=()):
              "--device", "cpu", "--modes", mode, "--warmup", "3" if model != "fmnist_cnn" else "10", "--windows", "4",
              "--steps", str(max(2, (steps - every) // 4 if model == "fmnist_cnn" else every))] + list(extra)
     if procs > 1:
-        cmd = [args.torch_python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs)] + bench
+        cmd = torchrun(args.torch_python, procs) + bench
     else:
         cmd = [args.torch_python] + bench
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
@@ -139,29 +141,13 @@ def torch_run(args, row, mode, work, extra=()):
     return None, peak, f"rc={rc}, log {log}"
 
 
-class LoadSampler:
-    """Samples the 1-minute load average every `every` seconds while the bench runs."""
-
-    def __init__(self, every=15.0):
-        import threading
-        self.samples, self.stop = [os.getloadavg()[0]], threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(every,), daemon=True)
-        self.thread.start()
-
-    def _run(self, every):
-        while not self.stop.wait(every):
-            self.samples.append(os.getloadavg()[0])
-
-    def summary(self):
-        self.stop.set()
-        self.thread.join()
-        s = self.samples
-        return f"median {statistics.median(s):.1f} [{min(s):.1f}-{max(s):.1f}] over {len(s)} samples"
+def median_present(xs):
+    """The median of the values that are there (not None, not 0), or None."""
+    return statistics.median([x for x in xs if x]) if any(xs) else None
 
 
-def start_load(n):
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    return procs
+def mib(b):
+    return f"{b / 2**20:.0f}" if b else "-"
 
 
 def fmt_ratio(rs):
@@ -209,13 +195,10 @@ def main():
                     results[r][m + "_ratio"].append(dp / t if dp and t else None)
                     failed |= t is None
     finally:
-        for q in load:
-            q.kill()
-            q.wait()
+        stop_load(load)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    med = lambda xs: statistics.median([x for x in xs if x]) if any(xs) else None
-    mib = lambda b: f"{b / 2**20:.0f}" if b else "-"
+    med = median_present
     num = lambda v: f"{v:.1f}" if v else "error"
     cols = " | ".join(f"torch {m} img/s | ratio vs {m} [min-max]" for m in modes)
     print(f"\nload beside the bench: {args.load} busy loop(s); 1-minute load average during the bench: "

@@ -30,7 +30,8 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
+
+from bench_load import LoadSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -76,22 +77,6 @@ def timed(cmd, env):
     return json.loads(line), (rss[-1] / 1024 if rss else float("nan"))
 
 
-class LoadSampler:
-    def __init__(self, every=10.0):
-        self.samples, self.stop = [os.getloadavg()[0]], threading.Event()
-        self.t = threading.Thread(target=self._run, args=(every,), daemon=True)
-        self.t.start()
-
-    def _run(self, every):
-        while not self.stop.wait(every):
-            self.samples.append(os.getloadavg()[0])
-
-    def summary(self):
-        self.stop.set()
-        s = self.samples
-        return f"min {min(s):.2f}, median {statistics.median(s):.2f}, max {max(s):.2f} ({len(s)} samples)"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
@@ -110,7 +95,7 @@ def main():
     if not os.access(bench, os.X_OK):
         raise SystemExit(f"{bench} not built: ninja -C {args.build} gpt_step_bench")
     m = MODEL
-    load = LoadSampler()
+    load = LoadSampler(every=10.0)
     rows = []
     for prec, threads in [(p, int(t)) for p in args.precision.split(",") for t in args.threads.split(",")]:
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
@@ -129,10 +114,12 @@ def main():
                              f"({t['median_step_ms']:.0f} ms/step), ratio {ratios[-1]:.2f}; load "
                              f"{os.getloadavg()[0]:.2f}\n")
         rows.append((prec, threads, ratios, ours, theirs, max(rss_ours), max(rss_theirs)))
+    loads = load.finish()
     print(f"GPT {m['n_layer']} layers, {m['n_head']} heads, {m['n_embd']} dims, block {m['block_size']}, vocab "
           f"{m['vocab_size']}, batch {m['batch']}, dropout {args.dropout}, dptrain cpu_gemm {args.gemm}; "
           f"{args.pairs} interleaved pairs of "
-          f"{args.steps} timed steps after {args.warmup}; 1-minute load average during the bench: {load.summary()}\n")
+          f"{args.steps} timed steps after {args.warmup}; 1-minute load average during the bench: "
+          f"min {min(loads):.2f}, median {statistics.median(loads):.2f}, max {max(loads):.2f} ({len(loads)} samples)\n")
     print("| precision (torch) | threads | dptrain tokens/s | torch tokens/s | ratio median [min-max] | "
           "peak RSS MiB dptrain / torch |")
     print("|---|---|---|---|---|---|")

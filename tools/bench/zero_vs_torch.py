@@ -26,13 +26,13 @@ bench; RESULT lines and progress on stderr. Exit 1 when a run failed (its cell s
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import cpu_vs_torch as cvt  # noqa: E402  (the dptrain and torch runs, the load sampler)
+import cpu_vs_torch as cvt  # noqa: E402  (the dptrain and torch runs, the table's cells)
+from bench_load import LoadSampler, start_load, stop_load  # noqa: E402
 
 ROWS = {"cnn": "ddp", "gpt": "gpt"}  # this table's rows -> cpu_vs_torch's
 
@@ -53,8 +53,8 @@ def main():
     if any(r not in ROWS for r in rows) or args.pairs < 1:
         p.error(f"--rows from {','.join(ROWS)}, --pairs >= 1")
     work = tempfile.mkdtemp(prefix="dptrain-zerobench-")
-    sampler = cvt.LoadSampler()
-    load = cvt.start_load(args.load)
+    sampler = LoadSampler()
+    load = start_load(args.load)
     sides = ["z0", "z1", "tz"] + (["tddp"] if args.torch_ddp else [])
     res = {r: {s: [] for s in sides} | {s + "_rss": [] for s in sides} | {"step": [], "vs_torch": [], "vs_ddp": []}
            for r in rows}
@@ -83,14 +83,11 @@ def main():
                 if args.torch_ddp:
                     res[r]["vs_ddp"].append(got["z1"] / got["tddp"] if got["z1"] and got["tddp"] else None)
     finally:
-        for q in load:
-            q.kill()
-            q.wait()
+        stop_load(load)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    med = lambda xs: statistics.median([x for x in xs if x]) if any(xs) else None
+    med, mib = cvt.median_present, cvt.mib
     num = lambda v: f"{v:,.1f}" if v else "error"
-    mib = lambda b: f"{b / 2**20:.0f}" if b else "-"
     print(f"\nhost {os.uname().nodename}, {os.cpu_count()} cores; load beside the bench: {args.load} busy loop(s); "
           f"1-minute load average during the bench: {sampler.summary()}; {args.pairs} interleaved pair(s); dptrain "
           f"train.cpu_backend = {args.cpu_backend}; torch eager, gloo"
