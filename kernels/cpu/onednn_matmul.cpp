@@ -12,36 +12,20 @@
 
 namespace dp::kernels::cpu::onednn {
 
-LinearMatmul::LinearMatmul(std::string where, int64_t in, int64_t out, bool bias)
-    : where_(std::move(where)), in_(in), out_(out), bias_(bias) {}
+namespace {
 
-LinearMatmul::Entry& LinearMatmul::entry(int64_t M, bool relu) {
-  const auto key = std::make_pair(M, relu);
-  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  return onednn_call(where_, [&]() -> Entry& {
-    Entry e;
-    const memory::desc x = plain_md({M, in_}, Tag::ab), y = plain_md({M, out_}, Tag::ab);
-    const memory::desc w_t = plain_md({in_, out_}, Tag::ba);  // our (out, in) buffer read as (in, out)
-    const memory::desc w = plain_md({out_, in_}, Tag::ab), dy_t = plain_md({out_, M}, Tag::ba);
-    const memory::desc b = plain_md({1, out_}, Tag::ab);
-    dnnl::matmul::primitive_desc fpd(bias_ ? dnnl::matmul::desc(x, w_t, b, y) : dnnl::matmul::desc(x, w_t, y),
-                                     scratch_attr(relu), engine());
-    dnnl::matmul::primitive_desc dpd(dnnl::matmul::desc(y, w, x), scratch_attr(false), engine());
-    dnnl::primitive_attr acc = scratch_attr(false);
-    dnnl::post_ops sum;
-    sum.append_sum(1.0f);
-    acc.set_post_ops(sum);
-    dnnl::matmul::primitive_desc wpd(dnnl::matmul::desc(dy_t, x, w), acc, engine());
-    e.fwd = dnnl::matmul(fpd), e.bwd_d = dnnl::matmul(dpd), e.bwd_w = dnnl::matmul(wpd);
-    e.x = unbound(x), e.w_t = unbound(w_t), e.b = unbound(b), e.y = unbound(y);
-    e.dy = unbound(y), e.w = unbound(w), e.dx = unbound(x);
-    e.dy_t = unbound(dy_t), e.x_w = unbound(x), e.dw = unbound(w);
-    e.scratch_f = unbound(fpd.scratchpad_desc());
-    e.scratch_d = unbound(dpd.scratchpad_desc());
-    e.scratch_w = unbound(wpd.scratchpad_desc());
-    return entries_.emplace(key, std::move(e)).first->second;
-  });
+// f32 operands; our (out, in) weight read as (in, out) for the forward, dy (M, O) as (O, M).
+LinearDescs f32_descs(int64_t M, int64_t in, int64_t out) {
+  const memory::desc x = plain_md({M, in}, Tag::ab), y = plain_md({M, out}, Tag::ab);
+  const memory::desc w = plain_md({out, in}, Tag::ab);
+  return {.x = x, .w_t = plain_md({in, out}, Tag::ba), .b = plain_md({1, out}, Tag::ab), .y = y,
+          .dy = y, .w = w, .dx = x, .dy_t = plain_md({out, M}, Tag::ba), .dw = w};
 }
+
+}  // namespace
+
+LinearMatmul::LinearMatmul(std::string where, int64_t in, int64_t out, bool bias)
+    : where_(std::move(where)), in_(in), out_(out), bias_(bias), f32_(where_, in, out, bias, f32_descs) {}
 
 Bf16Matmul& LinearMatmul::bf16() {
   if (!bf16_) bf16_.emplace(where_, in_, out_, bias_);
@@ -86,24 +70,14 @@ void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const floa
     blas_gemm(lib, false, true, M, out_, in_, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
     return bias_relu(y, bias_ ? b : nullptr, M, out_, relu);
   }
-  Entry& e = entry(M, relu);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, bind(e.x, x)},
-                                       {DNNL_ARG_WEIGHTS, bind(e.w_t, w)},
-                                       {DNNL_ARG_DST, bind(e.y, y)},
-                                       {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_f)}};
-  if (bias_) args.emplace(DNNL_ARG_BIAS, bind(e.b, b));
-  execute(e.fwd, args);
+  f32_.forward(y, x, w, b, M, relu);
 }
 
 void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M) {
   if (M == 0) return;
   if (lib == GemmLibrary::OnednnBf16) return bf16().backward_data(dx, dy, w, M);
   if (lib != GemmLibrary::Onednn) return blas_gemm(lib, false, false, M, in_, out_, dy, out_, w, in_, 0.0f, dx, in_);
-  Entry& e = entry(M, false);
-  execute(e.bwd_d, {{DNNL_ARG_SRC, bind(e.dy, dy)},
-                    {DNNL_ARG_WEIGHTS, bind(e.w, w)},
-                    {DNNL_ARG_DST, bind(e.dx, dx)},
-                    {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_d)}});
+  f32_.backward_data(dx, dy, w, M);
 }
 
 void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const float* dy, const float* x,
@@ -114,11 +88,7 @@ void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const
   } else if (lib != GemmLibrary::Onednn) {
     blas_gemm(lib, true, false, out_, in_, M, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
   } else {
-    Entry& e = entry(M, false);
-    execute(e.bwd_w, {{DNNL_ARG_SRC, bind(e.dy_t, dy)},
-                      {DNNL_ARG_WEIGHTS, bind(e.x_w, x)},
-                      {DNNL_ARG_DST, bind(e.dw, dw)},
-                      {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_w)}});
+    f32_.backward_weights(dw, dy, x, M);
   }
   if (db) bias_grad_add(db, dy, M, out_);
 }

@@ -15,12 +15,10 @@
 // about 1.5x faster over forward + backward, mostly in the weight gradient.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <string>
-#include <utility>
 
 #include "base/pimpl_ptr.h"
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/onednn_matmul_build.h"
 
 namespace dp::kernels::cpu::onednn {
 
@@ -43,16 +41,10 @@ class LinearMatmul {
   void drop_bf16_casts();
 
  private:
-  struct Entry {
-    dnnl::matmul fwd, bwd_d, bwd_w;
-    memory x, w_t, b, y, dy, w, dx, dy_t, x_w, dw;
-    memory scratch_f, scratch_d, scratch_w;
-  };
-  Entry& entry(int64_t M, bool relu);
   std::string where_;
   int64_t in_, out_;
   bool bias_;
-  std::map<std::pair<int64_t, bool>, Entry> entries_;
+  LinearPrimitives f32_;  // the Onednn path's primitives
   Bf16Matmul& bf16();  // made on the first OnednnBf16 call
   PimplPtr<Bf16Matmul> bf16_;
 };

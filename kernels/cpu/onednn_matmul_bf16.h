@@ -13,12 +13,10 @@
 // on a CPU without them). Deterministic for a thread count, as the f32 primitives.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/onednn_matmul_build.h"
 
 namespace dp::kernels::cpu::onednn {
 
@@ -31,22 +29,14 @@ class Bf16Matmul {
   void drop_casts() { x_.from = w_.from = dy_.from = nullptr; }
 
  private:
-  struct Entry {
-    dnnl::matmul fwd, bwd_d, bwd_w;
-    memory x, w_t, b, y, dy, w, dx, dy_t, x_w, dw;
-    memory scratch_f, scratch_d, scratch_w;
-  };
   // A bf16 copy of an f32 buffer, and which buffer it was cast from (null: none kept).
   struct Cast {
     std::vector<uint16_t> data;
     const float* from = nullptr;
     const uint16_t* of(const float* src, int64_t n);  // casts src unless it is `from`'s copy
   };
-  Entry& entry(int64_t M, bool relu);
-  std::string where_;
   int64_t in_, out_;
-  bool bias_;
-  std::map<std::pair<int64_t, bool>, Entry> entries_;
+  LinearPrimitives prims_;  // bf16 operands, f32 bias and results
   Cast x_, w_, dy_;
 };
 

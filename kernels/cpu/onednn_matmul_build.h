@@ -1,0 +1,53 @@
+// defines: LinearDescs and LinearPrimitives, the three oneDNN matmul primitives of one fully
+// connected product, built per (M, ReLU) from the operands' memory descriptors, and their calls
+// with our buffers bound. The one build of LinearMatmul's f32 path (kernels/cpu/onednn_matmul.h)
+// and of Bf16Matmul's bf16 x bf16 -> f32 path (kernels/cpu/onednn_matmul_bf16.h):
+//   forward          y (M, O) = x (M, I) w_t (I, O) + b   (bias (1, O) and an optional ReLU post-op)
+//   backward_data    dx (M, I) = dy (M, O) w (O, I)
+//   backward_weights dw (O, I) += dy_t (O, M) x (M, I)     (oneDNN's sum post-op)
+// Every primitive's scratchpad is this thread's (kernels/cpu/onednn.h scratch()).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "kernels/cpu/onednn.h"
+
+namespace dp::kernels::cpu::onednn {
+
+// The operands' descriptors at one M: their data types and how our buffers are read (W (O, I)
+// read as (I, O) through its strides for w_t; dy (M, O) read as (O, M) for dy_t).
+struct LinearDescs {
+  memory::desc x, w_t, b, y;  // forward: src, weights, bias, dst
+  memory::desc dy, w, dx;     // backward_data: src, weights, dst
+  memory::desc dy_t, dw;      // backward_weights: src, dst (its weights: x)
+};
+
+// descs(M, in, out): the descriptors for M rows of an (in -> out) product.
+using LinearDescsFn = LinearDescs (*)(int64_t M, int64_t in, int64_t out);
+
+class LinearPrimitives {
+ public:
+  // `where` names the user in oneDNN's errors ("layer 'fc1' (linear)").
+  LinearPrimitives(std::string where, int64_t in, int64_t out, bool bias, LinearDescsFn descs);
+  // b is read only with bias.
+  void forward(void* y, const void* x, const void* w_t, const void* b, int64_t M, bool relu);
+  void backward_data(void* dx, const void* dy, const void* w, int64_t M);
+  void backward_weights(void* dw, const void* dy_t, const void* x, int64_t M);
+
+ private:
+  struct Entry {
+    dnnl::matmul fwd, bwd_d, bwd_w;
+    memory x, w_t, b, y, dy, w, dx, dy_t, x_w, dw;
+    memory scratch_f, scratch_d, scratch_w;
+  };
+  Entry& entry(int64_t M, bool relu);  // made on the first call at (M, relu)
+  std::string where_;
+  int64_t in_, out_;
+  bool bias_;
+  LinearDescsFn descs_;
+  std::map<std::pair<int64_t, bool>, Entry> entries_;
+};
+
+}  // namespace dp::kernels::cpu::onednn
