@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -95,26 +96,40 @@ std::pair<int, std::string> run_with_stub_slurm(int min_nodes) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-TEST(SubmitElastic, ALostNodeRestartsTheStepOnTheOthers) {
-  const auto [code, out] = run_with_stub_slurm(3);
-  EXPECT_EQ(code, 0) << out;
-  EXPECT_EQ(out,
-            "srun -N 4 -n 4 --nodelist=h1,h2,h3,h4 count 0: m.cfg\n"
-            "dptrain submit: host(s) h3 left the job (Slurm: node down or not responding); restart 1 of 1 on 3 "
-            "node(s): resuming from step 40 (record-restart record-restart --run /w/r --restart 1 --max-restarts 1 --status 143 "
-            "--rank 2 --host h3 --nodes 3 --cause host(s) h3 left the job (Slurm: node down or not responding))\n"
-            "srun -N 3 -n 3 --nodelist=h1,h2,h4 count 1: checkpoint.resume=true\n");
+// One run of the script under the stub Slurm: the job's --min-nodes, and the exit code and the
+// output expected.
+struct StubRun {
+  const char* name;
+  int min_nodes;
+  int code;
+  const char* out;
+};
+void PrintTo(const StubRun& r, std::ostream* os) { *os << r.name; }
+
+class SubmitElasticStub : public testing::TestWithParam<StubRun> {};
+
+TEST_P(SubmitElasticStub, ExitCodeAndOutput) {
+  const StubRun& r = GetParam();
+  const auto [code, out] = run_with_stub_slurm(r.min_nodes);
+  EXPECT_EQ(code, r.code) << out;
+  EXPECT_EQ(out, r.out);
 }
 
-TEST(SubmitElastic, BelowMinNodesTheJobStopsNamingTheMissingHost) {
-  const auto [code, out] = run_with_stub_slurm(4);
-  EXPECT_EQ(code, 143) << out;
-  EXPECT_EQ(out,
-            "srun -N 4 -n 4 --nodelist=h1,h2,h3,h4 count 0: m.cfg\n"
-            "dptrain submit: job 7 has 3 node(s) up (h1 h2 h4); missing: h3 (down or not responding); --min-nodes 4 "
-            "needs 4: not restarting. Resubmit once they are back (sbatch /w/r/submit.sbatch), or with a smaller "
-            "--min-nodes to go on without them\n");
-}
+INSTANTIATE_TEST_SUITE_P(
+    SubmitElastic, SubmitElasticStub,
+    testing::Values(
+        StubRun{"ALostNodeRestartsTheStepOnTheOthers", 3, 0,
+                "srun -N 4 -n 4 --nodelist=h1,h2,h3,h4 count 0: m.cfg\n"
+                "dptrain submit: host(s) h3 left the job (Slurm: node down or not responding); restart 1 of 1 on 3 "
+                "node(s): resuming from step 40 (record-restart record-restart --run /w/r --restart 1 --max-restarts 1 --status 143 "
+                "--rank 2 --host h3 --nodes 3 --cause host(s) h3 left the job (Slurm: node down or not responding))\n"
+                "srun -N 3 -n 3 --nodelist=h1,h2,h4 count 1: checkpoint.resume=true\n"},
+        StubRun{"BelowMinNodesTheJobStopsNamingTheMissingHost", 4, 143,
+                "srun -N 4 -n 4 --nodelist=h1,h2,h3,h4 count 0: m.cfg\n"
+                "dptrain submit: job 7 has 3 node(s) up (h1 h2 h4); missing: h3 (down or not responding); --min-nodes 4 "
+                "needs 4: not restarting. Resubmit once they are back (sbatch /w/r/submit.sbatch), or with a smaller "
+                "--min-nodes to go on without them\n"}),
+    [](const testing::TestParamInfo<StubRun>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace dp::launch
