@@ -29,6 +29,22 @@
 
 namespace dp::launch {
 
+void add_config_options(CLI::App& app, std::string& cfg_path, std::vector<std::string>& sets,
+                        const std::string& config_help) {
+  app.add_option("config", cfg_path, config_help);
+  app.add_option("--set", sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+}
+
+void take_config_from_sets(std::string& cfg_path, std::vector<std::string>& sets) {
+  if (!cfg_path.empty()) return;
+  for (auto it = sets.begin(); it != sets.end(); ++it) {
+    if (it->find('=') != std::string::npos) continue;
+    cfg_path = *it;
+    sets.erase(it);
+    return;
+  }
+}
+
 namespace {
 // The options of a training run, shared by `dptrain model.cfg` and `dptrain submit model.cfg`.
 struct RunArgs {
@@ -39,27 +55,13 @@ struct RunArgs {
 };
 
 void add_run_options(CLI::App& app, RunArgs& a) {
-  app.add_option("config", a.cfg_path, "model.cfg (TOML), e.g. models/fmnist_cnn.cfg");
-  app.add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  add_config_options(app, a.cfg_path, a.sets, "model.cfg (TOML), e.g. models/fmnist_cnn.cfg");
   app.add_option("--name", a.name, "run name (run.name): the run directory is <run.dir>/<name>");
   app.add_option("--run-dir", a.run_dir, "root folder of run directories (run.dir)");
   app.add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (run.log_level)");
   app.add_flag("--dump-replicas", a.dump_replicas,
                "every rank also writes its replica at each checkpoint (checkpoint.replicas = true; compare them "
                "with diffckpt --all)");
-}
-
-// `--set k=v model.cfg`: --set takes every value up to the next option (so that `--set a=1 b=2`
-// works), which swallows a config given after it. A --set value without '=' is no override: when
-// no config was given otherwise, that value is the config.
-void take_config_from_sets(RunArgs& a) {
-  if (!a.cfg_path.empty()) return;
-  for (auto it = a.sets.begin(); it != a.sets.end(); ++it) {
-    if (it->find('=') != std::string::npos) continue;
-    a.cfg_path = *it;
-    a.sets.erase(it);
-    return;
-  }
 }
 
 // The cfg overrides the options stand for: --set first, then the dedicated options (which win).
@@ -209,8 +211,7 @@ CLI::App* add_inference_command(CLI::App& app, InferArgs& a, bool predict) {
               : "evaluate --weights on the cfg's evaluation split: loss, top-1, top-5, the same on any number of "
                 "ranks (--nproc or srun)");
   c->fallthrough();  // --nproc after the command's name
-  c->add_option("config", a.cfg_path, "model.cfg (TOML): the model the weights are of, and the data and batch size");
-  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  add_config_options(*c, a.cfg_path, a.sets, "model.cfg (TOML): the model the weights are of, and the data and batch size");
   c->add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (run.log_level)");
   c->add_option("--weights", a.o.weights,
                 "a dptrain final.safetensors or checkpoint, or a safetensors state_dict (torchvision names)")
@@ -229,7 +230,7 @@ CLI::App* add_inference_command(CLI::App& app, InferArgs& a, bool predict) {
 // eval or predict: the cfg checked here (in the launcher too, before any worker starts).
 int inference(InferArgs a, bool predict, int nproc, bool launcher, int argc, char** argv) {
   RunArgs r{.cfg_path = a.cfg_path, .sets = a.sets};
-  take_config_from_sets(r);
+  take_config_from_sets(r.cfg_path, r.sets);
   if (r.cfg_path.empty()) {
     std::fprintf(stderr, "dptrain: error: no config given; try: dptrain %s models/fmnist_cnn.cfg --weights "
                          "runs/fmnist_cnn/final.safetensors%s (see dptrain %s --help)\n",
@@ -265,8 +266,7 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
   CLI::App* c = app.add_subcommand(
       "sample", "continue a prompt with a GPT model (model.preset = \"gpt2\") and --weights: text for a byte-level "
                 "model (vocab_size 256), token ids otherwise; the same output for the same --seed");
-  c->add_option("config", a.cfg_path, "model.cfg (TOML): the model the weights are of");
-  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  add_config_options(*c, a.cfg_path, a.sets, "model.cfg (TOML): the model the weights are of");
   c->add_option("--log-level", a.log_level, "trace, debug, info, warn, error or off (default warn: stdout is the text)");
   c->add_option("--weights", a.o.weights,
                 "a dptrain final.safetensors or checkpoint, a nanoGPT state_dict or a Hugging Face GPT-2 checkpoint")
@@ -285,7 +285,7 @@ CLI::App* add_sample_command(CLI::App& app, SampleArgs& a) {
 
 int sample(SampleArgs a) {
   RunArgs r{.cfg_path = a.cfg_path, .sets = a.sets};
-  take_config_from_sets(r);
+  take_config_from_sets(r.cfg_path, r.sets);
   if (r.cfg_path.empty()) {
     std::fprintf(stderr, "dptrain: error: no config given; try: dptrain sample models/gpt_tiny.cfg --weights "
                          "runs/gpt_tiny/final.safetensors --prompt \"ROMEO:\" (see dptrain sample --help)\n");
@@ -502,8 +502,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  take_config_from_sets(a.run);
-  take_config_from_sets(a.submit);
+  take_config_from_sets(a.run.cfg_path, a.run.sets);
+  take_config_from_sets(a.submit.cfg_path, a.submit.sets);
   return dispatch(commands, a, argc, argv);
 }
 

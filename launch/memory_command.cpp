@@ -2,9 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 
+#include "launch/cli.h"
 #include "launch/datasets.h"
 #include "launch/memory_estimate.h"
 #include "launch/size_context.h"
@@ -62,8 +62,7 @@ CLI::App* add_memory_command(CLI::App& app, MemoryArgs& a) {
   CLI::App* c = app.add_subcommand(
       "memory", "the planned peak memory per rank of model.cfg's training step, by category, before the run and "
                 "without touching a device (a CPU-only build plans a CUDA run from train.device and train.precision)");
-  c->add_option("config", a.cfg_path, "model.cfg (TOML)");
-  c->add_option("--set", a.sets, "override a cfg key: section.key=value (repeatable)")->take_all();
+  add_config_options(*c, a.cfg_path, a.sets, "model.cfg (TOML)");
   c->add_option("--world", a.world, "ranks of the run (default 1): the optimizer state's shard under train.zero = 1")
       ->check(CLI::Range(1, 1 << 20));
   c->add_flag("--json", a.json, "one JSON object instead of the table");
@@ -91,9 +90,7 @@ Shape planned_sample_shape(const Config& cfg) {
 }
 
 int memory_command(MemoryArgs a) {
-  // `--set k=v model.cfg`: --set takes every value up to the next option (as the training command).
-  const auto bare = std::find_if(a.sets.begin(), a.sets.end(), [](const std::string& v) { return v.find('=') == std::string::npos; });
-  if (a.cfg_path.empty() && bare != a.sets.end()) a.cfg_path = *bare, a.sets.erase(bare);
+  take_config_from_sets(a.cfg_path, a.sets);  // `--set k=v model.cfg`, as the training command
   if (a.cfg_path.empty()) {
     std::fprintf(stderr, "dptrain: error: no config given; try: dptrain memory models/fmnist_cnn.cfg (see dptrain "
                          "memory --help)\n");
