@@ -19,54 +19,21 @@
 set -uo pipefail
 
 build=${1:?usage: test_gpt_tiny.sh BUILD_DIR}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$(cd "$build" && pwd)
-dptrain=$build/dptrain
-diffckpt=$build/diffckpt
-cfg=$repo/models/gpt_tiny.cfg
-text=/usr/share/common-licenses/GPL-3
 MAX_VAL_LOSS=2.85
 ATOL=1e-5
 t_start=$SECONDS
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -x "$dptrain" ] || fail "$dptrain not built (cmake --build $build --target dptrain)"
+# shellcheck source=tests/integration/gpt_tiny_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/gpt_tiny_env.sh"
+gpt_tiny_setup "$build" dptrain-gpt-tiny
+diffckpt=$build/diffckpt
 [ -x "$diffckpt" ] || fail "$diffckpt not built (cmake --build $build --target diffckpt)"
-[ -f "$text" ] || fail "no $text (package base-files)"
-unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT SLURM_JOB_ID SLURM_PROCID SLURM_NTASKS PMIX_RANK PMI_RANK
-export OMP_WAIT_POLICY=passive
 
-work=$(mktemp -d /tmp/dptrain-gpt-tiny.XXXXXX)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cd "$work" || fail "cannot enter $work"
-
-# eval_loss RUN: the loss of metrics.jsonl's last eval line.
-eval_loss() {
-  grep '"split":"eval"' "$1/metrics.jsonl" 2>/dev/null | tail -n 1 | sed -nE 's/.*"loss":([-0-9.eE+]+).*/\1/p'
-}
 # train NAME [FLAGS...]: dptrain gpt_tiny.cfg into $work/runs/NAME, output in $work/NAME.out.
-train() {
-  local name=$1 t0=$SECONDS rc
-  shift
-  timeout -k 10 600 "$dptrain" "$cfg" --run-dir "$work/runs" --name "$name" "$@" >>"$work/$name.out" 2>&1
-  rc=$?
-  echo "     $name: exit $rc in $((SECONDS - t0)) s"
-  [ $rc -eq 0 ] || { tail -n 30 "$work/$name.out" | sed 's/^/  | /' >&2; }
-  return $rc
-}
+train() { train_gpt_tiny 600 "$@"; }
 
-"$dptrain" make-shards "$text" --out data/gpl3 >"$work/shards.out" 2>&1 || { cat "$work/shards.out" >&2; fail "make-shards failed"; }
-if [ ! -f data/gpl3/train_000000.bin ] || [ ! -f data/gpl3/val_000000.bin ]; then
-  fail "make-shards wrote no train_000000.bin / val_000000.bin"
-fi
+make_gpl3_shards
 
 # --- readme: the cfg as it stands
 train readme || fail "the README's gpt_tiny run failed"

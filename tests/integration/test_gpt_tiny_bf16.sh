@@ -10,42 +10,25 @@
 set -uo pipefail
 
 build=${1:?usage: test_gpt_tiny_bf16.sh BUILD_DIR}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$(cd "$build" && pwd)
-dptrain=$build/dptrain
-cfg=$repo/models/gpt_tiny.cfg
-text=/usr/share/common-licenses/GPL-3
 STEPS=60
 MAX_GAP=0.05
 MAX_F32_LOSS=3.2
 t_start=$SECONDS
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -x "$dptrain" ] || fail "$dptrain not built (cmake --build $build --target dptrain)"
-[ -f "$text" ] || fail "no $text (package base-files)"
-unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT SLURM_JOB_ID SLURM_PROCID SLURM_NTASKS PMIX_RANK PMI_RANK
-export OMP_WAIT_POLICY=passive
+# shellcheck source=tests/integration/gpt_tiny_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/gpt_tiny_env.sh"
+gpt_tiny_setup "$build" dptrain-gpt-tiny-bf16
 
-work=$(mktemp -d /tmp/dptrain-gpt-tiny-bf16.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || fail "cannot enter $work"
-
-eval_loss() {
-  grep '"split":"eval"' "$1/metrics.jsonl" 2>/dev/null | tail -n 1 | sed -nE 's/.*"loss":([-0-9.eE+]+).*/\1/p'
-}
+# train NAME [FLAGS...]: $STEPS steps at batch 16, dropout 0, one evaluation at the end, no final checkpoint.
 train() {
-  local name=$1 t0=$SECONDS rc
+  local name=$1
   shift
-  timeout -k 10 300 "$dptrain" "$cfg" --run-dir "$work/runs" --name "$name" --set train.steps=$STEPS \
-    --set train.batch_size=16 --set train.warmup_steps=10 --set train.eval_every=$STEPS --set model.dropout=0 \
-    --set checkpoint.final=false "$@" >"$work/$name.out" 2>&1
-  rc=$?
-  echo "     $name: exit $rc in $((SECONDS - t0)) s"
-  [ $rc -eq 0 ] || { tail -n 30 "$work/$name.out" | sed 's/^/  | /' >&2; }
-  return $rc
+  train_gpt_tiny 300 "$name" --set train.steps=$STEPS --set train.batch_size=16 --set train.warmup_steps=10 \
+    --set train.eval_every=$STEPS --set model.dropout=0 --set checkpoint.final=false "$@"
 }
 
-"$dptrain" make-shards "$text" --out data/gpl3 >"$work/shards.out" 2>&1 || { cat "$work/shards.out" >&2; fail "make-shards failed"; }
+make_gpl3_shards
 if ! train bf16 --set train.precision=bf16; then
   if grep -q 'train.precision = "bf16" on the CPU needs AVX-512-BF16 or AMX' "$work/bf16.out"; then
     echo "skip: this CPU (as oneDNN sees it) has neither AVX-512-BF16 nor AMX"
