@@ -220,6 +220,7 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
   input_ = cpu ? model_input(x) : x;
   if (!cpu && !gpu_planned_) plan_gpu();
   const int64_t n = x.dim(0);
+  if (cpu) place_step_arena(n, act);
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     const int host = plan_[i].folded_into;
     if (host >= 0) {  // applied by its host's layer (run here when this is its place): share its output

@@ -66,7 +66,8 @@ class Graph {
   void build(const Shape& input_shape, uint64_t seed, Device device = Device::cpu(), DType compute = DType::F32,
              cuda::ExecContext* gpu = nullptr, ArenaMemory grad_memory = ArenaMemory::Allocated);
 
-  // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call).
+  // x: [N, input_shape...]; returns the output [N, out...] (owned by the graph until next call; on
+  // the CPU read it before backward, which gives its bytes in the step arena to other tensors).
   // On the GPU x is in the compute dtype (channels last when 4-D under mixed precision) and the
   // output is always F32 (cast from the compute dtype when that is 16-bit). x may also be integer
   // ids (token ids, I32) when every layer that takes the model input takes_integer_input(): the
@@ -134,6 +135,11 @@ class Graph {
   int folded_into(int node) const {
     return planned() ? plan_[static_cast<size_t>(node)].folded_into : -1;
   }
+  // Tests (issue 30's proof that no layer reads bytes the plan gave to another tensor): on the CPU,
+  // fill the step arena with NaN (every byte 0xFF) at the start of every forward.
+  void poison_step_arena_for_testing(bool on) { poison_step_arena_ = on; }
+  // The CPU's step arena (graph_step_arena.cpp): its bytes (0 before the first forward, or on a GPU).
+  size_t step_arena_bytes() const { return step_arena_.defined() ? step_arena_.nbytes() : 0; }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Shape& input_shape() const { return input_shape_; }
@@ -209,7 +215,19 @@ class Graph {
   std::vector<BackwardStep> schedule_;
   GradientPlan grad_plan_;
   std::vector<size_t> grad_plan_bytes_;  // per node: the gradient bytes grad_plan_ was made for
-  Tensor grad_arena_;                    // U8 [arena bytes], on device_
+  Tensor grad_arena_;                    // U8 [arena bytes], on device_ (a GPU's; the CPU's are in step_arena_)
+  // The CPU's step arena (issue 30; graph_step_arena.cpp): every output (acts_) and input gradient
+  // of a step at the offsets of plan_step_memory's plan for the batch and path run (graph_arena:
+  // tensors whose lifetimes do not overlap share bytes), in one storage made for the largest batch
+  // so far and reused by a smaller one (a last partial batch, an evaluation). The layers' own kept
+  // state and scratch stay theirs.
+  Tensor step_arena_;                  // U8 [bytes], CPU
+  int64_t arena_batch_ = 0;            // the largest batch step_arena_ holds a plan of (0: after a new plan)
+  int64_t placed_batch_ = 0;           // the batch acts_ are placed for (0: not placed; adopt_plan resets)
+  DType placed_dtype_ = DType::F32;
+  GraphArena step_places_;             // the offsets acts_ and the input gradients are at
+  bool poison_step_arena_ = false;
+  void place_step_arena(int64_t batch, DType act);
   void plan_input_gradients_for_step();
   // Buffer b of grad_plan_ as a tensor of `shape` and `dtype`.
   Tensor grad_buffer(int b, const Shape& shape, DType dtype) const;

@@ -20,6 +20,7 @@ void Graph::adopt_plan(std::vector<NodePlan> plan) {
   plan_ = std::move(plan);
   schedule_.clear();  // the backward schedule and its gradient plan follow the plan
   grad_plan_bytes_.clear();
+  placed_batch_ = 0, arena_batch_ = 0;  // the CPU's step arena is placed again for this plan
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].layer->set_epilogue(plan_[i].epilogue);
 }
 

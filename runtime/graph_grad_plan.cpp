@@ -32,6 +32,16 @@ void Graph::plan_input_gradients_for_step() {
     names[i] = nodes_[i].layer->name();
   }
   grad_plan_ = plan_input_gradients(schedule_, sources, grad_plan_bytes_, names, kGradAlignment);
+  if (device_.is_cpu()) {  // the buffers are in the step arena, placed by the same plan
+    DP_CHECK(grad_plan_.tensors.size() == step_places_.gradient_bytes.size(),
+             "the graph's backward has {} input-gradient buffers, its step plan {}", grad_plan_.tensors.size(),
+             step_places_.gradient_bytes.size());
+    for (size_t b = 0; b < grad_plan_.tensors.size(); ++b)
+      DP_CHECK(grad_plan_.tensors[b].bytes == step_places_.gradient_bytes[b],
+               "input-gradient buffer '{}': {} bytes in the backward, {} in the step plan", grad_plan_.tensors[b].name,
+               grad_plan_.tensors[b].bytes, step_places_.gradient_bytes[b]);
+    return;
+  }
   const size_t bytes = std::max<size_t>(grad_plan_.packing.arena_bytes, 1);
   if (!grad_arena_.defined() || grad_arena_.nbytes() < bytes) {
     grad_arena_ = Tensor();  // the old arena goes before the new one comes
@@ -43,8 +53,9 @@ void Graph::plan_input_gradients_for_step() {
 Tensor Graph::grad_buffer(int b, const Shape& shape, DType dtype) const {
   DP_CHECK(b >= 0 && static_cast<size_t>(b) < grad_plan_.tensors.size(), "input-gradient buffer {} of {}", b,
            grad_plan_.tensors.size());
-  const size_t offset = grad_plan_.packing.offsets[static_cast<size_t>(b)];
-  Tensor t = Tensor::view_of(grad_arena_.storage(), offset, shape, dtype);
+  const bool cpu = device_.is_cpu();
+  const size_t offset = (cpu ? step_places_.gradient_offset : grad_plan_.packing.offsets)[static_cast<size_t>(b)];
+  Tensor t = Tensor::view_of((cpu ? step_arena_ : grad_arena_).storage(), offset, shape, dtype);
   DP_CHECK(t.nbytes() <= grad_plan_.tensors[static_cast<size_t>(b)].bytes, "input-gradient buffer {} ('{}') is {} bytes, asked {}",
            b, grad_plan_.tensors[static_cast<size_t>(b)].name, grad_plan_.tensors[static_cast<size_t>(b)].bytes,
            t.nbytes());

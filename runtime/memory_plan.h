@@ -80,6 +80,16 @@ Packing pack_tensors(std::span<const PlanTensor> tensors, size_t alignment);
 // packing can use less. Pure.
 size_t peak_live_bytes(std::span<const PlanTensor> tensors, size_t alignment);
 
+// Where the CPU graph places its own tensors of a step (runtime/step_memory.h's graph_arena, made
+// from a step plan; Graph's step arena): its outputs and input-gradient buffers in one arena.
+struct GraphArena {
+  static constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> output_offset;    // per node (kNone: shares its host's output, or none)
+  std::vector<size_t> gradient_offset;  // per input-gradient buffer (runtime/grad_plan.h's)
+  std::vector<size_t> gradient_bytes;   // per input-gradient buffer, as planned
+  size_t bytes = 0;                     // the arena
+};
+
 // "" when no two tensors with overlapping intervals overlap in [offset, offset + bytes), each
 // offset is aligned and inside arena_bytes; else the first clash, naming both tensors. Pure (the
 // tests' and the debug build's check of a packing).

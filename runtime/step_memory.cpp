@@ -106,13 +106,40 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
            q.batch);
   StepMemoryPlan p;
   const std::vector<PlanNode> nodes = plan_nodes(g, q);
-  for (PlanTensor& t : step_lifetimes(nodes))
-    if (t.category != MemoryCategory::InputGradients) p.tensors.push_back(std::move(t));
+  p.output_of.assign(nodes.size(), -1);
+  for (PlanTensor& t : step_lifetimes(nodes)) {
+    if (t.category == MemoryCategory::InputGradients) continue;
+    if (t.category == MemoryCategory::Activations) p.output_of[static_cast<size_t>(t.node)] = static_cast<int>(p.tensors.size());
+    p.tensors.push_back(std::move(t));
+  }
+  p.gradients_begin = p.tensors.size();
   for (PlanTensor& t : gradient_tensors(g, q)) p.tensors.push_back(std::move(t));
+  p.gradients_end = p.tensors.size();
   add_loss_tensors(g, q, p.tensors);
   p.packing = pack_tensors(p.tensors, q.alignment);
   p.lower_bound = peak_live_bytes(p.tensors, q.alignment);
   return p;
+}
+
+GraphArena graph_arena(const StepMemoryPlan& p, size_t alignment) {
+  std::vector<PlanTensor> own;
+  for (int t : p.output_of)
+    if (t >= 0) own.push_back(p.tensors[static_cast<size_t>(t)]);
+  const size_t outputs = own.size();
+  own.insert(own.end(), p.tensors.begin() + static_cast<std::ptrdiff_t>(p.gradients_begin),
+             p.tensors.begin() + static_cast<std::ptrdiff_t>(p.gradients_end));
+  const Packing packing = pack_tensors(own, alignment);
+  GraphArena a;
+  a.output_offset.assign(p.output_of.size(), GraphArena::kNone);
+  size_t k = 0;
+  for (size_t i = 0; i < p.output_of.size(); ++i)
+    if (p.output_of[i] >= 0) a.output_offset[i] = packing.offsets[k++];
+  for (size_t b = outputs; b < own.size(); ++b) {
+    a.gradient_offset.push_back(packing.offsets[b]);
+    a.gradient_bytes.push_back(own[b].bytes);
+  }
+  a.bytes = packing.arena_bytes;
+  return a;
 }
 
 std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,

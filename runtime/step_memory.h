@@ -33,10 +33,21 @@ struct StepMemoryPlan {
   std::vector<PlanTensor> tensors;  // activations (.out), kept (.kept), scratch, gradients, the loss's
   Packing packing;                  // packing.arena_bytes: the planned activation arena
   size_t lower_bound = 0;           // peak_live_bytes: what no packing can beat
+  // Which of `tensors` are the graph's own: per node, its output (-1: a folded node, which shares
+  // its host's, or none), and the input-gradient buffers of runtime/grad_plan.h's plan, buffer b
+  // being tensors[gradients_begin + b], up to gradients_end.
+  std::vector<int> output_of;
+  size_t gradients_begin = 0, gradients_end = 0;
 };
 
 // The plan of one training step (forward, loss, backward) of `g` (built; any device) at q.batch.
 StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q);
+
+// The bytes the graph itself places on the CPU (Graph, graph_step_arena.cpp): its outputs and input
+// gradients, at offsets in one arena packed from the plan's lifetimes by the plan's packer
+// (pack_tensors), without what the layers keep or scratch (they allocate it themselves) and the
+// loss's tensors (the caller's). Pure.
+GraphArena graph_arena(const StepMemoryPlan& p, size_t alignment);
 
 // The fusion plan the graph would run with: `gpu_fusion` on a GPU path (FusionPath::Gpu, or
 // GpuCudnnGraph when `cudnn_graph`), oneDNN's on the CPU with f32; else nothing folded.

@@ -1,0 +1,76 @@
+// Graph's step arena on the CPU (issue 30, section 1): the memory plan is what the CPU runs. Every
+// node's output and every input gradient of a step lives at the offset plan_step_memory's plan
+// gives it for the batch, dtype, path (oneDNN or reference) and fusion plan the graph runs
+// (graph_arena: the graph's own tensors packed from the plan's lifetimes), in one storage: tensors
+// whose lifetimes do not overlap share bytes, so a forward output no backward reads is transient.
+// The storage is made for the largest batch planned so far; a smaller batch (the last partial one,
+// an evaluation) is placed in the same bytes. The layers' own kept state and scratch
+// (MemoryCategory::LayerState) are still allocated by the layers. A GPU graph allocates its
+// activations one by one (graph.cpp, forward_node) and its input gradients in grad_arena_.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/graph.h"
+#include "runtime/last_dispatch.h"
+#include "runtime/memory_account.h"
+#include "runtime/step_memory.h"
+
+namespace dp {
+namespace {
+// Offsets in the arena: as the input-gradient arena's (kernels' vector loads, a cache line and more).
+constexpr size_t kStepArenaAlignment = 256;
+
+Shape batched(int64_t n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+}  // namespace
+
+void Graph::place_step_arena(int64_t batch, DType act) {
+  DP_CHECK(device_.is_cpu() && cpu_planned_, "step arena of a graph on {} (planned: {})", device_.str(), cpu_planned_);
+  if (placed_batch_ != batch || placed_dtype_ != act) {
+    const bool onednn = cpu_backend_ == CpuBackend::OneDnn && act == DType::F32;  // plan_cpu's rule
+    const StepMemoryQuery q{.batch = batch,
+                            .activations = act,
+                            .path = onednn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference,
+                            .fusion = plan_,
+                            .alignment = kStepArenaAlignment};
+    GraphArena places = graph_arena(plan_step_memory(*this, q), q.alignment);
+    // A single output beyond the machine is named as the allocation of that output would name it.
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const size_t bytes = bytes_of(batched(batch, nodes_[i].out_shape), act);
+      if (places.output_offset[i] == GraphArena::kNone || bytes <= host_memory_bytes()) continue;
+      HostMemoryError e(bytes, host_memory_bytes());
+      e.add_context("the output of " + dispatch_site(nodes_[i].layer->name(), nodes_[i].layer->type(), "forward"));
+      throw e;
+    }
+    const size_t need = std::max<size_t>(places.bytes, 1);
+    if (!step_arena_.defined() || step_arena_.nbytes() < need) {
+      // A plan for a smaller batch fits in a larger one's bytes (every tensor shrinks with the batch).
+      DP_CHECK(!step_arena_.defined() || batch > arena_batch_,
+               "the step plan for batch {} needs {} bytes, more than the {} bytes of the arena planned for batch {}",
+               batch, need, step_arena_.nbytes(), arena_batch_);
+      for (Tensor& a : acts_) a = Tensor();  // the old arena goes before the new one comes
+      step_arena_ = Tensor();
+      MemoryScope scope(MemoryCategory::Activations);  // the outputs and the input gradients
+      try {
+        step_arena_ = Tensor::zeros({static_cast<int64_t>(need)}, DType::U8, Device::cpu());
+      } catch (HostMemoryError& e) {
+        e.add_context(fmt::format("the step arena of the model's activations and input gradients at batch {}", batch));
+        throw;
+      }
+    }
+    arena_batch_ = std::max(arena_batch_, batch);
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      acts_[i] = places.output_offset[i] == GraphArena::kNone
+                     ? Tensor()  // a folded node: forward_nodes shares its host's output
+                     : Tensor::view_of(step_arena_.storage(), places.output_offset[i],
+                                       batched(batch, nodes_[i].out_shape), act);
+    step_places_ = std::move(places);
+    placed_batch_ = batch, placed_dtype_ = act;
+  }
+  if (poison_step_arena_) std::memset(step_arena_.storage()->data(), 0xFF, step_arena_.nbytes());
+}
+
+}  // namespace dp
