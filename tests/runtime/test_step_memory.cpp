@@ -106,5 +106,37 @@ TEST(StepMemory, AFoldedReluSharesItsHostsOutput) {
   EXPECT_EQ(g.nodes()[0].layer->epilogue(), Epilogue::None);  // put back
 }
 
+// What the CPU graph places itself (graph_arena): its outputs and input gradients, packed alone;
+// not fc2's scratch (the layer's) nor the loss's gradient (the caller's).
+TEST(StepMemory, TheGraphsArenaHoldsItsOutputsAndInputGradientsOnly) {
+  Graph g = chain();
+  StepMemoryQuery q{.batch = 4, .fusion = unfused_plan(3), .alignment = 64};
+  const StepMemoryPlan p = plan_step_memory(g, q);
+  ASSERT_EQ(p.output_of.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(p.tensors[static_cast<size_t>(p.output_of[i])].name, g.nodes()[i].layer->name() + ".out");
+  ASSERT_EQ(p.gradients_end - p.gradients_begin, 2u);  // relu.dout, fc1.dout
+  EXPECT_EQ(p.tensors[p.gradients_begin].name, "relu.dout");
+  const GraphArena a = graph_arena(p, 64);
+  ASSERT_EQ(a.gradient_offset.size(), 2u);
+  EXPECT_EQ(a.gradient_bytes, (std::vector<size_t>{128, 128}));
+  // fc1.out [0, 1], relu.out [1, 5], fc2.out [2, 3], relu.dout [4, 5], fc1.dout [5, 6], 128 bytes
+  // each: at most three live at once (event 5: relu.out, relu.dout, fc1.dout).
+  EXPECT_EQ(a.bytes, 3u * 128);
+  EXPECT_LT(a.bytes, p.packing.arena_bytes);  // fc2's 1000 bytes of scratch are not in it
+  std::vector<PlanTensor> own;
+  Packing placed;
+  for (size_t i = 0; i < 3; ++i) {
+    own.push_back(p.tensors[static_cast<size_t>(p.output_of[i])]);
+    placed.offsets.push_back(a.output_offset[i]);
+  }
+  for (size_t b = 0; b < 2; ++b) {
+    own.push_back(p.tensors[p.gradients_begin + b]);
+    placed.offsets.push_back(a.gradient_offset[b]);
+  }
+  placed.arena_bytes = a.bytes;
+  EXPECT_EQ(check_packing(own, placed, 64), "");
+}
+
 }  // namespace
 }  // namespace dp

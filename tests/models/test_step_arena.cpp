@@ -1,0 +1,143 @@
+// The CPU's step arena (runtime/graph_step_arena.cpp; issue 30): the memory plan is what the CPU
+// runs. Proofs, on both CPU backends:
+//   - poisoned: the arena filled with NaN before every forward changes no bit of the trained
+//     weights of the Fashion-MNIST CNN (batch norm, dropout), the CIFAR ResNet-18 (residual adds)
+//     and a small GPT, a smaller last batch included: no layer reads bytes before they are
+//     written, or after the plan gave them to another tensor (those would be NaN, or another
+//     tensor's values);
+//   - planned = measured: the account's activation bytes grow by exactly the arena that
+//     graph_arena(plan_step_memory(...)) plans (Storage charges the bytes asked; its 64-byte
+//     rounding is not charged), no input-gradient bytes besides, and a smaller batch reallocates
+//     nothing.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "models/build.h"
+#include "runtime/enum_names.h"
+#include "runtime/memory_account.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/step_memory.h"
+
+namespace dp {
+namespace {
+
+struct Model {
+  ModelConfig mc;
+  Shape sample;
+  int64_t batch;
+};
+
+Model cnn() {
+  Model m{{}, {1, 28, 28}, 8};
+  m.mc.preset = PresetKind::Cnn;
+  m.mc.dropout = 0.25;
+  return m;
+}
+
+Model resnet() {
+  Model m{{}, {3, 32, 32}, 2};
+  m.mc.preset = PresetKind::CifarResnet18;
+  return m;
+}
+
+Model gpt() {
+  Model m{{}, {32}, 3};
+  m.mc.preset = PresetKind::Gpt2;
+  m.mc.n_layer = 2, m.mc.n_head = 4, m.mc.n_embd = 64, m.mc.block_size = 32, m.mc.vocab_size = 96;
+  m.mc.dropout = 0.1;
+  return m;
+}
+
+Tensor input(const Model& m, int64_t batch, uint64_t step) {
+  Shape s{batch};
+  s.insert(s.end(), m.sample.begin(), m.sample.end());
+  const bool ids = m.mc.preset == PresetKind::Gpt2;
+  Tensor x = Tensor::zeros(s, ids ? DType::I32 : DType::F32);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t v = (i * 7919 + static_cast<int64_t>(step) * 104729) % 251;
+    if (ids) x.data<int32_t>()[i] = static_cast<int32_t>(v % m.mc.vocab_size);
+    else x.data<float>()[i] = static_cast<float>(v) / 251.0f - 0.5f;
+  }
+  return x;
+}
+
+// `steps` AdamW steps at m.batch, then one at a smaller batch (a last partial batch); the loss
+// gradient reads the logits (0.01 * logits, minus 1 at a fixed class per row), so the forward's
+// output matters too. Returns the parameters.
+std::vector<float> train(const Model& m, CpuBackend backend, bool poison, int steps) {
+  auto g = models::build_model(m.mc, m.sample, /*seed=*/5);
+  g->set_cpu_backend(backend);
+  g->poison_step_arena_for_testing(poison);
+  auto opt = optim::make_adamw(g->num_parameters(), {});
+  for (int s = 0; s <= steps; ++s) {
+    const int64_t batch = s < steps ? m.batch : m.batch - 1;
+    const StepContext ctx{true, static_cast<uint64_t>(s), 0};
+    g->zero_grad();
+    const Tensor& y = g->forward(ctx, input(m, batch, static_cast<uint64_t>(s)));
+    Tensor dy = Tensor::zeros(y.shape());
+    const int64_t classes = y.shape().back();
+    for (int64_t i = 0; i < y.numel(); ++i)
+      dy.data<float>()[i] = 0.01f * y.data<float>()[i] - (i % classes == 3 ? 1.0f : 0.0f);
+    g->backward(ctx, dy);
+    opt->step(g->params().flat(), g->grads().flat(), 1e-3);
+  }
+  EXPECT_GT(g->step_arena_bytes(), 0u);
+  const Tensor p = g->params().flat();
+  return std::vector<float>(p.data<float>(), p.data<float>() + p.numel());
+}
+
+class StepArena : public ::testing::TestWithParam<CpuBackend> {};
+
+void expect_poison_changes_nothing(const Model& m, CpuBackend backend) {
+  const std::vector<float> clean = train(m, backend, false, 3), poisoned = train(m, backend, true, 3);
+  ASSERT_EQ(clean.size(), poisoned.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < clean.size(); ++i) differ += std::memcmp(&clean[i], &poisoned[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << differ << " of " << clean.size() << " parameters differ after a poisoned arena";
+}
+
+TEST_P(StepArena, PoisonedArenaTrainsTheCnnToTheSameBits) { expect_poison_changes_nothing(cnn(), GetParam()); }
+TEST_P(StepArena, PoisonedArenaTrainsTheResnetToTheSameBits) { expect_poison_changes_nothing(resnet(), GetParam()); }
+TEST_P(StepArena, PoisonedArenaTrainsTheGptToTheSameBits) { expect_poison_changes_nothing(gpt(), GetParam()); }
+
+// The account's activation bytes grow by the planned arena and nothing else of the graph's.
+TEST_P(StepArena, MeasuredActivationBytesAreThePlannedArena) {
+  const Model m = cnn();
+  auto g = models::build_model(m.mc, m.sample, /*seed=*/5);
+  g->set_cpu_backend(GetParam());
+  const MemoryBreakdown before = memory_breakdown();
+  const StepContext ctx{true, 0, 0};
+  const Tensor& y = g->forward(ctx, input(m, m.batch, 0));
+  g->backward(ctx, Tensor::zeros(y.shape()));
+  const MemoryBreakdown after = memory_breakdown();
+  const MemoryPath path = GetParam() == CpuBackend::OneDnn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference;
+  StepMemoryQuery q{.batch = m.batch, .activations = DType::F32, .path = path, .alignment = 256};
+  q.fusion = device_fusion_plan(*g, path, DType::F32, false, false);
+  const size_t planned = graph_arena(plan_step_memory(*g, q), q.alignment).bytes;
+  const auto cat = [](MemoryCategory c) { return static_cast<size_t>(c); };
+  EXPECT_EQ(after.live[cat(MemoryCategory::Activations)] - before.live[cat(MemoryCategory::Activations)], planned);
+  EXPECT_EQ(after.live[cat(MemoryCategory::InputGradients)], before.live[cat(MemoryCategory::InputGradients)]);
+  EXPECT_EQ(g->step_arena_bytes(), planned);
+  // Tensors whose lifetimes do not overlap share bytes: the arena is below the sum of the graph's.
+  const StepMemoryPlan plan = plan_step_memory(*g, q);
+  size_t sum = 0;
+  for (int t : plan.output_of)
+    if (t >= 0) sum += plan.tensors[static_cast<size_t>(t)].bytes;
+  for (size_t t = plan.gradients_begin; t < plan.gradients_end; ++t) sum += plan.tensors[t].bytes;
+  EXPECT_LT(planned, sum);
+
+  // A smaller batch is placed in the same bytes.
+  q.batch = m.batch - 3;
+  EXPECT_LE(graph_arena(plan_step_memory(*g, q), q.alignment).bytes, planned);
+  const Tensor& y2 = g->forward(ctx, input(m, m.batch - 3, 1));
+  g->backward(ctx, Tensor::zeros(y2.shape()));
+  EXPECT_EQ(memory_breakdown().live[cat(MemoryCategory::Activations)], after.live[cat(MemoryCategory::Activations)]);
+  EXPECT_EQ(g->step_arena_bytes(), planned);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StepArena, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
+                         [](const auto& info) { return std::string(enum_name(info.param)); });
+
+}  // namespace
+}  // namespace dp
