@@ -1,6 +1,7 @@
-// defines: dropout_keep_threshold / dropout_keep, the CPU twin's mask decision
-// (models/layers/dropout/dropout_ref.h) in integers, for the dropout and attention-dropout
-// kernels; the Philox words they decide on come from base/philox.h, the host's own generator.
+// defines: dropout_keep_threshold / dropout_keep, the mask decision in integers of every dropout
+// path: the dropout and attention-dropout kernels and, since issue 33, the CPU twins
+// (models/layers/dropout/dropout_ref.h); the Philox words they decide on are base/philox.h's
+// (on the CPU drawn many at a time by kernels/cpu/philox_words.h, the same words).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 namespace dp::kernels::cuda {
 
-// The CPU twin keeps element i iff u >= p, with u = (r >> 8) * 2^-24 in double. Multiplying
+// Element i is kept iff u >= p, with u = (r >> 8) * 2^-24 in double (the rule as first written). Multiplying
 // by 2^24 is exact, so that is (r >> 8) >= p * 2^24, i.e. (r >> 8) >= ceil(p * 2^24): the same
 // mask with one integer compare and no double on the device. p in [0, 1).
 inline uint32_t dropout_keep_threshold(double p) { return static_cast<uint32_t>(std::ceil(p * 16777216.0)); }

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "base/rng.h"
+#include "models/layers/dropout/dropout_ref.h"
 
 namespace dp::kernels::cpu {
 
@@ -14,15 +14,7 @@ void dropout_logical(T* out, const T* in, int64_t n, uint64_t first, const AttnD
     std::copy(in, in + n, out);
     return;
   }
-  const T scale = static_cast<T>(1.0 / (1.0 - d.p));
-  uint32_t r[4];
-  uint64_t block = ~uint64_t{0};
-  for (int64_t k = 0; k < n; ++k) {
-    const uint64_t idx = first + static_cast<uint64_t>(k);
-    if (idx / 4 != block) block = idx / 4, Philox::block(d.seed, block, d.stream, r);
-    const double u = static_cast<double>(r[idx % 4] >> 8) * (1.0 / 16777216.0);  // Rng::uniform()'s 24 bits
-    out[k] = u >= d.p ? in[k] * scale : T(0);
-  }
+  dropout_apply(out, in, n, first, d.p, d.seed, d.stream);
 }
 
 namespace {

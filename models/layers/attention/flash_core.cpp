@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/philox_words.h"
 #include "models/layers/attention/exp_nonpositive.h"
 #include "models/layers/attention/flash_tile.h"
+#include "models/layers/dropout/dropout_ref.h"
 
 namespace dp::kernels::cpu {
 
@@ -204,6 +206,7 @@ template <typename Vec>
                                                      const float* P, int64_t q0, int64_t k0, int64_t rq, int64_t rk,
                                                      uint64_t index0, const AttnDropout& drop) {
   const bool diag = k0 == q0;
+  const DropoutKeep<float> keep(drop.p);
   TileP t{b.p, kTile, b.pd, kTile};
   if (P) t.p = P + h.kept->offset[q0 / kTile] + k0, t.ldp = h.kept->stride[q0 / kTile];
   if (!P) tile_scores<Vec>(b.p, kTile, b.qp + q0 * h.Dp, h.Dp, b.kt + k0, h, rq, rk, diag);
@@ -218,10 +221,11 @@ template <typename Vec>
       for (int64_t j = 0; j < n; ++j) b.p[i * kTile + j] = exp_nonpositive(b.p[i * kTile + j] * h.scale - shift);
       std::fill(b.p + i * kTile + n, b.p + i * kTile + rk, 0.0f);
     }
-    if (drop.p > 0) {
-      const uint64_t first = index0 + static_cast<uint64_t>((q0 + i) * h.T + k0);
-      dropout_logical(b.pd + i * kTile, p, rk, first, drop);
-      dropout_logical(ds, ds, n, first, drop);
+    if (drop.p > 0) {  // one draw of the row's mask, applied to P and to dP
+      uint32_t words[kTile];
+      philox_words(words, rk, index0 + static_cast<uint64_t>((q0 + i) * h.T + k0), drop.seed, drop.stream);
+      dropout_apply_words(b.pd + i * kTile, p, rk, words, keep);
+      dropout_apply_words(ds, ds, n, words, keep);
     }
     const float di = b.di[q0 + i];
 #pragma omp simd

@@ -1,25 +1,49 @@
 #include "models/layers/dropout/dropout_ref.h"
 
-#include "base/rng.h"
+#include <algorithm>
+
+#include "kernels/cpu/philox_words.h"
 
 namespace dp::kernels::cpu {
 
 namespace {
-// out = keep ? in * scale : 0, in blocks of 4 elements (one Philox block each).
+// Words drawn at once: on the stack, in L1, many Philox batches per call.
+constexpr int64_t kChunk = 256;
+// Elements per OpenMP task of a long tensor (any split draws the same mask: word i is element i's).
+constexpr int64_t kTask = 16 * kChunk;
+}  // namespace
+
+template <typename T>
+void dropout_apply_words(T* out, const T* in, int64_t n, const uint32_t* words, const DropoutKeep<T>& keep) {
+  const uint32_t threshold = keep.threshold;
+  const T scale = keep.scale;
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const T v = in[k] * scale;  // computed either way, so the choice is a blend
+    out[k] = cuda::dropout_keep(words[k], threshold) ? v : T(0);
+  }
+}
+
+template <typename T>
+void dropout_apply(T* out, const T* in, int64_t n, uint64_t first, double p, uint64_t seed, uint64_t stream) {
+  const DropoutKeep<T> keep(p);
+  uint32_t words[kChunk];
+  for (int64_t k = 0; k < n; k += kChunk) {
+    const int64_t m = std::min(kChunk, n - k);
+    philox_words(words, m, first + static_cast<uint64_t>(k), seed, stream);
+    dropout_apply_words(out + k, in + k, m, words, keep);
+  }
+}
+
+namespace {
+// out = keep ? in * scale : 0 over a whole tensor, in tasks of kTask elements.
 template <typename T>
 void apply_mask(T* out, const T* in, int64_t n, double p, uint64_t seed, uint64_t stream) {
-  const T scale = static_cast<T>(1.0 / (1.0 - p));
-  const int64_t blocks = (n + 3) / 4;
+  const int64_t tasks = (n + kTask - 1) / kTask;
 #pragma omp parallel for schedule(static) if (n > (1 << 15))
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    uint32_t r[4];
-    Philox::block(seed, static_cast<uint64_t>(blk), stream, r);
-    for (int64_t j = 0; j < 4 && blk * 4 + j < n; ++j) {
-      const int64_t i = blk * 4 + j;
-      // Same 24-bit uniform as Rng::uniform().
-      const double u = static_cast<double>(r[j] >> 8) * (1.0 / 16777216.0);
-      out[i] = u >= p ? in[i] * scale : T(0);
-    }
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t k0 = t * kTask;
+    dropout_apply(out + k0, in + k0, std::min(kTask, n - k0), static_cast<uint64_t>(k0), p, seed, stream);
   }
 }
 }  // namespace
@@ -34,6 +58,11 @@ void dropout_backward(T* dx, const T* dy, int64_t n, double p, uint64_t seed, ui
   apply_mask(dx, dy, n, p, seed, stream);
 }
 
+template void dropout_apply_words<float>(float*, const float*, int64_t, const uint32_t*, const DropoutKeep<float>&);
+template void dropout_apply_words<double>(double*, const double*, int64_t, const uint32_t*,
+                                          const DropoutKeep<double>&);
+template void dropout_apply<float>(float*, const float*, int64_t, uint64_t, double, uint64_t, uint64_t);
+template void dropout_apply<double>(double*, const double*, int64_t, uint64_t, double, uint64_t, uint64_t);
 template void dropout_forward<float>(float*, const float*, int64_t, double, uint64_t, uint64_t);
 template void dropout_forward<double>(double*, const double*, int64_t, double, uint64_t, uint64_t);
 template void dropout_backward<float>(float*, const float*, int64_t, double, uint64_t, uint64_t);
