@@ -6,7 +6,7 @@
 #include <cctype>
 
 #include "collectives/reducer/reducer.h"
-#include "collectives/reducer/shard_layout.h"
+#include "collectives/reducer/zero_memory.h"
 #include "launch/datasets.h"
 #include "launch/train_setup.h"
 #include "runtime/device_memory.h"
@@ -37,14 +37,35 @@ int64_t state_per_element(const TrainConfig& t) {
   return t.momentum != 0 ? 1 : 0;
 }
 
-// Elements of the optimizer state this rank keeps: all of them, or under train.zero >= 1 the
-// largest shard (collectives/reducer/shard_layout.h) over the ranks.
-int64_t state_elements(const Config& cfg, const Graph& g, int world) {
-  if (cfg.train.zero < 1 || world <= 1) return g.num_parameters();
-  const std::vector<Bucket> buckets = reducer_buckets(g, reducer_options_of(cfg.dist, nullptr));
-  int64_t most = 0;
-  for (int r = 0; r < world; ++r) most = std::max(most, shard_layout(buckets, world, r).numel);
-  return most;
+// The parameter layers in backward order (the graph's nodes last to first), each with the slots
+// its backward writes (its own and the tied ones) and those it reports ready to the Reducer.
+std::vector<ZeroBackwardNode> backward_writes(const Graph& g) {
+  std::vector<ZeroBackwardNode> out;
+  for (auto n = g.nodes().rbegin(); n != g.nodes().rend(); ++n)
+    if (!n->bound_slots.empty()) out.push_back({n->bound_slots, n->param_slots});
+  return out;
+}
+
+std::vector<int64_t> slot_numel(const Graph& g) {
+  std::vector<int64_t> out;
+  for (const auto& s : g.grads().slots()) out.push_back(s.numel);
+  return out;
+}
+
+// What train.zero shards on this rank (collectives/reducer/zero_memory.h, over the buckets the
+// Reducer cuts): the optimizer state, the fp32 master weights, the fp32 gradient arena.
+ZeroRankBytes zero_bytes(const Config& cfg, const Graph& g, int world, bool mixed) {
+  const ReducerOptions ro = reducer_options_of(cfg.dist, nullptr);
+  return zero_rank_bytes(reducer_buckets(g, ro),
+                         ZeroMemoryQuery{.zero = static_cast<int>(cfg.train.zero),
+                                         .world = world,
+                                         .arena_elements = g.num_parameters(),
+                                         .state_per_element = state_per_element(cfg.train),
+                                         .master_weights = mixed,
+                                         .overlap = ro.overlap,
+                                         .accumulates = cfg.train.accum_steps > 1,
+                                         .slot_numel = slot_numel(g),
+                                         .backward = backward_writes(g)});
 }
 
 size_t buffer_bytes(const Graph& g) {
@@ -75,10 +96,10 @@ void fill_static(MemoryEstimate& e, const Config& cfg, const Graph& g, DType act
   const bool mixed = act != DType::F32;
   auto& b = e.bytes;
   b[static_cast<size_t>(C::Parameters)] = (mixed ? P * dtype_size(act) : P * 4) + buffer_bytes(g);
-  b[static_cast<size_t>(C::MasterWeights)] = mixed ? P * 4 : 0;
-  b[static_cast<size_t>(C::Gradients)] = P * 4 + (mixed ? P * dtype_size(act) : 0);
-  b[static_cast<size_t>(C::OptimizerState)] =
-      static_cast<size_t>(state_per_element(cfg.train) * state_elements(cfg, g, e.world)) * 4;
+  const ZeroRankBytes z = zero_bytes(cfg, g, e.world, mixed);
+  b[static_cast<size_t>(C::MasterWeights)] = z.master_weights;
+  b[static_cast<size_t>(C::Gradients)] = z.gradients + (mixed ? P * dtype_size(act) : 0);  // the 16-bit ones whole
+  b[static_cast<size_t>(C::OptimizerState)] = z.optimizer_state;
   b[static_cast<size_t>(C::Workspace)] = e.cuda ? static_cast<size_t>(cfg.train.workspace_mb) * kMiB : 0;
   const bool compressed = cfg.dist.compress != GradCompress::None;
   b[static_cast<size_t>(C::Buckets)] = e.world > 1 && compressed ? P * 2 : 0;

@@ -42,7 +42,8 @@ struct MemoryEstimate {
 
 // The plan of cfg's training step at `batch` per rank on `world` ranks, for model `g` (built on
 // the CPU from cfg.model; its shapes are all that is read). The device: train.device "cuda", or
-// "auto" on a machine with a GPU; else the CPU.
+// "auto" on a machine with a GPU; else the CPU. train.zero on world > 1 shards the optimizer state
+// and the fp32 master weights, at 2 the fp32 gradients too (collectives/reducer/zero_memory.h).
 MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world);
 
 // {"device": .., "precision": .., "batch_size": B, "world": N, "peak_bytes": P, "categories": {..},
