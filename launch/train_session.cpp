@@ -458,6 +458,10 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   if (slow_step_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_step_ms_));
   if (step_ + 1 == oom_at_) arm_device_oom_fault(fmt::format("DPTRAIN_FAULT_DEVICE_OOM_AT_STEP={}", oom_at_));
   const double lr = optim::lr_at(sched_, step_, plan_.total);
+  const bool report_memory = step_ + 1 == std::max<int64_t>(result_.resumed_from_step, 0) + 1;
+  // ZeRO stage 2 measures its gradient arena at each bucket's release (mincore over the whole
+  // arena) for the step whose memory account is logged only.
+  if (zero_ && zero_->stage() == 2) zero_->measure_peak(report_memory);
   StepTally tally = compute_gradients(data);
   tally.grad_norm = optimizer_step(lr);
   if (buffer_bcast_) {
@@ -474,7 +478,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   tally.step_s = seconds_since(t_step);
   tel_->step_done(tally, position(epoch, lr), *run_);
   if (layer_window_done) finish_layer_profile();  // after the step's own time: the GPU's one wait
-  if (step_ == std::max<int64_t>(result_.resumed_from_step, 0) + 1) report_memory_breakdown();
+  if (report_memory) report_memory_breakdown();
 }
 
 // zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):

@@ -30,7 +30,7 @@ size_t ZeroShard::release_grads(int bucket, const Tensor& grads) {
   check_paged(grads);
   DP_CHECK(bucket >= 0 && bucket < static_cast<int>(buckets_.size()), "ZeRO: bucket {} of {}", bucket,
            buckets_.size());
-  memory_sample_mapped(grads.raw());  // the account's peak (runtime/memory_account.h)
+  if (measure_peak_) memory_sample_mapped(grads.raw());  // the account's peak (runtime/memory_account.h)
   float* g = grads.data<float>();
   size_t released = 0;
   for (const auto& [b, e] : foreign_[static_cast<size_t>(bucket)])

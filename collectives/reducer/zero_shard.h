@@ -68,9 +68,13 @@ class ZeroShard {
 
   // Stage 2; grads: the flat f32 gradient arena on its own page mapping (Tensor::zeros_paged).
   // Bucket `bucket`'s reduce-scatter is complete: the whole pages of its elements this rank does
-  // not own are given back. First the mapping's resident bytes are measured (the memory account's
-  // peak: the step's high lies just before one of these releases). Returns the bytes given back.
+  // not own are given back. First, while measure_peak is on, the mapping's resident bytes are
+  // measured (the memory account's peak: the step's high lies just before one of these releases).
+  // Returns the bytes given back.
   size_t release_grads(int bucket, const Tensor& grads);
+  // On (the default): release_grads measures the arena (mincore over all of it, once per bucket).
+  // The trainer turns it on for the step whose memory account it logs only.
+  void measure_peak(bool on) { measure_peak_ = on; }
   // Stage 2's zero_grad (instead of Graph::zero_grad, which would fault every page in): zeros
   // written where the rank keeps memory (its pieces, the partial pages around the rest), the rest
   // given back again. The whole arena reads as zeros afterwards.
@@ -93,6 +97,7 @@ class ZeroShard {
   std::vector<Bucket> buckets_;
   int64_t arena_numel_;
   int stage_;
+  bool measure_peak_ = true;
   ShardLayout layout_;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> foreign_;  // per bucket: foreign_spans
   std::vector<optim::ArenaPiece> pieces_;

@@ -9,6 +9,7 @@
 //     and a second step gives the same bits again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -101,6 +102,52 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r) {
   for (int64_t i = 0; i < n; ++i)
     if (grads.data<float>()[i] != 0.0f) return fail(fmt::format("element {} is not zero after zero_grads", i));
   return 0;
+}
+
+// ZeroShard::measure_peak (base/pages.h's mincore, for the memory account): off, release_grads
+// measures nothing and the account's peak for the arena stays what was last measured (0: the
+// fresh arena); on, the first release measures the arena whole (every page written first).
+int run_measure(Bootstrap& bs, ringtest::SharedState* s, int r) {
+  auto fail = [&](const std::string& why) {
+    ringtest::report(s, r, why + "\n");
+    return 1;
+  };
+  RingOptions ro;
+  ro.timeout_s = 30;
+  auto comm = make_ring_communicator(bs, ro);
+  ModelConfig mc;
+  mc.preset = PresetKind::Mlp;
+  mc.hidden = {256, 100};
+  auto g = models::build_model(mc, {1, 16, 16}, 1, Device::cpu(), DType::F32, nullptr, ArenaMemory::Paged);
+  const Tensor grads = g->grads().flat();
+  ReducerOptions o;
+  o.first_bucket_bytes = 3000, o.bucket_bytes = 90'000;
+  o.shard = true;
+  ZeroShard zero(*comm, reducer_buckets(*g, o), grads.numel(), 2);
+  o.on_reduced = [&](int b) { zero.release_grads(b, grads); };
+  Reducer red(*comm, *g, o);
+  const size_t whole = (grads.nbytes() + page_size() - 1) / page_size() * page_size();
+  for (bool on : {false, true}) {
+    zero.measure_peak(on);
+    reset_memory_peak();  // the arena's peak: what is resident now (its kept pages, or nothing)
+    const size_t before = resident_bytes(grads.raw(), grads.nbytes());
+    std::memset(grads.raw(), 1, grads.nbytes());  // every page resident, as a backward would leave it
+    red.prepare();
+    for (int i = static_cast<int>(g->nodes().size()) - 1; i >= 0; --i) red.on_ready(i);
+    red.finalize();
+    const size_t peak = memory_breakdown().peak;  // measures the (released) arena now, then adds its peak
+    const MappedUse m = memory_sample_mapped(grads.raw());
+    if (m.peak != (on ? whole : std::max(before, m.resident)))
+      return fail(fmt::format("measure_peak {}: the arena's peak {} (whole {}, resident {}, before {})", on, m.peak,
+                              whole, m.resident, before));
+    if (peak < m.peak) return fail(fmt::format("the account's peak {} below the arena's {}", peak, m.peak));
+  }
+  return 0;
+}
+
+TEST(ZeroStage2, MeasurePeakOffMeasuresNothingAtTheReleases) {
+  const auto results = ringtest::run_ranks(2, run_measure, 60);
+  EXPECT_EQ(ringtest::all_exited_with(results, 0), "");
 }
 
 TEST(ZeroStage2, OwnedPiecesExactReleasedPagesGoneZeroGradFaultsNothingIn) {
