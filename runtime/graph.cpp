@@ -226,9 +226,11 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
     if (host >= 0) {  // applied by its host's layer (run here when this is its place): share its output
       if (plan_[host].runs_at == i) forward_node(ctx, host, n, act, x.device());
       acts_[i] = acts_[host];
+      poison_dead_tensors(i);
       continue;
     }
     if (plan_[i].runs_at == i) forward_node(ctx, i, n, act, x.device());  // else a host that runs at a later position
+    poison_dead_tensors(i);
   }
   if (compute_ != DType::F32) return output_f32();  // the loss and the metrics read f32 scores
   if (cpu && ctx.channels_last && acts_.back().ndim() == 4) {  // callers see NCHW
@@ -259,10 +261,13 @@ void Graph::backward_nodes(const StepContext& step_ctx, const Tensor& dy, const 
   }
   have.back() = true;
   plan_input_gradients_for_step();
+  const int n = static_cast<int>(nodes_.size());
+  poison_dead_tensors(n);  // what the loss read last (step events: runtime/memory_plan.h)
   size_t run = 0;
   for (const BackwardStep& s : schedule_) {
     if (s.kind == BackwardStep::Kind::Run) {
       backward_node(ctx, s.node, run++, have, on_ready);
+      poison_dead_tensors(2 * n - plan_[s.node].runs_at);
       continue;
     }
     // Folded: its gradient is its host's, whose backward runs where the schedule says.

@@ -136,7 +136,8 @@ class Graph {
     return planned() ? plan_[static_cast<size_t>(node)].folded_into : -1;
   }
   // Tests (issue 30's proof that no layer reads bytes the plan gave to another tensor): on the CPU,
-  // fill the step arena with NaN (every byte 0xFF) at the start of every forward.
+  // fill the step arena with NaN (every byte 0xFF) at the start of every forward, and each tensor
+  // of the arena right after the last step event the plan lets read it (its bytes are another's).
   void poison_step_arena_for_testing(bool on) { poison_step_arena_ = on; }
   // The CPU's step arena (graph_step_arena.cpp): its bytes (0 before the first forward, or on a GPU).
   size_t step_arena_bytes() const { return step_arena_.defined() ? step_arena_.nbytes() : 0; }
@@ -227,7 +228,9 @@ class Graph {
   DType placed_dtype_ = DType::F32;
   GraphArena step_places_;             // the offsets acts_ and the input gradients are at
   bool poison_step_arena_ = false;
+  std::vector<std::vector<std::pair<size_t, size_t>>> dead_after_;  // per step event: [offset, end) last read there
   void place_step_arena(int64_t batch, DType act);
+  void poison_dead_tensors(int event);  // under poison_step_arena_: NaN into what dies at `event`
   void plan_input_gradients_for_step();
   // Buffer b of grad_plan_ as a tensor of `shape` and `dtype`.
   Tensor grad_buffer(int b, const Shape& shape, DType dtype) const;

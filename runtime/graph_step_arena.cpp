@@ -36,7 +36,8 @@ void Graph::place_step_arena(int64_t batch, DType act) {
                             .path = onednn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference,
                             .fusion = plan_,
                             .alignment = kStepArenaAlignment};
-    GraphArena places = graph_arena(plan_step_memory(*this, q), q.alignment);
+    const StepMemoryPlan plan = plan_step_memory(*this, q);
+    GraphArena places = graph_arena(plan, q.alignment);
     // A single output beyond the machine is named as the allocation of that output would name it.
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const size_t bytes = bytes_of(batched(batch, nodes_[i].out_shape), act);
@@ -67,10 +68,22 @@ void Graph::place_step_arena(int64_t batch, DType act) {
                      ? Tensor()  // a folded node: forward_nodes shares its host's output
                      : Tensor::view_of(step_arena_.storage(), places.output_offset[i],
                                        batched(batch, nodes_[i].out_shape), act);
+    dead_after_.assign(2 * nodes_.size() + 2, {});
+    const auto dies = [&](const PlanTensor& t, size_t offset) { dead_after_[static_cast<size_t>(t.last)].emplace_back(offset, offset + t.bytes); };
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (plan.output_of[i] >= 0) dies(plan.tensors[static_cast<size_t>(plan.output_of[i])], places.output_offset[i]);
+    for (size_t b = plan.gradients_begin; b < plan.gradients_end; ++b)
+      dies(plan.tensors[b], places.gradient_offset[b - plan.gradients_begin]);
     step_places_ = std::move(places);
     placed_batch_ = batch, placed_dtype_ = act;
   }
   if (poison_step_arena_) std::memset(step_arena_.storage()->data(), 0xFF, step_arena_.nbytes());
+}
+
+void Graph::poison_dead_tensors(int event) {
+  if (!poison_step_arena_ || !device_.is_cpu() || static_cast<size_t>(event) >= dead_after_.size()) return;
+  auto* base = static_cast<unsigned char*>(step_arena_.storage()->data());
+  for (const auto& [offset, end] : dead_after_[static_cast<size_t>(event)]) std::memset(base + offset, 0xFF, end - offset);
 }
 
 }  // namespace dp
