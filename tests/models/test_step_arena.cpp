@@ -1,10 +1,10 @@
 // The CPU's step arena (runtime/graph_step_arena.cpp; issue 30): the memory plan is what the CPU
 // runs. Proofs, on both CPU backends:
-//   - poisoned: the arena filled with NaN before every forward changes no bit of the trained
-//     weights of the Fashion-MNIST CNN (batch norm, dropout), the CIFAR ResNet-18 (residual adds)
-//     and a small GPT, a smaller last batch included: no layer reads bytes before they are
-//     written, or after the plan gave them to another tensor (those would be NaN, or another
-//     tensor's values);
+//   - poisoned: the arena filled with NaN before every forward, and each of its tensors right
+//     after the last step event the plan lets read it, changes no bit of the trained weights of
+//     the Fashion-MNIST CNN (batch norm, dropout), the CIFAR ResNet-18 (residual adds) and a small
+//     GPT, a smaller last batch included: no layer reads bytes before they are written, or after
+//     the plan gave them to another tensor (those would be NaN, or another tensor's values);
 //   - planned = measured: the account's activation bytes grow by exactly the arena that
 //     graph_arena(plan_step_memory(...)) plans (Storage charges the bytes asked; its 64-byte
 //     rounding is not charged), no input-gradient bytes besides, and a smaller batch reallocates
