@@ -726,21 +726,30 @@ void TrainSession::or_abort_all(const std::string& what, const std::function<voi
 // Collective (a barrier): rank 0 writes the checkpoint (after a background write in flight) and
 // every rank waits for it; with checkpoint.replicas every rank then writes its own replica.
 void TrainSession::save_checkpoint() {
-  const auto t0 = Clock::now();
-  last_ckpt_time_ = t0;
-  const CheckpointMeta m = checkpoint_meta();
   const std::string path = ckpts_->file_for(step_);
-  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
-  const optim::Optimizer& opt = whole ? *whole : *opt_;
-  if (writer_)
-    or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
-                 [&] { saver_->write_now(step_, *model_, opt, m); });
-  comm_->barrier();  // every rank waits until the checkpoint is complete
-  if (cfg_.checkpoint.replicas) write_replica(m, opt);
-  last_saved_ = step_;
+  save_checkpoint_with([&](const CheckpointMeta& m, const optim::Optimizer& opt) {
+    if (writer_)
+      or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
+                   [&] { saver_->write_now(step_, *model_, opt, m); });
+    comm_->barrier();  // every rank waits until the checkpoint is complete
+  });
   if (writer_)
     lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
-               seconds_since(t0));
+               seconds_since(last_ckpt_time_));
+}
+
+// What both saves do around their write: the save's time (checkpoint.every_s counts from it), its
+// metadata and the whole optimizer state (gathered under train.zero = 1, 2) handed to `write`,
+// then the replicas and last_saved_.
+void TrainSession::save_checkpoint_with(
+    const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write) {
+  last_ckpt_time_ = Clock::now();
+  const CheckpointMeta m = checkpoint_meta();
+  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
+  const optim::Optimizer& opt = whole ? *whole : *opt_;
+  write(m, opt);
+  if (cfg_.checkpoint.replicas) write_replica(m, opt);
+  last_saved_ = step_;
 }
 
 // A checkpoint between two steps of the run (checkpoint.every_steps, checkpoint.every_s).
@@ -754,16 +763,12 @@ void TrainSession::checkpoint_during_training() {
 // rank 0 and training goes on). Every rank still counts it saved: the decisions that read
 // last_saved_ (a stop's checkpoint) stay the same on every rank. Replicas are written now.
 void TrainSession::save_checkpoint_in_background() {
-  last_ckpt_time_ = Clock::now();
-  const CheckpointMeta m = checkpoint_meta();
-  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
-  const optim::Optimizer& opt = whole ? *whole : *opt_;
-  if (writer_)
-    or_abort_all(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
-      saver_->start(step_, *model_, opt, m, gpu_ ? gpu_->compute_stream() : nullptr);
-    });
-  if (cfg_.checkpoint.replicas) write_replica(m, opt);
-  last_saved_ = step_;
+  save_checkpoint_with([&](const CheckpointMeta& m, const optim::Optimizer& opt) {
+    if (writer_)
+      or_abort_all(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
+        saver_->start(step_, *model_, opt, m, gpu_ ? gpu_->compute_stream() : nullptr);
+      });
+  });
 }
 
 void TrainSession::write_replica(const CheckpointMeta& m, const optim::Optimizer& opt) {

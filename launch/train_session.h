@@ -141,6 +141,7 @@ class TrainSession {
   std::unique_ptr<optim::Optimizer> gather_optimizer();
   void checkpoint_during_training();
   void save_checkpoint_in_background();
+  void save_checkpoint_with(const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write);
   void write_replica(const CheckpointMeta& m, const optim::Optimizer& opt);
   void checkpoint_at_the_end();
   void or_abort_all(const std::string& what, const std::function<void()>& f);
