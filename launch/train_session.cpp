@@ -19,6 +19,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "launch/elastic_batch.h"
 #include "launch/fault_kill.h"
+#include "launch/memory_vs_plan.h"
 #include "launch/size_context.h"
 #include "launch/run_history.h"
 #include "models/build.h"
@@ -964,6 +965,12 @@ void TrainSession::report_memory_breakdown() {
   lg()->info("memory after step {} by category ({}; the account sees tensors, not cuDNN/cuBLAS workspace or layers' "
              "own device buffers):\n{}",
              step_, device_.str(), memory_table(b, live, peak));
+  // Beside it, what `dptrain memory` plans for this run (the same step plan the CPU places).
+  const size_t master = model_->compute_params().defined() ? model_->params().flat().nbytes() : 0;
+  lg()->info("memory after step {}, planned (dptrain memory, batch {} per rank) beside measured:\n{}", step_,
+             plan_.batch_size,
+             memory_vs_plan_table(estimate_memory(cfg_, *model_, plan_.batch_size, world_),
+                                  measured_by_planned_category(b, master)));
   std::string top = "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
   for (const auto& [node, bytes] : memory_by_node(10)) {
     if (node >= static_cast<int>(model_->nodes().size())) continue;

@@ -1,8 +1,17 @@
 // The log's planned-beside-measured memory table (launch/memory_vs_plan.h): the account's
-// categories gathered into the plan's, and the exact line of one category.
+// categories gathered into the plan's, the exact line of one category, and a CPU run's log: its
+// planned row is `dptrain memory`'s and its measured row the account's.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+#include <nlohmann/json.hpp>
 
 #include "launch/memory_vs_plan.h"
+#include "tests/launch/run_files.h"
 
 namespace dp::launch {
 namespace {
@@ -41,6 +50,40 @@ TEST(MemoryVsPlan, OneLinePerCategoryPlannedThenMeasured) {
             std::string::npos)
       << t;
   EXPECT_NE(t.find("\n  input            planned           1024 (      0.0 MiB)  measured -\n"), std::string::npos) << t;
+}
+
+// A 2-step CPU run of the Fashion-MNIST CNN: the table after step 1 plans what `dptrain memory`
+// plans for the same cfg, and measures the account's activation rows (the step arena, the input
+// gradients, the layers' own tensors).
+TEST(MemoryVsPlan, ACpuRunLogsDptrainMemorysPlanBesideTheAccount) {
+  namespace fs = std::filesystem;
+  const std::string bin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain", src = DPTRAIN_SOURCE_DIR;
+  const std::string root = (fs::temp_directory_path() / ("dptrain_memory_vs_plan_" + std::to_string(::getpid()))).string();
+  const std::string sets = src + "/models/fmnist_cnn.cfg --set train.device=cpu --set train.batch_size=16"
+                           " --set data.dataset=synthetic --set data.synthetic_shape=[1,28,28]"
+                           " --set data.synthetic_train=64 --set data.synthetic_eval=16";
+  ASSERT_EQ(std::system((bin + " memory " + sets + " --json > " + root + ".json 2>&1").c_str()), 0);
+  const nlohmann::json plan = nlohmann::json::parse(testutil::read_file(root + ".json"), nullptr, false);
+  fs::remove(root + ".json");
+  ASSERT_FALSE(plan.is_discarded());
+  const std::string run = bin + " " + sets + " --set train.steps=2 --set train.warmup_steps=0 --set train.eval_every=0"
+                          " --set run.tensorboard=false --set checkpoint.final=false --set run.name=m --run-dir " +
+                          root + " > " + root + ".log 2>&1";
+  ASSERT_EQ(std::system(run.c_str()), 0) << testutil::read_file(root + ".log");
+  const std::string log = testutil::read_file(root + "/m/logs/rank-0.log");
+  fs::remove_all(root);
+  fs::remove(root + ".log");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex(R"(\n  activations      planned +(\d+) \( +[0-9.]+ MiB\)  measured +(\d+) \( +[0-9.]+ MiB\)\n)")))
+      << log;
+  EXPECT_EQ(std::stoll(m[1]), plan["categories"]["activations"].get<int64_t>());
+  auto row = [&](const char* name) {  // the account's table
+    std::smatch r;
+    return std::regex_search(log, r, std::regex(std::string("\n") + name + " +(\\d+) ")) ? std::stoll(r[1]) : -1;
+  };
+  EXPECT_EQ(std::stoll(m[2]), row("activations") + row("input_gradients") + row("layer_state"));
+  EXPECT_GT(row("activations"), 0);
 }
 
 }  // namespace
