@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "launch/check_config.h"
+#include "launch/config_args.h"
 #include "launch/inference.h"
 #include "launch/local_launcher.h"
 #include "launch/memory_command.h"
@@ -28,22 +29,6 @@
 #include "runtime/tunables.h"
 
 namespace dp::launch {
-
-void add_config_options(CLI::App& app, std::string& cfg_path, std::vector<std::string>& sets,
-                        const std::string& config_help) {
-  app.add_option("config", cfg_path, config_help);
-  app.add_option("--set", sets, "override a cfg key: section.key=value (repeatable)")->take_all();
-}
-
-void take_config_from_sets(std::string& cfg_path, std::vector<std::string>& sets) {
-  if (!cfg_path.empty()) return;
-  for (auto it = sets.begin(); it != sets.end(); ++it) {
-    if (it->find('=') != std::string::npos) continue;
-    cfg_path = *it;
-    sets.erase(it);
-    return;
-  }
-}
 
 namespace {
 // The options of a training run, shared by `dptrain model.cfg` and `dptrain submit model.cfg`.

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "launch/cli.h"
+#include "launch/config_args.h"
 #include "launch/datasets.h"
 #include "launch/memory_estimate.h"
 #include "launch/size_context.h"
