@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""ZeRO stage 1 on CPU ranks: dptrain train.zero = 1 against zero 0 and against PyTorch DDP +
+"""ZeRO on CPU ranks: dptrain train.zero = 1 (or 2, --stage 2) against zero 0 and against PyTorch DDP +
 ZeroRedundancyOptimizer (gloo), 2 processes x 1 thread, side by side.
 
     tools/bench/zero_vs_torch.py [--build build] [--pairs 3] [--rows cnn,gpt] [--load N] [--torch-ddp]
-                                 [--gpt-dropout P] [--torch-python /opt/dptrain-venv/bin/python]
+                                 [--gpt-dropout P] [--stage 1|2] [--torch-python /opt/dptrain-venv/bin/python]
 
 Rows (tools/bench/cpu_vs_torch.py's, whose run functions this reuses; f32, AdamW, 1 thread each):
   cnn  its "ddp" row: the Fashion-MNIST CNN (batch norm), batch 128 per rank; dptrain on
@@ -13,7 +13,9 @@ Rows (tools/bench/cpu_vs_torch.py's, whose run functions this reuses; f32, AdamW
        synthetic tokens, torch on in-memory random tokens; --gpt-dropout P sets both sides' dropout
        (model.dropout; torch_train_bench.py --dropout) instead of gpt_tiny's 0.1
 Each pair runs, one after another (interleaved, so a change in the machine's load hits every side):
-`dptrain --nproc 2 ... --set train.zero=0`, the same with train.zero=1, and torchrun
+`dptrain --nproc 2 ... --set train.zero=0`, the same with train.zero=1 (--stage 2: train.zero=2, the
+gradients sharded too; torch's side stays ZeroRedundancyOptimizer, which shards the optimizer state
+only: PyTorch's stage-2 counterpart is FSDP's SHARD_GRAD_OP), and torchrun
 --nproc_per_node 2 tools/bench/torch_train_bench.py --zero (DDP + ZeroRedundancyOptimizer wrapping
 torch.optim.AdamW, eager); with --torch-ddp also plain DDP. samples/s are the whole job's (both
 ranks): dptrain's median train window after the first (metrics.jsonl), torch's median window.
@@ -46,6 +48,7 @@ def main():
     p.add_argument("--torch-ddp", action="store_true", help="also plain DDP (torch.optim.AdamW unsharded)")
     p.add_argument("--gpt-dropout", type=float, default=None, help="the gpt row's dropout on both sides")
     p.add_argument("--cpu-backend", default="onednn", help="dptrain's train.cpu_backend")
+    p.add_argument("--stage", type=int, default=1, choices=(1, 2), help="the sharded side's train.zero")
     p.add_argument("--torch-python", default=os.environ.get("DPTRAIN_VENV", "/opt/dptrain-venv") + "/bin/python")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (logs, run directories)")
     args = p.parse_args()
@@ -67,7 +70,7 @@ def main():
                 got = {}
                 for side in sides:
                     if side in ("z0", "z1"):
-                        sets = [f"train.zero={side[1]}"] + ([f"model.dropout={args.gpt_dropout}"] if drop else [])
+                        sets = [f"train.zero={0 if side == 'z0' else args.stage}"] + ([f"model.dropout={args.gpt_dropout}"] if drop else [])
                         v, rss, why = cvt.dptrain_run(args, row, work, sets)
                     else:
                         extra = (["--zero"] if side == "tz" else []) + (["--dropout", str(args.gpt_dropout)] if drop else [])
@@ -90,12 +93,13 @@ def main():
     num = lambda v: f"{v:,.1f}" if v else "error"
     print(f"\nhost {os.uname().nodename}, {os.cpu_count()} cores; load beside the bench: {args.load} busy loop(s); "
           f"1-minute load average during the bench: {sampler.summary()}; {args.pairs} interleaved pair(s); dptrain "
-          f"train.cpu_backend = {args.cpu_backend}; torch eager, gloo"
+          f"train.cpu_backend = {args.cpu_backend}; the sharded side train.zero = {args.stage}; torch eager, gloo"
           + (f"; gpt dropout {args.gpt_dropout} on both sides" if args.gpt_dropout is not None else "") + "\n")
-    extra_h = " | torch DDP samples/s | zero 1 / DDP" if args.torch_ddp else ""
-    print("| workload (2 processes x 1 thread) | zero 0 samples/s | zero 1 samples/s | zero 1 step time / zero 0 "
-          f"[min-max] | torch DDP + ZeroRedundancyOptimizer samples/s | zero 1 / torch [min-max]{extra_h} | "
-          "peak RSS MiB zero 0 / zero 1 / torch |")
+    z = f"zero {args.stage}"
+    extra_h = f" | torch DDP samples/s | {z} / DDP" if args.torch_ddp else ""
+    print(f"| workload (2 processes x 1 thread) | zero 0 samples/s | {z} samples/s | {z} step time / zero 0 "
+          f"[min-max] | torch DDP + ZeroRedundancyOptimizer samples/s | {z} / torch [min-max]{extra_h} | "
+          f"peak RSS MiB zero 0 / {z} / torch |")
     print("|---|---|---|---|---|---|" + ("---|---|" if args.torch_ddp else "") + "---|")
     for r in rows:
         x = res[r]
