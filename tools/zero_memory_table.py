@@ -3,8 +3,8 @@
 and 2 leave on each rank for GPT-2 124M / 350M / 774M / 1.5B with AdamW on 1, 8 and 64 ranks, every
 number from `dptrain memory --json --world N` (launch/memory_estimate.h, collectives/reducer/zero_memory.h).
 
-The bytes are the model state: parameters + gradients + optimizer state + fp32 master weights (the
-categories train.zero shards); activations, the input and the workspace do not depend on it. ZeRO
+The bytes are the model state: parameters (whole at every stage) + gradients + optimizer state + fp32
+master weights (what the stages shard); activations, the input and the workspace do not depend on it. ZeRO
 runs in fp32 on CPU ranks so far, and dptrain refuses to plan what it refuses to train, so the sharded
 columns are fp32 plans; the last column is the bf16 plan on a GPU at zero 0 (16-bit parameters and
 gradients, fp32 master weights, gradients and moments) for comparison.
