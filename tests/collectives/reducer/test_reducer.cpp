@@ -1,6 +1,7 @@
 // Bucket assignment (pure) and the Reducer's lifecycle over the single-process communicator.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "collectives/reducer/reducer.h"
@@ -40,14 +41,25 @@ TEST(AssignBuckets, CoversTheArenaExactlyAndNeverSplitsASlot) {
   EXPECT_TRUE(assign_buckets({}, 1, 1).empty());
 }
 
-TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
+// The reducer tests' model: an MLP on 1 x 4 x 4 inputs with these hidden widths.
+std::unique_ptr<Graph> small_mlp(std::vector<int64_t> hidden) {
   ModelConfig mc;
   mc.preset = PresetKind::Mlp;
-  mc.hidden = {8, 8};
-  auto g = models::build_model(mc, {1, 4, 4}, 1);
-  SingleProcessCommunicator comm;
+  mc.hidden = std::move(hidden);
+  return models::build_model(mc, {1, 4, 4}, 1);
+}
+
+// Buckets small enough that small_mlp's gradients make several.
+ReducerOptions small_buckets() {
   ReducerOptions o;
   o.first_bucket_bytes = 64, o.bucket_bytes = 256;
+  return o;
+}
+
+TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
+  auto g = small_mlp({8, 8});
+  SingleProcessCommunicator comm;
+  ReducerOptions o = small_buckets();
   Reducer r(comm, *g, o);
   ASSERT_GE(r.buckets().size(), 2u);
   r.prepare();
@@ -78,13 +90,9 @@ TEST(Reducer, CountsReadyGradientsAndNamesAMissingOne) {
 // on_reduced hears of every bucket once per step, as its reduction completes: over one rank a
 // bucket is done when it is launched, so each is reported at the on_ready that completed it.
 TEST(Reducer, OnReducedReportsEachBucketOncePerStepAsItCompletes) {
-  ModelConfig mc;
-  mc.preset = PresetKind::Mlp;
-  mc.hidden = {8, 8};
-  auto g = models::build_model(mc, {1, 4, 4}, 1);
+  auto g = small_mlp({8, 8});
   SingleProcessCommunicator comm;
-  ReducerOptions o;
-  o.first_bucket_bytes = 64, o.bucket_bytes = 256;
+  ReducerOptions o = small_buckets();
   std::vector<int> calls;
   o.on_reduced = [&](int b) { calls.push_back(b); };
   Reducer r(comm, *g, o);
@@ -110,14 +118,11 @@ TEST(Reducer, OnReducedReportsEachBucketOncePerStepAsItCompletes) {
 // Compressed buckets travel in 16 bits: over one rank the average is the identity, so each
 // gradient comes back as exactly its 16-bit rounding.
 TEST(Reducer, CompressedGradientsComeBackRoundedTo16Bits) {
-  ModelConfig mc;
-  mc.preset = PresetKind::Mlp;
-  mc.hidden = {8};
-  auto g = models::build_model(mc, {1, 4, 4}, 1);
+  auto g = small_mlp({8});
   SingleProcessCommunicator comm;
   for (DType wire : {DType::BF16, DType::F16}) {
-    ReducerOptions o;
-    o.first_bucket_bytes = 64, o.bucket_bytes = 256, o.wire = wire;
+    ReducerOptions o = small_buckets();
+    o.wire = wire;
     Reducer r(comm, *g, o);
     float* gr = g->grads().flat().data<float>();
     const int64_t n = g->grads().flat().numel();
