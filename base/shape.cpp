@@ -14,4 +14,10 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
+Shape with_batch(int64_t n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
 }  // namespace dp

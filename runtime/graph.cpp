@@ -182,14 +182,6 @@ int Graph::tied_slot(const std::string& full, const ParamDecl& d) const {
                 full, d.tied_to, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
-namespace {
-Shape batched(int64_t n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
-}  // namespace
-
 DType Graph::activation_dtype(const Tensor& x) const {
   if (is_floating(x.dtype())) return device_.is_cpu() ? x.dtype() : compute_;
   for (const auto& n : nodes_)
@@ -203,7 +195,7 @@ DType Graph::activation_dtype(const Tensor& x) const {
 
 const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x) {
   DP_CHECK(built_, "forward before build");
-  Shape want = batched(x.dim(0), input_shape_);
+  Shape want = with_batch(x.dim(0), input_shape_);
   if (x.shape() != want)
     DP_THROW_USER("model input has shape {}, expected {} (batch, then the model's input shape)", shape_str(x.shape()),
                   shape_str(want));
@@ -291,7 +283,7 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   if (observer_) observer_->node_begin(i, false);
   std::vector<Tensor> in;
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
-  const Shape out = batched(batch, node.out_shape);
+  const Shape out = with_batch(batch, node.out_shape);
   Tensor& y = acts_[i];
   if (!y.fits(out, act, dev)) {
     MemoryScope scope(MemoryCategory::Activations);

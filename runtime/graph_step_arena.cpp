@@ -19,12 +19,6 @@ namespace dp {
 namespace {
 // Offsets in the arena: as the input-gradient arena's (kernels' vector loads, a cache line and more).
 constexpr size_t kStepArenaAlignment = 256;
-
-Shape batched(int64_t n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
 }  // namespace
 
 void Graph::place_step_arena(int64_t batch, DType act) {
@@ -40,7 +34,7 @@ void Graph::place_step_arena(int64_t batch, DType act) {
     GraphArena places = graph_arena(plan, q.alignment);
     // A single output beyond the machine is named as the allocation of that output would name it.
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      const size_t bytes = bytes_of(batched(batch, nodes_[i].out_shape), act);
+      const size_t bytes = bytes_of(with_batch(batch, nodes_[i].out_shape), act);
       if (places.output_offset[i] == GraphArena::kNone || bytes <= host_memory_bytes()) continue;
       HostMemoryError e(bytes, host_memory_bytes());
       e.add_context("the output of " + dispatch_site(nodes_[i].layer->name(), nodes_[i].layer->type(), "forward"));
@@ -67,7 +61,7 @@ void Graph::place_step_arena(int64_t batch, DType act) {
       acts_[i] = places.output_offset[i] == GraphArena::kNone
                      ? Tensor()  // a folded node: forward_nodes shares its host's output
                      : Tensor::view_of(step_arena_.storage(), places.output_offset[i],
-                                       batched(batch, nodes_[i].out_shape), act);
+                                       with_batch(batch, nodes_[i].out_shape), act);
     dead_after_.assign(2 * nodes_.size() + 2, {});
     const auto dies = [&](const PlanTensor& t, size_t offset) { dead_after_[static_cast<size_t>(t.last)].emplace_back(offset, offset + t.bytes); };
     for (size_t i = 0; i < nodes_.size(); ++i)

@@ -9,12 +9,6 @@
 namespace dp {
 namespace {
 
-Shape with_batch(int64_t n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
-
 // The layer's run inputs (its inputs, then an AddRelu host's residual), as Graph::run_sources.
 std::vector<int> sources_of(const Graph& g, const std::vector<NodePlan>& plan, size_t i) {
   std::vector<int> s = g.nodes()[i].inputs;

@@ -4,12 +4,6 @@ namespace dp::models {
 
 std::string layer_str(const Layer& layer) { return fmt::format("layer '{}' ({})", layer.name(), layer.type()); }
 
-Shape with_batch(int64_t n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
-
 const Shape& single_input(const Layer& layer, const std::vector<Shape>& in) {
   DP_CHECK(in.size() == 1, "{}: takes 1 input, got {}", layer_str(layer), in.size());
   return in[0];

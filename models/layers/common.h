@@ -1,5 +1,5 @@
 // defines: helpers shared by the layers: "layer 'x' (type)" prefixes, f32/f64 dispatch,
-// batched-shape checks, output-size arithmetic, ArgSpec builders and PyTorch's initialisers.
+// batched-shape checks (with_batch: base/shape.h), output-size arithmetic, ArgSpec builders and PyTorch's initialisers.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,9 +10,6 @@ namespace dp::models {
 
 // "layer 'conv2' (conv2d)", the start of every message about a layer.
 std::string layer_str(const Layer& layer);
-
-// [n, s...]
-Shape with_batch(int64_t n, const Shape& s);
 
 // The per-sample shape of a layer's one input; a DpError unless it has exactly one (the graph
 // wires num_inputs() inputs, so more is an internal error).
