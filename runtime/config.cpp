@@ -629,7 +629,10 @@ void validate_images(const Config& c, const std::string& src) {
 // compression so far: the combinations that are not built are refused here, each naming both keys.
 // (A GPU that train.device = "auto" picks is refused where the device is chosen,
 // launch/train_session.cpp.) SyncBN works with both stages (its all-reduces are of activations'
-// statistics, beside the buckets'), and so does accumulation.
+// statistics, beside the buckets'), and so does accumulation. train.precision = "bf16" on the CPU
+// does too: its parameters, gradients and optimizer are f32 (only the matmuls' operands are cast
+// to bf16, in each forward from the weights it finds), so a rank's shard and the all-gathered
+// weights are those of fp32; fp16 runs on a GPU only (launch/train_setup.cpp).
 void validate_zero(const Config& c, const std::string& src) {
   const int64_t z = c.train.zero;
   if (z == 0) return;
@@ -638,8 +641,8 @@ void validate_zero(const Config& c, const std::string& src) {
                   "without gradient compression); {} or set train.zero = 0", src, z, other, fix);
   };
   if (c.train.device == cuda::DeviceRequest::Cuda) refuse("train.device = \"cuda\"", "set train.device = \"cpu\"");
-  if (c.train.precision != Precision::Fp32)
-    refuse(fmt::format("train.precision = \"{}\"", enum_name(c.train.precision)), "set train.precision = \"fp32\"");
+  if (c.train.precision == Precision::Fp16)
+    refuse("train.precision = \"fp16\"", "set train.precision = \"fp32\" or \"bf16\"");
   if (c.dist.backend != CollectiveBackend::Ring)
     refuse(fmt::format("dist.backend = \"{}\"", enum_name(c.dist.backend)), "set dist.backend = \"ring\"");
   if (c.dist.compress != GradCompress::None)
