@@ -7,6 +7,7 @@
 #include "kernels/cpu/label_rank.h"
 #include "launch/batch_feed.h"
 #include "launch/gpu_run.h"
+#include "models/build.h"
 
 namespace dp::launch {
 
@@ -20,10 +21,11 @@ Tensor score_rows(const Tensor& logits) {
 
 Tensor label_rows(const Tensor& labels) { return labels.ndim() <= 1 ? labels : labels.reshape({labels.numel()}); }
 
-void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5) {
-  const int64_t n = logits.dim(0), k = logits.dim(1);
+void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes) {
+  const int64_t n = logits.dim(0), ld = logits.dim(1), k = classes > 0 ? classes : ld;
+  DP_CHECK(k <= ld, "count_hits: {} classes in rows of {} scores", k, ld);
   std::vector<int32_t> ranks(static_cast<size_t>(n));
-  kernels::cpu::label_ranks(logits.data<float>(), labels.data<int32_t>(), n, k, 5, ranks.data());
+  kernels::cpu::label_ranks(logits.data<float>(), labels.data<int32_t>(), n, k, 5, ranks.data(), ld);
   for (int32_t r : ranks) top1 += r < 1, top5 += r < 5;
 }
 
@@ -60,14 +62,16 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
   // The loss and the hits where the logits are: a language model's (N, T, V) logits stay on the GPU.
+  // V classes in rows of the output's width (a padded LM head's rows are longer).
+  const int64_t classes = models::output_width(model);
   forward_in_eval_mode(
       model, *split.dataset, std::move(shard), cfg, step, gpu, workers,
       [&](const Tensor& logits, const BatchFeed::Item& b, int64_t) {
         const Tensor z = score_rows(logits), y = label_rows(gpu ? b.y : b.y_host);
-        const double mean = gpu ? gpu->mean_loss(loss, z, y) : loss.forward_backward(z, y, nullptr);
+        const double mean = gpu ? gpu->mean_loss(loss, z, y, classes) : loss.forward_backward(z, y, nullptr, classes);
         loss_sum += mean * static_cast<double>(z.dim(0));
-        if (gpu) gpu->count_hits(z, y, top1, top5);
-        else count_hits(z, y, top1, top5);
+        if (gpu) gpu->count_hits(z, y, top1, top5, classes);
+        else count_hits(z, y, top1, top5, classes);
         r.samples += b.n;
         r.positions += z.dim(0);
       },

@@ -35,7 +35,9 @@ Tensor label_rows(const Tensor& labels);
 
 // Adds one batch's top-1 and top-5 hits: logits (N, K) f32 on the CPU, labels (N) i32. The
 // true class's rank is the number of classes scoring strictly higher (ties count for it).
-void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5);
+// classes: the first columns of each row that are classes when the rows are padded
+// (models::output_width), 0: every column.
+void count_hits(const Tensor& logits, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes = 0);
 
 // Rank r evaluates samples r, r+W, ... of the split (no padding, so no sample counts twice) in
 // eval mode; loss sums, hit counts and sample and position counts are all-reduced, so the result
@@ -47,7 +49,8 @@ EvalResult evaluate(Graph& model, models::SoftmaxCrossEntropy& loss, const DataS
 
 // The model in eval mode over `order` (indices into ds), in batches of train.batch_size with the
 // evaluation transform (data.mean/std, no augmentation); for each batch, `on_batch` gets the
-// logits (N, K) f32 on the CPU (host_logits, the default) or where the model is, the batch (its
+// logits (N, K) f32 on the CPU (host_logits, the default) or where the model is (rows of
+// output_shape().back(), of which models::output_width(model) are classes), the batch (its
 // host labels) and the position in `order` of its first sample. gpu and workers as for evaluate.
 using BatchLogits = std::function<void(const Tensor& logits, const BatchFeed::Item& batch, int64_t first)>;
 void forward_in_eval_mode(Graph& model, const data::Dataset& ds, std::vector<int64_t> order, const Config& cfg,

@@ -41,15 +41,18 @@ class GpuRun {
   // One micro-batch's loss on the device: logits (N, K) f32 and labels (N) i32 on this GPU;
   // dlogits (made or resized here, on the GPU) gets the loss gradient times `weight` times the
   // loss scale. Returns the mean loss (the host waits for it).
+  // classes: as SoftmaxCrossEntropy's (the classes of padded rows; 0: every column).
   double loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
-                       Tensor& dlogits, double weight) const;
+                       Tensor& dlogits, double weight, int64_t classes = 0) const;
   // The same mean loss without a gradient (evaluation).
-  double mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels) const;
+  double mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
+                   int64_t classes = 0) const;
 
   // Top-1 and top-5 hits (kernels/cpu/label_rank.h's rule) of scores (rows, K) f32 against labels
   // (rows) i32, both on this GPU, counted there (the logits stay on the device); the host waits for
   // the counts.
-  void count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5);
+  // classes: as launch/evaluate.h count_hits's.
+  void count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes = 0);
 
   // After the gradients are reduced: with fp16, unscales the fp32 gradient arena in place,
   // looks for inf/NaN (the host waits for the compute stream) and updates the scale; returns

@@ -58,10 +58,10 @@ StepContext GpuRun::context(bool training, uint64_t seed, uint64_t step, Communi
 float GpuRun::loss_scale() const { return scaling() ? impl_->scaler.scale() : 1.0f; }
 
 double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
-                             Tensor& dlogits, double weight) const {
+                             Tensor& dlogits, double weight, int64_t classes) const {
   ensure_tensor(dlogits, logits.shape(), DType::F32, logits.device());
   const cudaStream_t s = impl_->exec.compute();
-  const double l = loss.forward_backward(logits, labels, &dlogits, s);
+  const double l = loss.forward_backward(logits, labels, &dlogits, s, classes);
   const double f = weight * loss_scale();
   if (f != 1.0) {
     auto* g = static_cast<float*>(dlogits.raw());
@@ -70,12 +70,14 @@ double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tens
   return l;
 }
 
-double GpuRun::mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels) const {
-  return loss.forward_backward(logits, labels, nullptr, impl_->exec.compute());
+double GpuRun::mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
+                         int64_t classes) const {
+  return loss.forward_backward(logits, labels, nullptr, impl_->exec.compute(), classes);
 }
 
-void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5) {
-  const int64_t rows = scores.dim(0), k = scores.dim(1);
+void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes) {
+  const int64_t rows = scores.dim(0), ld = scores.dim(1), k = classes > 0 ? classes : ld;
+  DP_CHECK(k <= ld, "count_hits: {} classes in rows of {} scores", k, ld);
   DP_CHECK(scores.ndim() == 2 && scores.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
                labels.numel() == rows && scores.device().is_cuda() && labels.device().is_cuda(),
            "count_hits of scores {} and labels {}: want f32 (rows, K) and i32 (rows) on the GPU", scores.describe(),
@@ -87,7 +89,7 @@ void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top
     impl_->ranks_host = cuda::PinnedBuffer(bytes);
   }
   CHECK_CUDA(kernels::cuda::label_ranks(static_cast<const float*>(scores.raw()), static_cast<const int32_t*>(labels.raw()),
-                                        rows, k, 5, impl_->ranks.as<int32_t>(), s));
+                                        rows, k, 5, impl_->ranks.as<int32_t>(), s, ld));
   CHECK_CUDA(cudaMemcpyAsync(impl_->ranks_host.data(), impl_->ranks.data(), bytes, cudaMemcpyDeviceToHost, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
   const int32_t* r = impl_->ranks_host.as<int32_t>();

@@ -168,9 +168,10 @@ Tensor predict_chunk(Inference& inf, const Config& cfg, const PredictInput& in, 
   const std::vector<int64_t> mine = order;
   forward_in_eval_mode(inf.model(), *in.samples, std::move(order), cfg, 0, inf.gpu(), inf.workers(),
                        [&](const Tensor& logits, const BatchFeed::Item& b, int64_t first) {
-                         const int64_t classes = logits.dim(1);
+                         // classes scores in rows of ld (longer when the last layer pads them)
+                         const int64_t classes = models::output_width(inf.model()), ld = logits.dim(1);
                          for (int64_t r = 0; r < b.n; ++r) {
-                           const auto top = softmax_top_k(logits.data<float>() + r * classes, classes, k);
+                           const auto top = softmax_top_k(logits.data<float>() + r * ld, classes, k);
                            double* row = t + (mine[first + r] - begin) * k * 2;
                            for (size_t j = 0; j < top.size(); ++j)
                              row[2 * j] = static_cast<double>(top[j].first), row[2 * j + 1] = top[j].second;
@@ -219,8 +220,8 @@ int run_predict(const Config& cfg, const InferenceOptions& o) {
   if (out.size() != 1)
     DP_THROW_USER("the model's output has per-sample shape {}; predict needs class scores [K] (end with a linear layer)",
                   shape_str(out));
-  const int64_t k = std::min(o.topk, out[0]);
-  lg()->info("predict: {}, top {} of {} classes -> {}", in.what, k, out[0], o.out);
+  const int64_t k = std::min(o.topk, models::output_width(inf.model()));
+  lg()->info("predict: {}, top {} of {} classes -> {}", in.what, k, models::output_width(inf.model()), o.out);
   std::optional<WholeFile> file;
   if (inf.rank() == 0) file.emplace(o.out);
   const int64_t n = in.samples->size();

@@ -101,7 +101,8 @@ int memory_command(MemoryArgs a) {
   log::configure("warn", "", false, cfg.run.log_levels);  // the report is the output
   std::unique_ptr<Graph> g;
   with_size_context("building the model", model_size_keys(cfg.model), [&] {
-    g = models::build_model(cfg.model, planned_sample_shape(cfg), static_cast<uint64_t>(cfg.run.seed));
+    g = models::build_model_for_planning(cfg.model, planned_sample_shape(cfg), static_cast<uint64_t>(cfg.run.seed),
+                                         plans_cuda(cfg.train));
   });
   if (a.max_batch) return print_max_batch(a, cfg, *g);
   const MemoryEstimate e = estimate_memory(cfg, *g, cfg.train.batch_size, a.world);

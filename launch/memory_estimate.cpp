@@ -19,13 +19,6 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kAlignment = 256;  // the planned arena's offsets (as the input-gradient arena's)
 
-// train.device "auto" plans what training would pick: a GPU when this machine has one (the
-// driver's device count; nothing is allocated), else the CPU.
-bool plans_cuda(const TrainConfig& t) {
-  if (t.device == cuda::DeviceRequest::Cuda) return true;
-  if (t.device == cuda::DeviceRequest::Cpu) return false;
-  return cuda_device_count() > 0;
-}
 
 DType compute_dtype(Precision p) {
   return p == Precision::Bf16 ? DType::BF16 : p == Precision::Fp16 ? DType::F16 : DType::F32;
@@ -125,6 +118,14 @@ std::string json_string(const std::string& s) {
 }
 
 }  // namespace
+
+// train.device "auto" plans what training would pick: a GPU when this machine has one (the
+// driver's device count; nothing is allocated), else the CPU.
+bool plans_cuda(const TrainConfig& t) {
+  if (t.device == cuda::DeviceRequest::Cuda) return true;
+  if (t.device == cuda::DeviceRequest::Cpu) return false;
+  return cuda_device_count() > 0;
+}
 
 const char* planned_category_name(PlannedCategory c) {
   static constexpr const char* kNames[] = {"parameters", "gradients", "optimizer_state", "master_weights",

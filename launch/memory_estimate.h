@@ -45,6 +45,10 @@ struct MemoryEstimate {
 // "auto" on a machine with a GPU; else the CPU. train.zero on world > 1 shards the optimizer state
 // and the fp32 master weights, at 2 the fp32 gradients too (collectives/reducer/zero_memory.h).
 MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world);
+// Whether the estimate is for a GPU: train.device "cuda", or "auto" on a machine that has one. The
+// graph given to estimate_memory is then built with a GPU run's layer choices
+// (models::build_model_for_planning: the padded LM head).
+bool plans_cuda(const TrainConfig& t);
 
 // {"device": .., "precision": .., "batch_size": B, "world": N, "peak_bytes": P, "categories": {..},
 //  "largest": [{"name": .., "layer": .., "bytes": ..}, ..]}

@@ -40,11 +40,14 @@ StepContext GpuRun::context(bool training, uint64_t seed, uint64_t step, Communi
   return StepContext{training, seed, step, comm};
 }
 float GpuRun::loss_scale() const { return 1.0f; }
-double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&, Tensor&, double) const {
+double GpuRun::loss_and_grad(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&, Tensor&, double,
+                             int64_t) const {
   return 0;
 }
-double GpuRun::mean_loss(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&) const { return 0; }
-void GpuRun::count_hits(const Tensor&, const Tensor&, int64_t&, int64_t&) {}
+double GpuRun::mean_loss(const models::SoftmaxCrossEntropy&, const Tensor&, const Tensor&, int64_t) const {
+  return 0;
+}
+void GpuRun::count_hits(const Tensor&, const Tensor&, int64_t&, int64_t&, int64_t) {}
 bool GpuRun::unscale_and_update(Graph&) { return true; }
 void GpuRun::synchronize() const {}
 uint64_t GpuRun::peak_bytes() const { return 0; }

@@ -70,7 +70,9 @@ int32_t sample_token(const float* logits, int64_t V, double temperature, int64_t
 }
 
 std::vector<std::vector<int32_t>> generate(Graph& model, const std::vector<int32_t>& prompt, const SampleOptions& o) {
-  const int64_t T = model.input_shape().at(0), V = model.output_shape().back(), S = o.samples;
+  // V classes in rows of ld (a padded LM head's rows are longer: models::output_width).
+  const int64_t T = model.input_shape().at(0), V = models::output_width(model), ld = model.output_shape().back();
+  const int64_t S = o.samples;
   std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(S), prompt);
   std::vector<Rng> rng;
   for (int64_t s = 0; s < S; ++s) rng.emplace_back(o.seed, static_cast<uint64_t>(s));
@@ -83,9 +85,9 @@ std::vector<std::vector<int32_t>> generate(Graph& model, const std::vector<int32
       std::fill(row, row + T, 0);
       std::copy(seqs[s].end() - w, seqs[s].end(), row);
     }
-    const Tensor& logits = model.forward(ctx, x);  // (S, T, V)
+    const Tensor& logits = model.forward(ctx, x);  // (S, T, ld)
     for (int64_t s = 0; s < S; ++s) {
-      const float* row = logits.data<float>() + (s * T + w - 1) * V;
+      const float* row = logits.data<float>() + (s * T + w - 1) * ld;
       seqs[s].push_back(sample_token(row, V, o.temperature, o.top_k, static_cast<double>(rng[s].uniform())));
     }
   }

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/bf16_isa.h"
 #include "kernels/cpu/isa.h"
+#include "models/build.h"
 #include "models/weights_import.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/data/sampler.h"
@@ -200,8 +201,8 @@ ReducerOptions reducer_options_of(const DistConfig& d, cuda::ExecContext* gpu) {
 
 void check_model_fits_data(const Graph& model, int64_t num_classes, int64_t block_size) {
   if (block_size > 0) {
-    const Shape& out = model.output_shape();
-    if (out.size() != 2 || out[0] != block_size || out[1] < num_classes)
+    const Shape& out = model.output_shape();  // a padded LM head's rows are longer than its V classes
+    if (out.size() != 2 || out[0] != block_size || models::output_width(model) < num_classes)
       DP_THROW_USER("the model's output has per-sample shape {}; token windows need scores per position [T, V] = [{}, "
                     "{}] (model.block_size, model.vocab_size): a language model's logits",
                     shape_str(out), block_size, num_classes);
@@ -210,9 +211,9 @@ void check_model_fits_data(const Graph& model, int64_t num_classes, int64_t bloc
   if (model.output_shape().size() != 1)
     DP_THROW_USER("the model's output has per-sample shape {}; the loss needs class scores [K] (end with a linear layer)",
                   shape_str(model.output_shape()));
-  if (model.output_shape()[0] < num_classes)
+  if (models::output_width(model) < num_classes)
     DP_THROW_USER("the model outputs {} classes but the data set has {}; set model.num_classes = {}",
-                  model.output_shape()[0], num_classes, num_classes);
+                  models::output_width(model), num_classes, num_classes);
 }
 
 namespace {

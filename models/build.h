@@ -19,6 +19,16 @@ std::unique_ptr<Graph> build_model(const ModelConfig& cfg, const Shape& input_sh
                                    Device device = Device::cpu(), DType compute = DType::F32,
                                    cuda::ExecContext* gpu = nullptr, ArenaMemory grad_memory = ArenaMemory::Allocated);
 
+// The same graph built on the CPU with the layer choices a GPU run makes when `gpu` (the GPT
+// preset's LM head padded: Linear::resolve_auto_padding): what `dptrain memory` plans a GPU run on.
+std::unique_ptr<Graph> build_model_for_planning(const ModelConfig& cfg, const Shape& input_shape, uint64_t seed,
+                                                bool gpu);
+
+// The classes in each row of the model's output: output_shape().back(), or fewer when the last
+// layer pads its rows (a linear's pad_out_to: GPT's LM head on a GPU, V of the Vp columns). The
+// loss and the hit counts take this many classes in rows of output_shape().back().
+int64_t output_width(const Graph& g);
+
 // The GPU-side choices of train.* on a built graph: train.bn_impl on every batchnorm2d
 // (BatchNorm2d::set_gpu_impl) and train.gpu_fusion (Graph::set_gpu_fusion). A CPU graph ignores
 // them. Returns the log line that says what runs ("batch norm: ...; GPU fusion: ...").

@@ -160,8 +160,11 @@ std::vector<LayerSpec> gpt(const ModelConfig& cfg) {
     s.add("add", h + ".add_mlp", {}, {s.last, mid});
   }
   s.add("layernorm", "transformer.ln_f", {{"bias", bias}});
+  // pad_out_to 0 ("auto"): on a GPU the logits' rows are padded to a multiple of 64 (50,257 ->
+  // 50,304: the GEMMs' leading dimension); on the CPU unpadded (models/layers/linear/linear.h).
   s.add("linear", "lm_head",
-        {{"out_features", cfg.vocab_size}, {"bias", kNoBias}, {"tie_weight", std::string("transformer.wte.weight")}});
+        {{"out_features", cfg.vocab_size}, {"bias", kNoBias}, {"tie_weight", std::string("transformer.wte.weight")},
+         {"pad_out_to", int64_t{0}}});
   return s.layers;
 }
 

@@ -14,20 +14,36 @@ namespace dp::kernels::cpu::onednn {
 
 namespace {
 
-// f32 operands; our (out, in) weight read as (in, out) for the forward, dy (M, O) as (O, M).
-LinearDescs f32_descs(int64_t M, int64_t in, int64_t out) {
-  const memory::desc x = plain_md({M, in}, Tag::ab), y = plain_md({M, out}, Tag::ab);
+// f32 operands; our (out, in) weight read as (in, out) for the forward, dy (M, O) as (O, M); y and
+// dy in rows of ld (ld > out: a padded output, its strides given; else the plain layout).
+LinearDescs f32_descs(int64_t M, int64_t in, int64_t out, int64_t ld) {
+  const memory::desc x = plain_md({M, in}, Tag::ab);
+  const memory::desc y = ld > out ? memory::desc({M, out}, memory::data_type::f32, memory::dims{ld, 1})
+                                  : plain_md({M, out}, Tag::ab);
+  const memory::desc dy_t = ld > out ? memory::desc({out, M}, memory::data_type::f32, memory::dims{1, ld})
+                                     : plain_md({out, M}, Tag::ba);
   const memory::desc w = plain_md({out, in}, Tag::ab);
   return {.x = x, .w_t = plain_md({in, out}, Tag::ba), .b = plain_md({1, out}, Tag::ab), .y = y,
-          .dy = y, .w = w, .dx = x, .dy_t = plain_md({out, M}, Tag::ba), .dw = w};
+          .dy = y, .w = w, .dx = x, .dy_t = dy_t, .dw = w};
+}
+
+// y's padding, columns [out, ld) of each of its M rows, set to 0.
+void zero_padding(float* y, int64_t M, int64_t out, int64_t ld) {
+  if (ld == out) return;
+  for (int64_t m = 0; m < M; ++m) std::fill(y + m * ld + out, y + (m + 1) * ld, 0.0f);
 }
 
 }  // namespace
 
-LinearMatmul::LinearMatmul(std::string where, int64_t in, int64_t out, bool bias)
-    : where_(std::move(where)), in_(in), out_(out), bias_(bias), f32_(where_, in, out, bias, f32_descs) {}
+LinearMatmul::LinearMatmul(std::string where, int64_t in, int64_t out, bool bias, int64_t ld_out)
+    : where_(std::move(where)), in_(in), out_(out), ld_(ld_out > 0 ? ld_out : out), bias_(bias),
+      f32_(where_, in, out, bias, f32_descs, ld_) {
+  DP_CHECK(ld_ >= out_ && (ld_ == out_ || !bias_), "{}: output row stride {} for {} outputs{}", where_, ld_, out_,
+           bias_ ? " with a bias (a padded output takes none)" : "");
+}
 
 Bf16Matmul& LinearMatmul::bf16() {
+  DP_CHECK(ld_ == out_, "{}: a padded output (row stride {} for {} outputs) on the bf16 matmul", where_, ld_, out_);
   if (!bf16_) bf16_.emplace(where_, in_, out_, bias_);
   return *bf16_;
 }
@@ -66,17 +82,20 @@ void LinearMatmul::forward(GemmLibrary lib, float* y, const float* x, const floa
                            bool relu) {
   if (M == 0) return;
   if (lib == GemmLibrary::OnednnBf16) return bf16().forward(y, x, w, bias_ ? b : nullptr, M, relu);
+  DP_CHECK(ld_ == out_ || !relu, "{}: a ReLU on a padded output", where_);
   if (lib != GemmLibrary::Onednn) {
-    blas_gemm(lib, false, true, M, out_, in_, x, in_, w, in_, 0.0f, y, out_);  // x (M, I) W^T (I, O)
+    blas_gemm(lib, false, true, M, out_, in_, x, in_, w, in_, 0.0f, y, ld_);  // x (M, I) W^T (I, O)
+    zero_padding(y, M, out_, ld_);
     return bias_relu(y, bias_ ? b : nullptr, M, out_, relu);
   }
   f32_.forward(y, x, w, b, M, relu);
+  zero_padding(y, M, out_, ld_);
 }
 
 void LinearMatmul::backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M) {
   if (M == 0) return;
   if (lib == GemmLibrary::OnednnBf16) return bf16().backward_data(dx, dy, w, M);
-  if (lib != GemmLibrary::Onednn) return blas_gemm(lib, false, false, M, in_, out_, dy, out_, w, in_, 0.0f, dx, in_);
+  if (lib != GemmLibrary::Onednn) return blas_gemm(lib, false, false, M, in_, out_, dy, ld_, w, in_, 0.0f, dx, in_);
   f32_.backward_data(dx, dy, w, M);
 }
 
@@ -86,7 +105,7 @@ void LinearMatmul::backward_weights(GemmLibrary lib, float* dw, float* db, const
   if (lib == GemmLibrary::OnednnBf16) {
     bf16().backward_weights(dw, dy, x, M);
   } else if (lib != GemmLibrary::Onednn) {
-    blas_gemm(lib, true, false, out_, in_, M, dy, out_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
+    blas_gemm(lib, true, false, out_, in_, M, dy, ld_, x, in_, 1.0f, dw, in_);  // dW (O, I) += dy^T x
   } else {
     f32_.backward_weights(dw, dy, x, M);
   }

@@ -30,8 +30,11 @@ class Bf16Matmul;
 
 class LinearMatmul {
  public:
-  // `where` names the user in oneDNN's errors ("layer 'fc1' (linear)").
-  LinearMatmul(std::string where, int64_t in, int64_t out, bool bias);
+  // `where` names the user in oneDNN's errors ("layer 'fc1' (linear)"). ld_out: the row stride of
+  // y and dy (0: out; else > out: a padded output, models/layers/linear/linear.h pad_out_to, on
+  // the f32 libraries without bias or ReLU): the columns [out, ld_out) of y are written 0 and
+  // those of dy never read.
+  LinearMatmul(std::string where, int64_t in, int64_t out, bool bias, int64_t ld_out = 0);
   void forward(GemmLibrary lib, float* y, const float* x, const float* w, const float* b, int64_t M,
                bool relu = false);
   void backward_data(GemmLibrary lib, float* dx, const float* dy, const float* w, int64_t M);
@@ -42,7 +45,7 @@ class LinearMatmul {
 
  private:
   std::string where_;
-  int64_t in_, out_;
+  int64_t in_, out_, ld_;  // ld_: y's and dy's row stride
   bool bias_;
   LinearPrimitives f32_;  // the Onednn path's primitives
   Bf16Matmul& bf16();  // made on the first OnednnBf16 call

@@ -8,8 +8,8 @@ namespace {
 memory::desc bf16_md(const memory::dims& dims, Tag tag) { return memory::desc(dims, memory::data_type::bf16, tag); }
 
 // bf16 operands (x, W, dy: the casts), f32 bias and results (y, dx, dW); bf16(W) (out, in) read as
-// (in, out) for the forward, bf16(dy) (M, O) as (O, M).
-LinearDescs bf16_descs(int64_t M, int64_t in, int64_t out) {
+// (in, out) for the forward, bf16(dy) (M, O) as (O, M). Unpadded rows only (LinearMatmul::bf16).
+LinearDescs bf16_descs(int64_t M, int64_t in, int64_t out, int64_t /*ld: out*/) {
   return {.x = bf16_md({M, in}, Tag::ab), .w_t = bf16_md({in, out}, Tag::ba), .b = plain_md({1, out}, Tag::ab),
           .y = plain_md({M, out}, Tag::ab), .dy = bf16_md({M, out}, Tag::ab), .w = bf16_md({out, in}, Tag::ab),
           .dx = plain_md({M, in}, Tag::ab), .dy_t = bf16_md({out, M}, Tag::ba), .dw = plain_md({out, in}, Tag::ab)};

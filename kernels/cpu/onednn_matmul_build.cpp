@@ -2,15 +2,16 @@
 
 namespace dp::kernels::cpu::onednn {
 
-LinearPrimitives::LinearPrimitives(std::string where, int64_t in, int64_t out, bool bias, LinearDescsFn descs)
-    : where_(std::move(where)), in_(in), out_(out), bias_(bias), descs_(descs) {}
+LinearPrimitives::LinearPrimitives(std::string where, int64_t in, int64_t out, bool bias, LinearDescsFn descs,
+                                   int64_t ld_out)
+    : where_(std::move(where)), in_(in), out_(out), ld_out_(ld_out > 0 ? ld_out : out), bias_(bias), descs_(descs) {}
 
 LinearPrimitives::Entry& LinearPrimitives::entry(int64_t M, bool relu) {
   const auto key = std::make_pair(M, relu);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   return onednn_call(where_, [&]() -> Entry& {
     Entry e;
-    const LinearDescs d = descs_(M, in_, out_);
+    const LinearDescs d = descs_(M, in_, out_, ld_out_);
     dnnl::matmul::primitive_desc fpd(bias_ ? dnnl::matmul::desc(d.x, d.w_t, d.b, d.y)
                                            : dnnl::matmul::desc(d.x, d.w_t, d.y),
                                      scratch_attr(relu), engine());

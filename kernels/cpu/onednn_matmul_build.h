@@ -24,13 +24,14 @@ struct LinearDescs {
   memory::desc dy_t, dw;      // backward_weights: src, dst (its weights: x)
 };
 
-// descs(M, in, out): the descriptors for M rows of an (in -> out) product.
-using LinearDescsFn = LinearDescs (*)(int64_t M, int64_t in, int64_t out);
+// descs(M, in, out, ld_out): the descriptors for M rows of an (in -> out) product whose y and dy
+// rows are ld_out apart (>= out; > out: a padded output).
+using LinearDescsFn = LinearDescs (*)(int64_t M, int64_t in, int64_t out, int64_t ld_out);
 
 class LinearPrimitives {
  public:
   // `where` names the user in oneDNN's errors ("layer 'fc1' (linear)").
-  LinearPrimitives(std::string where, int64_t in, int64_t out, bool bias, LinearDescsFn descs);
+  LinearPrimitives(std::string where, int64_t in, int64_t out, bool bias, LinearDescsFn descs, int64_t ld_out = 0);
   // b is read only with bias.
   void forward(void* y, const void* x, const void* w_t, const void* b, int64_t M, bool relu);
   void backward_data(void* dx, const void* dy, const void* w, int64_t M);
@@ -44,7 +45,7 @@ class LinearPrimitives {
   };
   Entry& entry(int64_t M, bool relu);  // made on the first call at (M, relu)
   std::string where_;
-  int64_t in_, out_;
+  int64_t in_, out_, ld_out_;
   bool bias_;
   LinearDescsFn descs_;
   std::map<std::pair<int64_t, bool>, Entry> entries_;

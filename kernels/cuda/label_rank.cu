@@ -10,8 +10,8 @@ constexpr int kWarpsPerBlock = 8;
 
 // One warp per row: each lane counts the scores above the label's in its columns, then
 // warp_sum adds the counts (integers: any order gives the same count).
-__global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t rows, int64_t K, int32_t cap,
-                                   int32_t* out) {
+__global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t rows, int64_t K, int64_t ld,
+                                   int32_t cap, int32_t* out) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t r = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; r < rows; r += warps) {
@@ -20,7 +20,7 @@ __global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t row
       if (lane == 0) out[r] = cap;
       continue;
     }
-    const float* row = z + r * K;
+    const float* row = z + r * ld;  // (K) of a row of ld
     const float target = row[label];
     long long higher = 0;
     for (int64_t k = lane; k < K; k += 32) higher += row[k] > target;
@@ -32,11 +32,11 @@ __global__ void label_ranks_kernel(const float* z, const int32_t* y, int64_t row
 }  // namespace
 
 cudaError_t label_ranks(const float* z, const int32_t* y, int64_t rows, int64_t K, int32_t cap, int32_t* out,
-                        cudaStream_t stream) {
-  if (rows < 0 || K < 1 || cap < 1) return cudaErrorInvalidValue;
+                        cudaStream_t stream, int64_t ld) {
+  if (rows < 0 || K < 1 || cap < 1 || (ld != 0 && ld < K)) return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
   const unsigned blocks = grid_1d(rows, kWarpsPerBlock);
-  DP_LAUNCH(label_ranks_kernel, blocks, kWarpsPerBlock * 32, 0, stream)(z, y, rows, K, cap, out);
+  DP_LAUNCH(label_ranks_kernel, blocks, kWarpsPerBlock * 32, 0, stream)(z, y, rows, K, ld > 0 ? ld : K, cap, out);
   DP_RETURN_LAUNCH();
 }
 

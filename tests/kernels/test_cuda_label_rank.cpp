@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "tests/gpu_test.h"
 #include "kernels/cpu/label_rank.h"
@@ -29,8 +30,19 @@ TEST(CudaLabelRankMath, TheCpuTwinCountsHigherScoresTiesForTheLabel) {
   EXPECT_EQ(r, (std::vector<int32_t>{0, 2, 2}));
 }
 
+// Padded rows (a padded LM head's, ld > K): the padding is never read, however it scores.
+TEST(CudaLabelRankMath, PaddedRowsRankAsTheirFirstKColumns) {
+  const std::vector<float> z = {0.1f, 0.5f, 0.5f, 0.2f, 9.0f, 9.0f,   // label 1: 0 higher (the padding is not)
+                                0.9f, 0.8f, 0.7f, 0.6f, 9.0f, 9.0f};  // label 3: 3 higher
+  const std::vector<int32_t> y = {1, 3};
+  std::vector<int32_t> r(2);
+  cpu::label_ranks(z.data(), y.data(), 2, 4, 5, r.data(), /*ld=*/6);
+  EXPECT_EQ(r, (std::vector<int32_t>{0, 3}));
+}
+
 #ifdef DPTRAIN_HAVE_CUDA
 TEST(CudaLabelRank, ArgumentsAreCheckedBeforeAnyLaunch) {
+  EXPECT_EQ(label_ranks(nullptr, nullptr, 3, 4, 5, nullptr, nullptr, /*ld=*/3), cudaErrorInvalidValue);
   EXPECT_EQ(label_ranks(nullptr, nullptr, -1, 4, 5, nullptr, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(label_ranks(nullptr, nullptr, 3, 0, 5, nullptr, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(label_ranks(nullptr, nullptr, 3, 4, 0, nullptr, nullptr), cudaErrorInvalidValue);
@@ -55,6 +67,32 @@ DP_GPU_TEST_F(CudaLabelRankGpu, RanksEqualTheCpuTwin) {
     test::Guarded<int32_t> y_(y, s), out_(y.size(), s);
     CHECK_CUDA(label_ranks(z_.get(), y_.get(), rows, K, 5, out_.get(), s));
     EXPECT_EQ(out_.download(), want) << rows << "x" << K;
+    EXPECT_TRUE(out_.guards_intact());
+  }
+}
+
+// Rows of ld > K (a padded LM head's logits): the ranks of the compact rows, the padding (scoring
+// above everything) never read.
+DP_GPU_TEST_F(CudaLabelRankGpu, PaddedRowsRankAsTheCompactOnes) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  const cudaStream_t s = stream_.get();
+  for (auto [rows, K, ld] : {std::tuple<int64_t, int64_t, int64_t>{37, 10, 64}, {300, 65, 128}, {9, 257, 320}}) {
+    std::vector<float> compact(static_cast<size_t>(rows * K)), padded(static_cast<size_t>(rows * ld), 1e30f);
+    std::uniform_int_distribution<int> coarse(0, 7);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        compact[r * K + k] = padded[r * ld + k] = static_cast<float>(coarse(gen_)) * 0.25f;
+    std::vector<int32_t> y(static_cast<size_t>(rows));
+    std::uniform_int_distribution<int32_t> label(-1, static_cast<int32_t>(K));
+    for (auto& v : y) v = label(gen_);
+    std::vector<int32_t> want(y.size()), cpu_padded(y.size());
+    cpu::label_ranks(compact.data(), y.data(), rows, K, 5, want.data());
+    cpu::label_ranks(padded.data(), y.data(), rows, K, 5, cpu_padded.data(), ld);
+    EXPECT_EQ(cpu_padded, want);
+    test::Guarded<float> z_(padded, s);
+    test::Guarded<int32_t> y_(y, s), out_(y.size(), s);
+    CHECK_CUDA(label_ranks(z_.get(), y_.get(), rows, K, 5, out_.get(), s, ld));
+    EXPECT_EQ(out_.download(), want) << rows << "x" << K << " in rows of " << ld;
     EXPECT_TRUE(out_.guards_intact());
   }
 }

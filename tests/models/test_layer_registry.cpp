@@ -40,7 +40,8 @@ TEST(LayerRegistry, ArgumentNamesAndDefaults) {
     for (const auto& a : layer_registry().arg_specs(type)) out.push_back(a.name);
     return out;
   };
-  EXPECT_EQ(names("linear"), (std::vector<std::string>{"out_features", "bias", "init_std", "tie_weight"}));
+  EXPECT_EQ(names("linear"),
+            (std::vector<std::string>{"out_features", "bias", "init_std", "tie_weight", "pad_out_to"}));
   EXPECT_EQ(names("embedding"), (std::vector<std::string>{"num_embeddings", "embedding_dim", "init_std"}));
   EXPECT_EQ(names("position_embedding"), (std::vector<std::string>{"num_positions", "init_std"}));
   EXPECT_EQ(names("layernorm"), (std::vector<std::string>{"eps", "bias"}));

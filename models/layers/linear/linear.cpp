@@ -1,5 +1,6 @@
 #include "models/layers/linear/linear.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/layers/linear/linear_ref.h"
@@ -7,8 +8,14 @@
 
 namespace dp::models {
 
-Linear::Linear(std::string name, int64_t out_features, bool bias, double init_std, std::string tie_weight)
-    : Layer(std::move(name)), out_(out_features), bias_(bias), init_std_(init_std), tie_weight_(std::move(tie_weight)) {}
+Linear::Linear(std::string name, int64_t out_features, bool bias, double init_std, std::string tie_weight,
+               int64_t pad_out_to)
+    : Layer(std::move(name)), out_(out_features), pad_out_to_(pad_out_to), bias_(bias), init_std_(init_std),
+      tie_weight_(std::move(tie_weight)) {}
+
+void Linear::resolve_auto_padding(bool gpu) {
+  if (pad_out_to_ == 0) pad_out_to_ = gpu ? kGpuRowPadding : 1;
+}
 
 Shape Linear::setup(const std::vector<Shape>& in) {
   const size_t rank = single_input(*this, in).size();
@@ -16,10 +23,15 @@ Shape Linear::setup(const std::vector<Shape>& in) {
     DP_THROW_USER("{}: input per-sample shape is {}, but linear takes [in_features] or [T, in_features] (applied to "
                   "the last dimension); add a 'flatten' layer before it",
                   layer_str(*this), shape_str(in[0]));
+  ld_out_ = padded_row_stride(out_, std::max<int64_t>(pad_out_to_, 1));
+  if (padded() && bias_)
+    DP_THROW_USER("{}: pad_out_to = {} pads the output rows of a layer without a bias only (GPT's LM head); set "
+                  "bias = false or pad_out_to = 1",
+                  layer_str(*this), pad_out_to_);
   in_shape_ = in[0];
   in_ = in_shape_.back();
   out_shape_ = in_shape_;
-  out_shape_.back() = out_;
+  out_shape_.back() = ld_out_;
   return out_shape_;
 }
 
@@ -53,7 +65,7 @@ void Linear::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, T
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
     kernels::cpu::linear_forward<T>(y.data<T>(), x[0].data<T>(), params_[0].data<T>(),
-                                    bias_ ? params_[1].data<T>() : nullptr, rows(x[0]), in_, out_);
+                                    bias_ ? params_[1].data<T>() : nullptr, rows(x[0]), in_, out_, ld_out_);
   });
 }
 
@@ -69,7 +81,7 @@ void Linear::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, 
     using T = decltype(tag);
     kernels::cpu::linear_backward<T>(data_or_null<T>(dx[0]), grads_[0].data<T>(),
                                      bias_ ? grads_[1].data<T>() : nullptr, dy.data<T>(), x[0].data<T>(),
-                                     params_[0].data<T>(), rows(x[0]), in_, out_);
+                                     params_[0].data<T>(), rows(x[0]), in_, out_, ld_out_);
   });
 }
 
@@ -79,9 +91,11 @@ void register_linear(LayerRegistry& r) {
   tie.kind = ArgKind::String;
   tie.default_value = ArgValue{std::string()};
   r.add("linear",
-        {int_arg("out_features", std::nullopt, 1), bool_arg("bias", true), float_arg("init_std", 0.0, 0.0), tie},
+        {int_arg("out_features", std::nullopt, 1), bool_arg("bias", true), float_arg("init_std", 0.0, 0.0), tie,
+         int_arg("pad_out_to", int64_t{1}, 0)},
         [](const std::string& name, const LayerArgs& a) {
-          return std::make_unique<Linear>(name, a.i("out_features"), a.b("bias"), a.f("init_std"), a.s("tie_weight"));
+          return std::make_unique<Linear>(name, a.i("out_features"), a.b("bias"), a.f("init_std"), a.s("tie_weight"),
+                                          a.i("pad_out_to"));
         });
 }
 

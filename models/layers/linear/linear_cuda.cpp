@@ -9,7 +9,8 @@
 //   y = gelu(x W^T + b)                    the same matmul, cuBLASLt's GELU_AUX epilogue keeping
 //                                          pre = x W^T + b in gelu_pre_
 //   g = dy * gelu'(pre)                    the gelu kernel, written over gelu_pre_
-// and the three lines above run on g instead of dy.
+// and the three lines above run on g instead of dy. A padded output (pad_out_to, no bias, no
+// GELU) is written and read in rows of ld_out_ (LtGemm's ldd and lda), its padding set to 0.
 #include "models/layers/linear/linear.h"
 
 #include "kernels/cuda/elementwise.h"
@@ -40,7 +41,8 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   g.a = x[0].raw();          // (M, in)
   g.b = params_[0].raw();    // (out, in), used transposed
   g.trans_b = true;
-  g.d = y.raw();             // (M, out)
+  g.d = y.raw();             // (M, out) in rows of ld_out_
+  g.ldd = ld_out_;
   g.bias = bias_ ? params_[1].raw() : nullptr;
   if (epilogue() == Epilogue::Gelu) {
     ensure_tensor(gelu_pre_, {M, out_}, dt, y.device());
@@ -48,6 +50,12 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
     gelu_pre_fresh_ = true;
   }
   cuda::lt_matmul(*ctx.gpu, g);
+  if (padded()) {  // the padding columns [out, ld_out) of each row: 0
+    const size_t es = dtype_size(dt);
+    CHECK_CUDA(cudaMemset2DAsync(static_cast<char*>(y.raw()) + static_cast<size_t>(out_) * es,
+                                 static_cast<size_t>(ld_out_) * es, 0, static_cast<size_t>(ld_out_ - out_) * es,
+                                 static_cast<size_t>(M), ctx.gpu->compute()));
+  }
 }
 
 namespace {
@@ -85,7 +93,8 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
     cuda::LtGemm g;
     g.dtype = dt;
     g.m = M, g.n = in_, g.k = out_;
-    g.a = g_out;             // (M, out)
+    g.a = g_out;             // (M, out) in rows of ld_out_
+    g.lda = ld_out_;
     g.b = params_[0].raw();  // (out, in)
     g.d = dx[0].raw();       // (M, in)
     cuda::lt_matmul(*ctx.gpu, g);
@@ -93,7 +102,8 @@ void Linear::backward_cuda(const StepContext& ctx, const std::vector<Tensor>& x,
   cuda::LtGemm w;
   w.dtype = dt;
   w.m = out_, w.n = in_, w.k = M;
-  w.a = g_out;  // stored (M, out), used transposed
+  w.a = g_out;  // stored (M, out) in rows of ld_out_, used transposed
+  w.lda = ld_out_;
   w.trans_a = true;
   w.b = x[0].raw();  // (M, in)
   w.c = grads_[0].raw();

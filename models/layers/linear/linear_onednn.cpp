@@ -1,7 +1,8 @@
 // Linear's oneDNN path: kernels/cpu/onednn_matmul.h's LinearMatmul over the (rows, in) view of
 // the input (rows = samples x positions), on the library linear_gemm_choice.h picks, with a ReLU
 // post-op when the graph folded a relu into this layer; the weight and bias gradients are added (+=) into the gradient arena. With a fused
-// ReLU the backward first masks dy by the output (the output is zero where the ReLU cut).
+// ReLU the backward first masks dy by the output (the output is zero where the ReLU cut). A padded
+// output (pad_out_to) is written and read in rows of ld_out_.
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "models/layers/common.h"
@@ -19,6 +20,10 @@ struct Linear::OnednnState {
 };
 
 void Linear::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
+  if (padded() && ctx.cpu_matmul_bf16)
+    DP_THROW_USER("{}: pad_out_to = {} (rows of {} for {} outputs) does not run under train.precision = \"bf16\" on "
+                  "the CPU; set pad_out_to = 1 or train.precision = \"fp32\"",
+                  layer_str(*this), pad_out_to_, ld_out_, out_);
   onednn_state().mm.forward(linear_gemm(ctx), y.data<float>(), x.data<float>(), params_[0].data<float>(),
                             bias_ ? params_[1].data<float>() : nullptr, rows(x),
                             epilogue() == Epilogue::Relu);
@@ -40,7 +45,7 @@ void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
 }
 
 Linear::OnednnState& Linear::onednn_state() {
-  if (!dnnl_) dnnl_.emplace(dn::LinearMatmul(layer_str(*this), in_, out_, bias_));
+  if (!dnnl_) dnnl_.emplace(dn::LinearMatmul(layer_str(*this), in_, out_, bias_, ld_out_));
   return *dnnl_;
 }
 

@@ -8,11 +8,15 @@
 namespace dp::cuda {
 
 namespace {
-// A row-major (rows, cols) contiguous matrix read column-major: (cols, rows), ld = cols.
-LtLayout column_major_of_row_major(int64_t rows, int64_t cols) { return {cols, rows, cols}; }
+// A row-major (rows, cols) matrix with rows ld apart (0: contiguous, ld = cols) read column-major:
+// (cols, rows), the same ld.
+LtLayout column_major_of_row_major(int64_t rows, int64_t cols, int64_t ld = 0) {
+  return {cols, rows, ld > 0 ? ld : cols};
+}
 }  // namespace
 
-ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b) {
+ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t lda,
+                                  int64_t ldd) {
   ColumnMajorGemm g;
   g.m = n;
   g.n = m;
@@ -20,8 +24,8 @@ ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a,
   g.trans_first = trans_b;
   g.trans_second = trans_a;
   g.first = trans_b ? column_major_of_row_major(n, k) : column_major_of_row_major(k, n);
-  g.second = trans_a ? column_major_of_row_major(k, m) : column_major_of_row_major(m, k);
-  g.c = column_major_of_row_major(m, n);
+  g.second = trans_a ? column_major_of_row_major(k, m, lda) : column_major_of_row_major(m, k, lda);
+  g.c = column_major_of_row_major(m, n, ldd);
   return g;
 }
 
@@ -39,6 +43,8 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32) {
   key.k = g.k;
   key.trans_a = g.trans_a;
   key.trans_b = g.trans_b;
+  key.lda = g.lda;
+  key.ldd = g.ldd;
   key.bias = g.bias != nullptr;
   key.gelu = g.gelu_pre != nullptr;
   key.align_a = pointer_alignment(g.a);
@@ -61,6 +67,12 @@ void check_lt_gemm(const LtGemm& g) {
   DP_CHECK(g.beta == 0.0f || g.c, "lt_matmul: beta = {} needs C", g.beta);
   DP_CHECK(!g.gelu_pre || g.beta == 0.0f, "lt_matmul: a GELU epilogue with beta = {}: the GELU applies to a fresh "
            "product (beta 0)", g.beta);
+  const int64_t a_cols = g.trans_a ? g.m : g.k;
+  DP_CHECK((g.lda == 0 || g.lda >= a_cols) && (g.ldd == 0 || g.ldd >= g.n),
+           "lt_matmul: row strides lda = {} (A's rows hold {}), ldd = {} (D's rows hold {}): 0 or at least the rows",
+           g.lda, a_cols, g.ldd, g.n);
+  DP_CHECK(!g.gelu_pre || g.ldd == 0 || g.ldd == g.n, "lt_matmul: a GELU epilogue on a padded D (ldd = {}, n = {})",
+           g.ldd, g.n);
 }
 
 bool lt_gelu_epilogue_allowed(int64_t n) { return n % 8 == 0; }

@@ -26,7 +26,8 @@ namespace dp::cuda {
 
 // One row-major GEMM: D (m, n) = alpha op(A) (m, k) op(B) (k, n) + beta C (m, n) [+ bias (n)].
 // A is stored (m, k), or (k, m) when trans_a; B (k, n), or (n, k) when trans_b; C and D (m, n);
-// all contiguous. C may equal D (accumulation: beta 1). dtype is A's, B's, C's, D's and the
+// contiguous unless lda / ldd say otherwise (a padded linear output, models/layers/linear/linear.h
+// pad_out_to: D's rows, and the A of the backward products that read its gradient). C may equal D (accumulation: beta 1). dtype is A's, B's, C's, D's and the
 // bias's (F32, BF16 or F16); the products are summed in f32 (CUBLAS_COMPUTE_32F, no TF32, unless
 // the context's train.tf32 is "all" and the data f32: CUBLAS_COMPUTE_32F_FAST_TF32) and
 // alpha/beta are f32.
@@ -40,6 +41,9 @@ struct LtGemm {
   void* d = nullptr;
   const void* bias = nullptr;  // (n) or null: no epilogue
   float alpha = 1.0f, beta = 0.0f;
+  // Row strides, in elements: A's (0: its stored columns, k or m) and C's and D's (0: n). A padded
+  // D (ldd > n) takes no GELU, and on the cublasGemmEx fallback no bias.
+  int64_t lda = 0, ldd = 0;
   // Non-null: D = gelu_tanh(op(A) op(B) [+ bias]) and gelu_pre (m, n, contiguous, dtype) receives
   // what the GELU took, op(A) op(B) [+ bias], for the backward (cuBLASLt's GELU_AUX[_BIAS]
   // epilogue; a linear layer with a GELU folded into it: runtime/epilogue.h). beta must be 0.
@@ -60,7 +64,9 @@ struct ColumnMajorGemm {
   LtLayout first, second, c;  // c: C and D
   bool operator==(const ColumnMajorGemm&) const = default;
 };
-ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b);
+// lda, ldd: LtGemm's (0: contiguous).
+ColumnMajorGemm column_major_gemm(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t lda = 0,
+                                  int64_t ldd = 0);
 
 // The largest power of two (<= 256, cuBLASLt's default alignment preference) dividing the
 // address; 256 for null (base/alignment.h). Algorithms are chosen for the operands' alignment.
@@ -74,6 +80,7 @@ struct LtKey {
   DType dtype = DType::F32;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldd = 0;  // LtGemm's row strides (0: contiguous)
   bool bias = false;
   bool gelu = false;  // the GELU_AUX epilogue (LtGemm::gelu_pre)
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_gelu_pre = 0;
@@ -89,7 +96,8 @@ LtKey lt_key(int device, uint64_t workspace_limit, const LtGemm& g, Tf32 tf32 = 
 bool lt_uses_tf32(DType dtype, Tf32 tf32);
 
 // A DpError unless g is well-formed: dims >= 1, a supported dtype, non-null operands (C only
-// when beta != 0), beta 0 with a GELU.
+// when beta != 0), beta 0 with a GELU, row strides 0 or at least the rows' lengths, no GELU on a
+// padded D.
 void check_lt_gemm(const LtGemm& g);
 
 // Whether cuBLASLt may be asked for the GELU_AUX epilogue of a GEMM with n output columns: its

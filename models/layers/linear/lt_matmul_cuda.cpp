@@ -121,6 +121,10 @@ void gemm_ex_fallback(ExecContext& ctx, const LtGemm& g, const ColumnMajorGemm& 
   DP_CHECK(cm.m <= kIntMax && cm.n <= kIntMax && cm.k <= kIntMax && cm.first.ld <= kIntMax &&
                cm.second.ld <= kIntMax && cm.c.ld <= kIntMax,
            "lt_matmul: m={} n={} k={} too large for the cublasGemmEx fallback", g.m, g.n, g.k);
+  const bool padded = g.ldd != 0 && g.ldd != g.n;
+  DP_CHECK(!padded || (!g.bias && (g.beta == 0.0f || g.c == g.d)),
+           "lt_matmul: the cublasGemmEx fallback of a padded D (ldd = {}, n = {}) takes no bias and no separate C",
+           g.ldd, g.n);
   const cudaDataType_t type = cuda_type(g.dtype);
   void* out = g.gelu_pre ? g.gelu_pre : g.d;
   if (g.beta != 0.0f && g.c != out)
@@ -188,7 +192,7 @@ Choice choose_algorithm(ExecContext& ctx, const LtGemm& g, const LtKey& key, con
 
 void lt_matmul(ExecContext& ctx, const LtGemm& g) {
   check_lt_gemm(g);
-  const ColumnMajorGemm cm = column_major_gemm(g.m, g.n, g.k, g.trans_a, g.trans_b);
+  const ColumnMajorGemm cm = column_major_gemm(g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldd);
   const cudaDataType_t type = cuda_type(g.dtype);
   const LtKey key = lt_key(ctx.device(), ctx.workspace_limit(), g, ctx.tf32());
   if (g.gelu_pre && !lt_gelu_epilogue_allowed(g.n)) return gemm_ex_fallback(ctx, g, cm, key);

@@ -10,14 +10,23 @@ void SoftmaxCrossEntropy::throw_bad_label(int32_t label, int64_t index, int64_t 
                             label, index, K, K));
 }
 
+int64_t SoftmaxCrossEntropy::classes_of(const Tensor& logits, int64_t classes) {
+  const int64_t width = logits.dim(1);
+  DP_CHECK(classes >= 0 && classes <= width,
+           "softmax cross entropy: {} classes in logits rows of {} columns (a padded row holds at most its width)",
+           classes, width);
+  return classes > 0 ? classes : width;
+}
+
 SoftmaxCrossEntropy::SoftmaxCrossEntropy(double label_smoothing) : smoothing_(label_smoothing) {
   DP_CHECK(smoothing_ >= 0 && smoothing_ <= 1, "label_smoothing = {} outside [0, 1]", smoothing_);
 }
 
-double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits) const {
+double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
+                                             int64_t classes) const {
   DP_CHECK(logits.ndim() == 2 && logits.dim(0) >= 1 && logits.dim(1) >= 1 && logits.device().is_cpu(),
            "softmax cross entropy: logits must be a non-empty (N, K) CPU tensor, got {}", logits.describe());
-  const int64_t N = logits.dim(0), K = logits.dim(1);
+  const int64_t N = logits.dim(0), K = classes_of(logits, classes), ld = logits.dim(1);
   DP_CHECK(labels.dtype() == DType::I32 && labels.shape() == Shape{N} && labels.device().is_cpu(),
            "softmax cross entropy: labels must be i32[{}] on cpu, got {}", N, labels.describe());
   const bool want_grad = dlogits && dlogits->defined();
@@ -29,11 +38,11 @@ double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor&
     if (y[n] < 0 || y[n] >= K) throw_bad_label(y[n], n, K);
   if (logits.dtype() == DType::F32)
     return kernels::cpu::softmax_xent<float>(logits.data<float>(), y, want_grad ? dlogits->data<float>() : nullptr, N,
-                                             K, smoothing_);
+                                             K, smoothing_, ld);
   DP_CHECK(logits.dtype() == DType::F64, "softmax cross entropy: logits must be f32 or f64, got {}",
            logits.describe());
   return kernels::cpu::softmax_xent<double>(logits.data<double>(), y, want_grad ? dlogits->data<double>() : nullptr,
-                                            N, K, smoothing_);
+                                            N, K, smoothing_, ld);
 }
 
 }  // namespace dp::models

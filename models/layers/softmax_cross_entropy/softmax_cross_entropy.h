@@ -13,7 +13,11 @@ class SoftmaxCrossEntropy {
   // logits (N, K) f32|f64 on the CPU, labels (N) i32 in [0, K). Returns the mean loss; writes
   // dlogits = d(mean loss)/d logits (same shape and dtype as logits) unless dlogits is null or
   // undefined. A label outside [0, K) is a DpError naming the label and its index.
-  double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits) const;
+  // classes: K when the logits' rows are padded (a padded LM head's (N, Vp) rows, of which the
+  // first V are the classes: models::output_width), 0: every column. The padding is outside the
+  // softmax and its gradient is 0.
+  double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
+                          int64_t classes = 0) const;
 
   // The device twin (softmax_cross_entropy_cuda.cpp, CUDA builds only): logits (N, K) f32,
   // labels (N) i32 and dlogits (f32 (N, K), or null / undefined: loss only) are device tensors.
@@ -25,13 +29,16 @@ class SoftmaxCrossEntropy {
   // before the stream): use one object per stream at a time. A label outside [0, K) makes the
   // loss NaN on the device; this call then reads the labels back and throws the CPU path's
   // DpError naming the label and its index.
-  double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits, void* stream) const;
+  double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits, void* stream,
+                          int64_t classes = 0) const;
 
   double label_smoothing() const { return smoothing_; }
 
  private:
   // The DpError of a label outside [0, K) at batch index `index`.
   [[noreturn]] static void throw_bad_label(int32_t label, int64_t index, int64_t K);
+  // The classes of logits (N, W): `classes`, or W when 0; a DpError unless 1 <= classes <= W.
+  static int64_t classes_of(const Tensor& logits, int64_t classes);
   double smoothing_;
   struct DeviceScratch;  // the device twin's (softmax_cross_entropy_cuda.cpp)
   mutable PimplPtr<DeviceScratch> scratch_;

@@ -22,12 +22,12 @@ struct SoftmaxCrossEntropy::DeviceScratch {
 };
 
 double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
-                                             void* stream_ptr) const {
+                                             void* stream_ptr, int64_t classes) const {
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   DP_CHECK(logits.defined() && logits.ndim() == 2 && logits.dim(0) >= 1 && logits.dim(1) >= 1 &&
                logits.dtype() == DType::F32 && logits.device().is_cuda(),
            "softmax cross entropy: logits must be a non-empty f32 (N, K) GPU tensor, got {}", logits.describe());
-  const int64_t N = logits.dim(0), K = logits.dim(1);
+  const int64_t N = logits.dim(0), K = classes_of(logits, classes), ld = logits.dim(1);
   DP_CHECK(labels.defined() && labels.dtype() == DType::I32 && labels.shape() == Shape{N} &&
                labels.device() == logits.device(),
            "softmax cross entropy: labels must be i32[{}] on {}, got {}", N, logits.device().str(),
@@ -50,7 +50,7 @@ double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor&
   float* mean = row_loss + s.rows;
   CHECK_CUDA(kernels::cuda::softmax_xent(logits.data<float>(), labels.data<int32_t>(),
                                          want_grad ? dlogits->data<float>() : nullptr, row_loss, mean, N, K,
-                                         smoothing_, stream));
+                                         smoothing_, stream, ld));
   CHECK_CUDA(cudaMemcpyAsync(s.host.data(), mean, sizeof(float), cudaMemcpyDeviceToHost, stream));
   CHECK_CUDA(cudaStreamSynchronize(stream));
   const double loss = *s.host.as<float>();

@@ -11,15 +11,16 @@ namespace dp::kernels::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-// One warp per row: z (K) -> row_loss, and dlogits (K) unless null. The lanes' partial max and
-// sums meet in warp_max / warp_sum (every lane gets them, in an order fixed by K alone).
+// One warp per row: z (K, in a row of ld) -> row_loss, and dlogits (K) unless null, its padding
+// [K, ld) 0. The lanes' partial max and sums meet in warp_max / warp_sum (every lane gets them, in
+// an order fixed by K alone).
 __global__ void xent_rows_kernel(const float* logits, const int32_t* labels, float* dlogits, float* row_loss,
-                                 int64_t N, int64_t K, float one_minus_eps, float eps_over_k, float q_label,
-                                 float q_other) {
+                                 int64_t N, int64_t K, int64_t ld, float one_minus_eps, float eps_over_k,
+                                 float q_label, float q_other) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t n = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / 32; n < N; n += warps) {
-    const float* z = logits + n * K;  // (K)
+    const float* z = logits + n * ld;  // (K)
     // Max-subtracted log-sum-exp: exp never overflows.
     float m = -INFINITY;
     for (int64_t k = lane; k < K; k += 32) m = fmaxf(m, z[k]);
@@ -39,12 +40,13 @@ __global__ void xent_rows_kernel(const float* logits, const int32_t* labels, flo
       row_loss[n] = valid ? fp::sub(fp::sub(lse, fp::mul(one_minus_eps, z[y])), fp::mul(eps_over_k, sz)) : NAN;
     }
     if (!dlogits) continue;
-    float* g = dlogits + n * K;
+    float* g = dlogits + n * ld;
     const float rows = static_cast<float>(N);
     for (int64_t k = lane; k < K; k += 32) {
       const float q = k == y ? q_label : q_other;
       g[k] = valid ? fp::div(fp::sub(expf(fp::sub(z[k], lse)), q), rows) : NAN;
     }
+    for (int64_t k = K + lane; k < ld; k += 32) g[k] = 0.0f;  // padding: outside the loss
   }
 }
 
@@ -60,14 +62,14 @@ __global__ void mean_kernel(const float* row_loss, float* loss, int64_t N) {
 }  // namespace
 
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, float* dlogits, float* row_loss, float* loss,
-                         int64_t N, int64_t K, double smoothing, cudaStream_t stream) {
-  if (N < 0 || K < 1 || !(smoothing >= 0 && smoothing <= 1)) return cudaErrorInvalidValue;
+                         int64_t N, int64_t K, double smoothing, cudaStream_t stream, int64_t ld) {
+  if (N < 0 || K < 1 || (ld != 0 && ld < K) || !(smoothing >= 0 && smoothing <= 1)) return cudaErrorInvalidValue;
   if (N > 0) {
     // The smoothed target, as the CPU twin forms it: in double, here rounded once to float.
     const double off = smoothing / static_cast<double>(K);
     const unsigned blocks = grid_1d(N, kWarpsPerBlock);
     DP_LAUNCH(xent_rows_kernel, blocks, kWarpsPerBlock * 32, 0, stream)(
-        logits, labels, dlogits, row_loss, N, K, static_cast<float>(1.0 - smoothing), static_cast<float>(off),
+        logits, labels, dlogits, row_loss, N, K, ld > 0 ? ld : K, static_cast<float>(1.0 - smoothing), static_cast<float>(off),
         static_cast<float>(1.0 - smoothing + off), static_cast<float>(off));
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;

@@ -18,8 +18,11 @@ namespace dp::kernels::cuda {
 // dlogits (N, K) = (softmax(z) - q) / N, or skipped when null.
 // row_loss (N): device scratch, left holding each row's loss.
 // loss (1): device, the mean of row_loss (0 when N == 0); the host reads it when it needs it.
-// N >= 0, K >= 1, smoothing in [0, 1]; else cudaErrorInvalidValue.
+// ld: the row stride of logits and dlogits (0: K); with ld > K each row's columns [K, ld) are
+// padding (a padded LM head's): never read, and their gradient is written 0.
+// N >= 0, K >= 1, ld 0 or >= K, smoothing in [0, 1]; else cudaErrorInvalidValue.
 [[nodiscard]] cudaError_t softmax_xent(const float* logits, const int32_t* labels, float* dlogits, float* row_loss,
-                                       float* loss, int64_t N, int64_t K, double smoothing, cudaStream_t stream);
+                                       float* loss, int64_t N, int64_t K, double smoothing, cudaStream_t stream,
+                                       int64_t ld = 0);
 
 }  // namespace dp::kernels::cuda

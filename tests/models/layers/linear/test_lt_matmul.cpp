@@ -93,6 +93,39 @@ TEST(LtMatmul, ColumnMajorMappingComputesTheRowMajorProduct) {
       }
 }
 
+// Padded rows (models/layers/linear/linear.h pad_out_to): A in rows of lda, D in rows of ldd. The
+// column-major problem over the padded memory gives the row-major product in each row's first
+// columns and touches nothing after them.
+TEST(LtMatmul, PaddedRowsMapToLeadingDimensions) {
+  std::mt19937_64 g(3);
+  std::uniform_int_distribution<int> v(-4, 4);
+  const int64_t m = 3, n = 5, k = 4;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "ta " << ta << " tb " << tb);
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, lda = a_cols + 3, ldd = n + 4;
+      std::vector<double> a(static_cast<size_t>(m * k)), a_pad(static_cast<size_t>(a_rows * lda), 99.0),
+          b(static_cast<size_t>(k * n));
+      for (int64_t r = 0; r < a_rows; ++r)
+        for (int64_t c = 0; c < a_cols; ++c) a[r * a_cols + c] = a_pad[r * lda + c] = v(g);
+      for (auto& x : b) x = v(g);
+      const ColumnMajorGemm cm = column_major_gemm(m, n, k, ta, tb, lda, ldd);
+      EXPECT_EQ(cm.second.ld, lda);
+      EXPECT_EQ(cm.c, (LtLayout{n, m, ldd}));
+      std::vector<double> d(static_cast<size_t>(m * ldd), -1.0);
+      for (int64_t i = 0; i < cm.m; ++i)
+        for (int64_t j = 0; j < cm.n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < cm.k; ++p)
+            acc += at(b, cm.first, cm.trans_first, i, p) * at(a_pad, cm.second, cm.trans_second, p, j);
+          d[static_cast<size_t>(j * cm.c.ld + i)] = acc;
+        }
+      const std::vector<double> want = row_major_product(a, b, m, n, k, ta, tb);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < ldd; ++j) EXPECT_EQ(d[i * ldd + j], j < n ? want[i * n + j] : -1.0) << i << "," << j;
+    }
+}
+
 TEST(LtMatmul, LinearLayerShapes) {
   // y (N, out) = x (N, in) W^T: cuBLAS sees W's memory (out, in) as (in, out) and transposes it.
   const ColumnMajorGemm f = column_major_gemm(/*N*/ 8, /*out*/ 10, /*in*/ 20, false, true);
@@ -192,6 +225,12 @@ TEST(LtMatmul, MalformedProblemsAreRefused) {
   refused([](LtGemm& h) { h.a = nullptr; });
   refused([](LtGemm& h) { h.d = nullptr; });
   refused([](LtGemm& h) { h.beta = 1.0f; });  // C missing
+  refused([](LtGemm& h) { h.lda = 1; });  // shorter than A's rows (k = 2)
+  refused([](LtGemm& h) { h.ldd = 1; });  // shorter than D's rows (n = 2)
+  refused([&](LtGemm& h) { h.gelu_pre = &dummy, h.ldd = 8; });  // a GELU on a padded D
+  LtGemm padded = g;
+  padded.lda = 4, padded.ldd = 64;
+  EXPECT_NO_THROW(check_lt_gemm(padded));
   LtGemm gelu = g;
   gelu.gelu_pre = &dummy;
   EXPECT_NO_THROW(check_lt_gemm(gelu));
@@ -304,6 +343,58 @@ DP_GPU_TEST(LtMatmulGpu, MatchesTheHostProductWithBiasAndAccumulation) {
             for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
             EXPECT_LT(err / std::max(scale, 1.0), t.tol);
           }
+}
+
+// A padded linear output (pad_out_to): forward D (m, n) in rows of ldd, then the two backward
+// products reading that gradient in rows of lda, f32 against the host's f64 products; the padding
+// columns of D are left as they were.
+DP_GPU_TEST(LtMatmulGpu, PaddedRowsGiveTheProductsAndLeaveThePadding) {
+  ExecContext ctx(0, size_t{32} << 20);
+  const cudaStream_t s = ctx.compute();
+  std::mt19937_64 gen(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t M = 24, in = 16, out = 65, ld = 128;
+  auto rnd = [&](int64_t count) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (auto& x : v) x = nd(gen);
+    return v;
+  };
+  const auto x = rnd(M * in), w = rnd(out * in), dy_c = rnd(M * out);
+  std::vector<float> y0(static_cast<size_t>(M * ld), 7.0f), dy(static_cast<size_t>(M * ld), 1e30f);
+  for (int64_t r = 0; r < M; ++r) std::copy_n(dy_c.begin() + r * out, out, dy.begin() + r * ld);
+  auto upload = [&](const std::vector<float>& h) {
+    DeviceBuffer d(h.size() * 4, s);
+    CHECK_CUDA(cudaMemcpyAsync(d.data(), h.data(), h.size() * 4, cudaMemcpyHostToDevice, s));
+    return d;
+  };
+  auto download = [&](const DeviceBuffer& d, size_t n) {
+    std::vector<float> h(n);
+    CHECK_CUDA(cudaMemcpyAsync(h.data(), d.data(), n * 4, cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    return h;
+  };
+  DeviceBuffer dx_ = upload(x), dw_ = upload(w), dyb = upload(y0), ddy = upload(dy);
+  DeviceBuffer ddx(static_cast<size_t>(M * in) * 4, s), ddw(static_cast<size_t>(out * in) * 4, s);
+  LtGemm f;  // y (M, out) = x W^T, rows of ld
+  f.m = M, f.n = out, f.k = in, f.a = dx_.data(), f.b = dw_.data(), f.trans_b = true, f.d = dyb.data(), f.ldd = ld;
+  lt_matmul(ctx, f);
+  LtGemm bd;  // dx (M, in) = dy W, dy in rows of ld
+  bd.m = M, bd.n = in, bd.k = out, bd.a = ddy.data(), bd.lda = ld, bd.b = dw_.data(), bd.d = ddx.data();
+  lt_matmul(ctx, bd);
+  LtGemm bw;  // dW (out, in) = dy^T x
+  bw.m = out, bw.n = in, bw.k = M, bw.a = ddy.data(), bw.trans_a = true, bw.lda = ld, bw.b = dx_.data();
+  bw.d = ddw.data();
+  lt_matmul(ctx, bw);
+  auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  const auto want_y = row_major_product(as_double(x), as_double(w), M, out, in, false, true);
+  const auto want_dx = row_major_product(as_double(dy_c), as_double(w), M, in, out, false, false);
+  const auto want_dw = row_major_product(as_double(dy_c), as_double(x), out, in, M, true, false);
+  const auto y = download(dyb, y0.size()), gx = download(ddx, want_dx.size()), gw = download(ddw, want_dw.size());
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < ld; ++c)
+      ASSERT_NEAR(y[r * ld + c], c < out ? want_y[r * out + c] : 7.0, 1e-4) << "y " << r << "," << c;
+  for (size_t i = 0; i < gx.size(); ++i) ASSERT_NEAR(gx[i], want_dx[i], 1e-4) << "dx " << i;
+  for (size_t i = 0; i < gw.size(); ++i) ASSERT_NEAR(gw[i], want_dw[i], 1e-4) << "dW " << i;
 }
 
 double gelu_tanh(double x) {

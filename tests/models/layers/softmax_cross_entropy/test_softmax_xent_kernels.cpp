@@ -26,6 +26,8 @@ namespace dp::kernels::cuda {
 namespace {
 
 TEST(CudaSoftmaxXent, ArgumentsAreCheckedBeforeAnyLaunch) {
+  EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 10, 0.0, nullptr, /*ld=*/9),
+            cudaErrorInvalidValue);
   EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, -1, 10, 0.0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 0, 0.0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(softmax_xent(nullptr, nullptr, nullptr, nullptr, nullptr, 4, 10, 1.5, nullptr), cudaErrorInvalidValue);
@@ -86,6 +88,43 @@ DP_GPU_TEST_F(CudaSoftmaxXentGpu, LossAndGradientMatchTheCpuTwin) {
   }
 }
 
+// Rows of ld > K (a padded LM head's logits, the padding huge or NaN): the loss, the row losses and
+// the first K gradient columns bitwise those of the compact rows, on the device and on the CPU twin,
+// and the padding's gradient 0.
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, PaddedRowsGiveTheCompactRowsLossAndAZeroPaddingGradient) {
+  SCOPED_TRACE(testing::Message() << "seed " << seed_);
+  const cudaStream_t s = stream_.get();
+  struct Case { int64_t N, K, ld; };
+  for (Case c : {Case{7, 33, 64}, Case{24, 65, 128}, Case{5, 257, 320}}) {
+    SCOPED_TRACE(testing::Message() << "N " << c.N << " K " << c.K << " ld " << c.ld);
+    const auto compact = test::normal_floats(c.N * c.K, gen_, 3.0f);
+    std::vector<float> padded(static_cast<size_t>(c.N * c.ld));
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t k = 0; k < c.ld; ++k)
+        padded[n * c.ld + k] = k < c.K ? compact[n * c.K + k] : (k % 2 ? 1e30f : NAN);
+    std::vector<int32_t> y(c.N);
+    for (auto& l : y) l = static_cast<int32_t>(gen_() % c.K);
+    std::vector<float> dc(c.N * c.K), dpad(c.N * c.ld, 7.0f);
+    const double want = cpu::softmax_xent<float>(compact.data(), y.data(), dc.data(), c.N, c.K, 0.1);
+    EXPECT_EQ(cpu::softmax_xent<float>(padded.data(), y.data(), dpad.data(), c.N, c.K, 0.1, c.ld), want);
+    test::Guarded<float> zc_(compact, s), dc_(c.N * c.K, s), rc_(c.N, s), lc_(1, s);
+    test::Guarded<float> zp_(padded, s), dp_(c.N * c.ld, s), rp_(c.N, s), lp_(1, s);
+    test::Guarded<int32_t> y_(y, s);
+    CHECK_CUDA(softmax_xent(zc_.get(), y_.get(), dc_.get(), rc_.get(), lc_.get(), c.N, c.K, 0.1, s));
+    CHECK_CUDA(softmax_xent(zp_.get(), y_.get(), dp_.get(), rp_.get(), lp_.get(), c.N, c.K, 0.1, s, c.ld));
+    EXPECT_EQ(lp_.download()[0], lc_.download()[0]);
+    EXPECT_EQ(rp_.download(), rc_.download());
+    const auto gc = dc_.download(), gp = dp_.download();
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t k = 0; k < c.ld; ++k) {
+        const float cpu_want = k < c.K ? dc[n * c.K + k] : 0.0f;
+        ASSERT_EQ(dpad[n * c.ld + k], cpu_want) << "CPU twin, row " << n << " column " << k;
+        ASSERT_EQ(gp[n * c.ld + k], k < c.K ? gc[n * c.K + k] : 0.0f) << "row " << n << " column " << k;
+      }
+    EXPECT_TRUE(dp_.guards_intact());
+  }
+}
+
 DP_GPU_TEST_F(CudaSoftmaxXentGpu, AnEmptyBatchHasLossZeroAndABadLabelGivesNaNNotAnOverrun) {
   const cudaStream_t s = stream_.get();
   test::Guarded<float> loss_(std::vector<float>{123.0f}, s), rows_(0, s);
@@ -138,6 +177,34 @@ DP_GPU_TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallMatchesItsCpuCall
     for (int64_t i = 0; i < N * K; ++i)
       ASSERT_NEAR(back.data<float>()[i], d.data<float>()[i], 2e-5 / static_cast<double>(N)) << "dlogits " << i;
   }
+}
+
+// The loss object with `classes` < the rows' width (a padded head's): device and CPU calls agree,
+// and a label among the padding columns is a bad label.
+DP_GPU_TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyTakesTheClassesOfPaddedRows) {
+  const Device dev = Device::cuda(0);
+  const models::SoftmaxCrossEntropy loss(0.1);
+  const int64_t N = 6, K = 5, ld = 8;
+  Tensor z = Tensor::zeros({N, ld}), y = Tensor::zeros({N}, DType::I32), d = Tensor::zeros({N, ld});
+  const auto zv = test::normal_floats(N * ld, gen_, 3.0f);
+  for (int64_t i = 0; i < N * ld; ++i) z.data<float>()[i] = zv[i];
+  for (int64_t n = 0; n < N; ++n) y.data<int32_t>()[n] = static_cast<int32_t>(gen_() % K);
+  const double want = loss.forward_backward(z, y, &d, K);
+  Tensor zd = Tensor::zeros({N, ld}, DType::F32, dev), yd = Tensor::zeros({N}, DType::I32, dev),
+         dd = Tensor::zeros({N, ld}, DType::F32, dev);
+  zd.copy_from(z);
+  yd.copy_from(y);
+  EXPECT_NEAR(loss.forward_backward(zd, yd, &dd, s(), K), want, 2e-5 * std::max(1.0, std::fabs(want)));
+  Tensor back = Tensor::zeros({N, ld});
+  back.copy_from(dd);
+  for (int64_t i = 0; i < N * ld; ++i) {
+    if (i % ld >= K) {
+      ASSERT_EQ(d.data<float>()[i], 0.0f) << i;
+    }
+    ASSERT_NEAR(back.data<float>()[i], d.data<float>()[i], 2e-5 / static_cast<double>(N)) << "dlogits " << i;
+  }
+  y.data<int32_t>()[2] = static_cast<int32_t>(K + 1);  // a padding column: not a class
+  EXPECT_THROW(loss.forward_backward(z, y, nullptr, K), DpError);
 }
 
 DP_GPU_TEST_F(CudaSoftmaxXentGpu, SoftmaxCrossEntropyDeviceCallNamesABadLabel) {
