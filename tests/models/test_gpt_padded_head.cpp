@@ -129,9 +129,9 @@ TEST_P(PaddedHead, LogitsLossGradientsStepsAndCheckpointEqualTheUnpadded) {
     for (int64_t r = 0; r < kN * kT; ++r)
       for (int64_t k = kV; k < kPadded; ++k) ASSERT_EQ(dzb.data<float>()[r * kPadded + k], 0.0f);
     // Every parameter's gradient, the tied wte/lm_head slot included, bitwise.
-    for (size_t s = 0; s < plain->params().slots().size(); ++s)
-      ASSERT_EQ(bytes_of(plain->grads().tensor(static_cast<int>(s))), bytes_of(padded->grads().tensor(static_cast<int>(s))))
-          << plain->params().slot(static_cast<int>(s)).name << " at step " << step;
+    for (int s = 0; s < static_cast<int>(plain->params().slots().size()); ++s)
+      ASSERT_EQ(bytes_of(plain->grads().tensor(s)), bytes_of(padded->grads().tensor(s)))
+          << plain->params().slot(s).name << " at step " << step;
     opt_a.step(plain->params().flat(), plain->grads().flat(), 1e-2);
     opt_b.step(padded->params().flat(), padded->grads().flat(), 1e-2);
   }

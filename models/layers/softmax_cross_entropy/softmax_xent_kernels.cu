@@ -69,8 +69,8 @@ cudaError_t softmax_xent(const float* logits, const int32_t* labels, float* dlog
     const double off = smoothing / static_cast<double>(K);
     const unsigned blocks = grid_1d(N, kWarpsPerBlock);
     DP_LAUNCH(xent_rows_kernel, blocks, kWarpsPerBlock * 32, 0, stream)(
-        logits, labels, dlogits, row_loss, N, K, ld > 0 ? ld : K, static_cast<float>(1.0 - smoothing), static_cast<float>(off),
-        static_cast<float>(1.0 - smoothing + off), static_cast<float>(off));
+        logits, labels, dlogits, row_loss, N, K, ld > 0 ? ld : K, static_cast<float>(1.0 - smoothing),
+        static_cast<float>(off), static_cast<float>(1.0 - smoothing + off), static_cast<float>(off));
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
