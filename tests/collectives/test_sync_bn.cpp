@@ -34,7 +34,7 @@ Reference reference(int world) {
   Reference r;
   test::TestLayer t = test::make_test_layer(kCase, DType::F64, 7);
   Rng rng(11, 3);
-  r.x = test::random_normal(test::batched(world * kRowsPerRank, kCase.in[0]), DType::F64, rng);
+  r.x = test::random_normal(with_batch(world * kRowsPerRank, kCase.in[0]), DType::F64, rng);
   r.dy = test::random_normal(r.x.shape(), DType::F64, rng);
   const StepContext ctx{true, 1, 1};
   r.y = t.forward(ctx, {r.x});

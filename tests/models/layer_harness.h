@@ -12,6 +12,7 @@
 
 #include "models/registry.h"
 #include "base/rng.h"
+#include "base/shape.h"  // with_batch
 #include "runtime/tensor.h"
 
 namespace dp::test {
@@ -83,12 +84,6 @@ inline std::vector<LayerCase> layer_cases() {
 
 inline StepContext case_ctx(const LayerCase& c) { return StepContext{c.training, /*seed=*/1234, /*step=*/5}; }
 
-inline Shape batched(int64_t n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
-
 // Element i of a CPU f32/f64 tensor as double (and back).
 inline double get(const Tensor& t, int64_t i) {
   return t.dtype() == DType::F64 ? t.data<double>()[i] : static_cast<double>(t.data<float>()[i]);
@@ -134,17 +129,17 @@ struct TestLayer {
     std::vector<Tensor> x;
     for (const auto& s : in) {
       if (ids > 0 && x.empty()) {
-        Tensor t = Tensor::zeros(batched(batch, s), DType::I32);
+        Tensor t = Tensor::zeros(with_batch(batch, s), DType::I32);
         for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>(rng.below(ids));
         x.push_back(t);
         continue;
       }
-      x.push_back(random_normal(batched(batch, s), dtype, rng));
+      x.push_back(random_normal(with_batch(batch, s), dtype, rng));
     }
     return x;
   }
   Tensor forward(const StepContext& ctx, const std::vector<Tensor>& x) {
-    Tensor y = Tensor::zeros(batched(x[0].dim(0), out), dtype);
+    Tensor y = Tensor::zeros(with_batch(x[0].dim(0), out), dtype);
     layer->forward(ctx, x, y);
     return y;
   }

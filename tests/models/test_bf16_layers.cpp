@@ -103,7 +103,7 @@ TEST(Bf16Linear, ProductsAreBf16OperandsWithF32Accumulation) {
     Rng rng(5, 1);
     std::vector<Tensor> x = ref.random_inputs(c.batch, rng);
     for (auto& xi : x) xi.copy_from(cast(cast(xi, DType::F32), DType::F64));
-    Tensor dy = cast(cast(random_normal(batched(c.batch, {6, 48}), DType::F64, rng), DType::F32), DType::F64);
+    Tensor dy = cast(cast(random_normal(with_batch(c.batch, {6, 48}), DType::F64, rng), DType::F32), DType::F64);
     StepContext ctx = case_ctx(c), bctx = ctx;
     bctx.cpu_backend = CpuBackend::OneDnn;
     bctx.cpu_matmul_bf16 = true;

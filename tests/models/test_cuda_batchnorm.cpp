@@ -137,7 +137,7 @@ DP_GPU_TEST_P(BnImplLayersGpu, MatchCpuTwin) {
 
   std::vector<Tensor> xd{gpu::upload(x[0], p.compute, p.channels_last, dev)};
   if (add) xd.push_back(gpu::upload(r, p.compute, p.channels_last, dev));
-  Tensor yd = gpu::guarded_zeros(batched(c.batch, g.out), p.compute, dev);
+  Tensor yd = gpu::guarded_zeros(with_batch(c.batch, g.out), p.compute, dev);
   g.layer->forward(ctx, xd, yd);
   const Tensor ybn = cpu.forward(cpu_ctx, x);
   const Tensor yref = epilogue_ref(ybn, add ? &r : nullptr, bc.epi);

@@ -95,7 +95,7 @@ void match_cpu_twin(const LayerCase& c, const Precision& p, cuda::CudnnApi api, 
 
   std::vector<Tensor> xd;
   for (const auto& t : x) xd.push_back(gpu::upload(t, p.compute, p.channels_last, dev));
-  Tensor yd = gpu::guarded_zeros(batched(c.batch, g.out), p.compute, dev);
+  Tensor yd = gpu::guarded_zeros(with_batch(c.batch, g.out), p.compute, dev);
   g.layer->forward(ctx, xd, yd);
   Tensor y = cpu.forward(cpu_ctx, x);
   if (relu)

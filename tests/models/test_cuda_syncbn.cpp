@@ -85,7 +85,7 @@ DP_GPU_TEST_P(CudaSyncBnGpu, MatchesTheCpuSyncPathOverTwoRanks) {
   cpu_ctx.comm = &cpu_comm;
 
   std::vector<Tensor> xd{gpu::upload(x[0], p.compute, p.channels_last, dev)};
-  Tensor yd = gpu::guarded_zeros(batched(c.batch, g.out), p.compute, dev);
+  Tensor yd = gpu::guarded_zeros(with_batch(c.batch, g.out), p.compute, dev);
   g.layer->forward(ctx, xd, yd);
   const Tensor y = cpu.forward(cpu_ctx, x);
   EXPECT_EQ(gpu_comm.device_allreduces, 2);
