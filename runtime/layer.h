@@ -117,7 +117,7 @@ class Layer {
   virtual Follower as_follower() const { return Follower::Other; }
   // What this layer's backward reads of its forward on `q.path` for `q`'s shapes and dtype (its
   // inputs, its output, kept extras: a mask, statistics, a workspace) and the scratch its forward
-  // or backward needs while it runs, with its current epilogue (runtime/backward_needs.h). It must
+  // or backward needs while it runs, with the epilogue q.epilogue (runtime/backward_needs.h). It must
   // be true of the code: a backward must not read what its layer does not declare (the layers'
   // poison tests check it on the CPU). The default is the conservative "keeps its inputs and its
   // output, nothing else"; a layer whose backward reads less, or keeps more, says so.

@@ -17,7 +17,7 @@ std::vector<int> sources_of(const Graph& g, const std::vector<NodePlan>& plan, s
 }
 
 NeedsQuery needs_query(const Graph& g, const StepMemoryQuery& q, size_t i) {
-  NeedsQuery nq{.dtype = q.activations, .path = q.path};
+  NeedsQuery nq{.dtype = q.activations, .path = q.path, .epilogue = q.fusion[i].epilogue};
   for (int src : sources_of(g, q.fusion, i))
     nq.in.push_back(with_batch(q.batch, src < 0 ? g.input_shape() : g.nodes()[static_cast<size_t>(src)].out_shape));
   nq.out = with_batch(q.batch, g.nodes()[i].out_shape);
@@ -25,7 +25,7 @@ NeedsQuery needs_query(const Graph& g, const StepMemoryQuery& q, size_t i) {
 }
 
 // One planner node per graph node: a folded node is a view of its host (its first input made the
-// one it aliases); a host asks its layer with its epilogue set.
+// one it aliases); a host asks its layer with its planned epilogue in the query.
 std::vector<PlanNode> plan_nodes(const Graph& g, const StepMemoryQuery& q) {
   std::vector<PlanNode> nodes;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
@@ -42,10 +42,7 @@ std::vector<PlanNode> plan_nodes(const Graph& g, const StepMemoryQuery& q) {
       continue;
     }
     n.output_bytes = bytes_of(with_batch(q.batch, gn.out_shape), q.activations);
-    const Epilogue before = gn.layer->epilogue();
-    gn.layer->set_epilogue(p.epilogue);
     n.needs = gn.layer->backward_needs(needs_query(g, q, i));
-    gn.layer->set_epilogue(before);
     nodes.push_back(std::move(n));
   }
   return nodes;

@@ -73,8 +73,8 @@ INSTANTIATE_TEST_SUITE_P(Layers, BackwardNeedsPoison,
                                             ::testing::Values(CpuBackend::Reference, CpuBackend::OneDnn)),
                          case_name);
 
-NeedsQuery query(Shape in, Shape out, DType dt, MemoryPath path) {
-  return NeedsQuery{.in = {std::move(in)}, .out = std::move(out), .dtype = dt, .path = path};
+NeedsQuery query(Shape in, Shape out, DType dt, MemoryPath path, Epilogue e = Epilogue::None) {
+  return NeedsQuery{.in = {std::move(in)}, .out = std::move(out), .dtype = dt, .path = path, .epilogue = e};
 }
 
 // Each kind of claim, as numbers.
@@ -95,8 +95,7 @@ TEST(BackwardNeeds, DropoutKeepsNothingAndAddWithAFoldedReluItsOutput) {
   auto add = make_layer("add", {});
   add->setup({{8}, {8}});
   EXPECT_FALSE(add->backward_needs(query({4, 8}, {4, 8}, DType::F32, MemoryPath::CpuOnednn)).output);
-  add->set_epilogue(Epilogue::Relu);
-  EXPECT_TRUE(add->backward_needs(query({4, 8}, {4, 8}, DType::F32, MemoryPath::CpuOnednn)).output);
+  EXPECT_TRUE(add->backward_needs(query({4, 8}, {4, 8}, DType::F32, MemoryPath::CpuOnednn, Epilogue::Relu)).output);
 }
 
 TEST(BackwardNeeds, BatchNormKeepsInputAndStatisticsAndWithAFoldedReluItsOutput) {
@@ -107,12 +106,10 @@ TEST(BackwardNeeds, BatchNormKeepsInputAndStatisticsAndWithAFoldedReluItsOutput)
   EXPECT_TRUE(n.input);
   EXPECT_FALSE(n.output);
   EXPECT_EQ(n.kept_bytes, 2u * 64 * 4);  // saved mean and 1/std, f32
-  bn->set_epilogue(Epilogue::Relu);
-  n = bn->backward_needs(query(s, s, DType::BF16, MemoryPath::Cuda));
+  n = bn->backward_needs(query(s, s, DType::BF16, MemoryPath::Cuda, Epilogue::Relu));
   EXPECT_TRUE(n.output);
   EXPECT_EQ(n.scratch_bytes, 2u * 64 * 8 * 8 * 2);  // g = dy * (y > 0), bf16
-  bn->set_epilogue(Epilogue::AddRelu);
-  n = bn->backward_needs(query(s, s, DType::BF16, MemoryPath::Cuda));
+  n = bn->backward_needs(query(s, s, DType::BF16, MemoryPath::Cuda, Epilogue::AddRelu));
   EXPECT_EQ(n.scratch_bytes, 0u);  // g goes into the residual's gradient
 }
 
@@ -128,8 +125,8 @@ TEST(BackwardNeeds, ConvKeepsItsInputAndOnTheGpuInBf16ItsKrscCopies) {
 TEST(BackwardNeeds, LinearWithAFoldedGeluKeepsThePreActivation) {
   auto l = make_layer("linear", {{"out_features", ArgValue{int64_t{12}}}});
   l->setup({{5, 3}});
-  l->set_epilogue(Epilogue::Gelu);
-  const BackwardNeeds n = l->backward_needs(query({2, 5, 3}, {2, 5, 12}, DType::BF16, MemoryPath::Cuda));
+  const BackwardNeeds n =
+      l->backward_needs(query({2, 5, 3}, {2, 5, 12}, DType::BF16, MemoryPath::Cuda, Epilogue::Gelu));
   EXPECT_TRUE(n.input);
   EXPECT_FALSE(n.output);
   EXPECT_EQ(n.kept_bytes, 2u * 5 * 12 * 2);

@@ -23,7 +23,7 @@ class Toy final : public Layer {
   Shape setup(const std::vector<Shape>& in) override { return in[0]; }
   BackwardNeeds backward_needs(const NeedsQuery& q) const override {
     BackwardNeeds n = needs_;
-    if (epilogue() == Epilogue::Relu) n.output = true, n.kept_bytes += bytes_of(q.out, q.dtype);
+    if (q.epilogue == Epilogue::Relu) n.output = true, n.kept_bytes += bytes_of(q.out, q.dtype);
     return n;
   }
   Follower as_follower() const override { return follower_; }

@@ -22,7 +22,7 @@ class Add : public Layer {
   Follower as_follower() const override { return Follower::Add; }
 
   // Backward copies dy: nothing kept; with a folded relu (the CPU plan) it masks by its output.
-  BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.output = epilogue() == Epilogue::Relu}; }
+  BackwardNeeds backward_needs(const NeedsQuery& q) const override { return {.output = q.epilogue == Epilogue::Relu}; }
  protected:
   // Both inputs receive dy (where their gradient is wanted).
   DP_LAYER_CPU_PATH();

@@ -14,14 +14,14 @@ namespace dp::models {
 BackwardNeeds BatchNorm2d::backward_needs(const NeedsQuery& q) const {
   BackwardNeeds n{.input = true};
   const size_t stats = 2 * static_cast<size_t>(C_) * (sync_ ? sizeof(double) : sizeof(float));
-  const bool relu = epilogue() == Epilogue::Relu || epilogue() == Epilogue::AddRelu;
+  const bool relu = q.epilogue == Epilogue::Relu || q.epilogue == Epilogue::AddRelu;
   if (q.path == MemoryPath::CpuOnednn && !sync_) {
     n.kept_bytes = stats;
     if (relu) n.kept_bytes += static_cast<size_t>(shape_numel(q.out));
   } else if (q.path == MemoryPath::Cuda) {
     n.kept_bytes = stats;
     n.output = relu;
-    if (epilogue() == Epilogue::Relu) n.scratch_bytes = bytes_of(q.out, q.dtype);
+    if (q.epilogue == Epilogue::Relu) n.scratch_bytes = bytes_of(q.out, q.dtype);
   } else if (sync_) {
     n.kept_bytes = stats;
   }

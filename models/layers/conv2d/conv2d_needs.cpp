@@ -13,7 +13,7 @@ namespace dp::models {
 
 BackwardNeeds Conv2d::backward_needs(const NeedsQuery& q) const {
   BackwardNeeds n{.input = true};
-  if (epilogue() == Epilogue::Relu) {
+  if (q.epilogue == Epilogue::Relu) {
     n.output = true;
     n.scratch_bytes += bytes_of(q.out, q.dtype);
   }

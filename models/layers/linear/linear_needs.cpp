@@ -10,11 +10,11 @@ namespace dp::models {
 
 BackwardNeeds Linear::backward_needs(const NeedsQuery& q) const {
   BackwardNeeds n{.input = true};
-  if (epilogue() == Epilogue::Relu) {
+  if (q.epilogue == Epilogue::Relu) {
     n.output = true;
     n.scratch_bytes = bytes_of(q.out, q.dtype);
   }
-  if (epilogue() == Epilogue::Gelu) n.kept_bytes = bytes_of(q.out, q.dtype);
+  if (q.epilogue == Epilogue::Gelu) n.kept_bytes = bytes_of(q.out, q.dtype);
   return n;
 }
 
