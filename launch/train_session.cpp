@@ -172,7 +172,7 @@ void TrainSession::open_data_and_build_model() {
     cfg_.model.num_classes = resolve_num_classes(cfg_.model.num_classes, static_cast<int64_t>(classes_.size()));
   seed_ = static_cast<uint64_t>(cfg_.run.seed);
   // ZeRO stage 2 on CPU ranks: the gradient arena on a page mapping whose pages the rank gives back
-  // (a GPU is refused below, make_zero_optimizer).
+  // (a GPU is refused below, make_weight_update).
   const ArenaMemory grad_memory =
       cfg_.train.zero == 2 && world_ > 1 && device_.is_cpu() ? ArenaMemory::Paged : ArenaMemory::Allocated;
   with_size_context("building the model", model_size_keys(cfg_.model), [&] {
@@ -197,16 +197,14 @@ void TrainSession::open_data_and_build_model() {
   if (ds_.tokens()) check_model_fits_data(*model_, cfg_.model.vocab_size, cfg_.model.block_size);
   else check_model_fits_data(*model_, static_cast<int64_t>(classes_.size()));
   loss_.emplace(cfg_.train.label_smoothing);
-  const bool zero = cfg_.train.zero > 0 && world_ > 1;  // ZeRO: the state of this rank's pieces only
-  opt_ = zero ? make_zero_optimizer() : make_optimizer(cfg_.train, model_->params());
+  update_ = make_weight_update();
   if (cfg_.train.weight_decay != 0)
     lg()->info("{}", optim::decay_summary(model_->params(), cfg_.train.decay_params, cfg_.train.weight_decay));
-  opt_->place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
+  update_->optimizer().place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
   // Mixed precision: the optimizer's pass also writes the layers' 16-bit weights (one read of
   // each parameter per step instead of the update's and refresh_compute_params' cast).
-  if (gpu_) opt_->write_compute_copy(model_->compute_params());
+  if (gpu_) update_->optimizer().write_compute_copy(model_->compute_params());
   if (cfg_.train.grad_clip > 0) {
-    clip_.emplace(cfg_.train.grad_clip);
     lg()->info("gradients clipped to a global L2 norm of {} after the all-reduce (train.grad_clip)",
                cfg_.train.grad_clip);
   }
@@ -261,7 +259,7 @@ void TrainSession::resume_or_start_over() {
       if (!s.folder.empty())
         lg()->warn("{}: moved the earlier run's {} to {}; this run starts clean files", why, join(s.moved), s.folder);
     }
-  } else if (auto r = zero_ ? resume_sharded() : resume_latest(*ckpts_, *model_, *opt_)) {
+  } else if (auto r = update_->resume(*ckpts_)) {
     resume_from(*r);
   }
   if (result_.resumed_from_step < 0 && !cfg_.model.init.empty()) init_from_weights();
@@ -367,20 +365,18 @@ void TrainSession::share_rank0_state() {
 void TrainSession::make_reducer() {
   if (world_ == 1) return;
   ReducerOptions ro = reducer_options_of(cfg_.dist, gpu_ ? gpu_->exec() : nullptr);
-  ro.shard = cfg_.train.zero > 0;
-  // Stage 2: each bucket's foreign gradient pages go back as soon as its reduce-scatter is done.
-  if (zero_ && zero_->stage() == 2)
-    ro.on_reduced = [this](int b) { zero_->release_grads(b, model_->grads().flat()); };
+  update_->configure_reducer(ro);  // ZeRO: reduce-scatter (stage 2: and give back foreign gradient pages)
   reducer_ = std::make_unique<Reducer>(*comm_, *model_, ro);
-  DP_CHECK(!zero_ || reducer_->buckets().size() == zero_->layout().pieces.size(),
+  const ZeroShard* zero = update_->shard();
+  DP_CHECK(!zero || reducer_->buckets().size() == zero->layout().pieces.size(),
            "ZeRO: the reducer cut {} buckets, the shard layout {}", reducer_->buckets().size(),
-           zero_->layout().pieces.size());
-  if (zero_)
+           zero->layout().pieces.size());
+  if (zero)
     lg()->info("ZeRO stage {} (train.zero = {}): this rank keeps the optimizer state{} of {} of the {} parameters ({} "
                "pieces, one per bucket)",
-               zero_->stage(), zero_->stage(),
-               zero_->stage() == 2 ? " and, between steps, the gradients" : "", zero_->layout().numel,
-               model_->params().numel(), zero_->layout().pieces.size());
+               zero->stage(), zero->stage(),
+               zero->stage() == 2 ? " and, between steps, the gradients" : "", zero->layout().numel,
+               model_->params().numel(), zero->layout().pieces.size());
   lg()->info("gradient all-reduce: {} buckets ({} MB first, then {} MB), overlap {}, wire {}", reducer_->buckets().size(),
              cfg_.dist.first_bucket_mb, cfg_.dist.bucket_mb, cfg_.dist.overlap, dtype_name(ro.wire));
   if (!cfg_.dist.broadcast_buffers || cfg_.model.sync_bn) return;  // asked not to, or global statistics already
@@ -462,7 +458,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   const bool report_memory = step_ + 1 == std::max<int64_t>(result_.resumed_from_step, 0) + 1;
   // ZeRO stage 2 measures its gradient arena at each bucket's release (mincore over the whole
   // arena) for the step whose memory account is logged only.
-  if (zero_ && zero_->stage() == 2) zero_->measure_peak(report_memory);
+  update_->measure_memory(report_memory);
   StepTally tally = compute_gradients(data);
   tally.grad_norm = optimizer_step(lr);
   if (buffer_bcast_) {
@@ -489,9 +485,7 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
 StepTally TrainSession::compute_gradients(EpochData& data) {
   const uint64_t step = static_cast<uint64_t>(step_);
   const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
-  // ZeRO stage 2: zeros where the rank keeps gradient memory; the pages it gave back read as zeros.
-  if (zero_ && zero_->stage() == 2) zero_->zero_grads(model_->grads().flat());
-  else model_->zero_grad();
+  update_->zero_grads();  // ZeRO stage 2: only where the rank keeps gradient memory
   step_data_s_ = 0;
   const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
   int64_t n = 0, top1 = 0, top5 = 0;
@@ -570,26 +564,23 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   return lb;
 }
 
-// train.zero = 1, 2 on several ranks: the optimizer holds the state of this rank's pieces of the
-// arena only (collectives/reducer/zero_shard.h), cut from the buckets the Reducer will make.
-std::unique_ptr<optim::Optimizer> TrainSession::make_zero_optimizer() {
+// The step's weight update (launch/weight_update.h). train.zero = 1, 2 on several ranks: the
+// optimizer holds the state of this rank's pieces of the arena only (collectives/reducer/zero_shard.h),
+// cut from the buckets the Reducer will make.
+std::unique_ptr<WeightUpdate> TrainSession::make_weight_update() {
+  const double max_norm = cfg_.train.grad_clip;
+  if (!(cfg_.train.zero > 0 && world_ > 1))
+    return replicated_update(*model_, make_optimizer(cfg_.train, model_->params()), max_norm,
+                             gpu_ ? gpu_->compute_stream() : nullptr);
   if (!device_.is_cpu())
     DP_THROW_USER("train.zero = {} runs on CPU ranks only so far, and this rank trains on {} (train.device = \"{}\"): "
                   "set train.device = \"cpu\" or train.zero = 0",
                   cfg_.train.zero, device_.str(), enum_name(cfg_.train.device));
-  zero_ = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
-                                      model_->params().numel(), static_cast<int>(cfg_.train.zero));
-  return make_shard_optimizer(cfg_.train, model_->params(), zero_->layout());
-}
-
-// train.zero = 1, 2: a checkpoint holds the whole state (zero 0's format); it is read into a whole
-// optimizer, made only when there is a checkpoint, and this rank keeps its pieces of it.
-std::optional<ResumePoint> TrainSession::resume_sharded() {
-  if (ckpts_->list().empty()) return std::nullopt;
-  std::unique_ptr<optim::Optimizer> whole = make_optimizer(cfg_.train, model_->params());
-  std::optional<ResumePoint> r = resume_latest(*ckpts_, *model_, *whole);
-  if (r) zero_->take_pieces(*whole, *opt_);
-  return r;
+  auto zero = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
+                                          model_->params().numel(), static_cast<int>(cfg_.train.zero));
+  std::unique_ptr<optim::Optimizer> opt = make_shard_optimizer(cfg_.train, model_->params(), zero->layout());
+  return sharded_update(*model_, std::move(zero), std::move(opt), max_norm,
+                        [this] { return make_optimizer(cfg_.train, model_->params()); });
 }
 
 // Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer
@@ -622,16 +613,9 @@ double TrainSession::optimizer_step(double lr) {
     layers_->begin(metrics::Phase::Optimizer);
     // fp16: unscale the reduced gradients; an inf/NaN skips the step and lowers the scale.
     const bool stepped = !gpu_ || gpu_->unscale_and_update(*model_);
-    if (stepped && zero_) {  // this rank's pieces, then every rank's parameters
-      if (clip_) norm = zero_->clip(model_->grads().flat(), clip_->max_norm());
-      zero_->step(*opt_, model_->params().flat(), model_->grads().flat(), lr);
-      zero_->gather_params(model_->params().flat());
-    } else if (stepped) {
-      if (clip_) norm = clip_->clip(model_->grads().flat(), gpu_ ? gpu_->compute_stream() : nullptr);
-      opt_->step(model_->params().flat(), model_->grads().flat(), lr);
-    }
+    if (stepped) norm = update_->step(lr);
     // The 16-bit weights follow the masters: written by the optimizer's own pass, else cast here.
-    if (!stepped || !opt_->writes_compute_copy()) model_->refresh_compute_params();
+    if (!stepped || !update_->optimizer().writes_compute_copy()) model_->refresh_compute_params();
     layers_->end();
   }
   tel_->phase("optimizer", t_opt, Clock::now());
@@ -746,8 +730,9 @@ void TrainSession::save_checkpoint_with(
     const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write) {
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
-  const std::unique_ptr<optim::Optimizer> whole = gather_optimizer();  // train.zero = 1, 2
-  const optim::Optimizer& opt = whole ? *whole : *opt_;
+  // train.zero = 1, 2: the whole state gathered (collective), kept where it is written.
+  const std::unique_ptr<optim::Optimizer> whole = update_->whole_state(writer_ || cfg_.checkpoint.replicas);
+  const optim::Optimizer& opt = whole ? *whole : update_->optimizer();
   write(m, opt);
   if (cfg_.checkpoint.replicas) write_replica(m, opt);
   last_saved_ = step_;
@@ -798,17 +783,6 @@ void TrainSession::checkpoint_at_the_end() {
   else if (saver_) saver_->wait();
 }
 
-// ZeRO: checkpoints keep zero 0's format, the whole state in arena order, assembled (an in-place
-// all-gather per bucket and state tensor) in a whole optimizer on the ranks that write it while
-// the save lasts; the others take part through one scratch tensor.
-std::unique_ptr<optim::Optimizer> TrainSession::gather_optimizer() {
-  if (!zero_) return nullptr;
-  std::unique_ptr<optim::Optimizer> whole;
-  if (writer_ || cfg_.checkpoint.replicas) whole = make_optimizer(cfg_.train, model_->params());
-  zero_->gather_state(*opt_, whole.get());
-  return whole;
-}
-
 // After a failure: what the same command does when run again (for the error's last words).
 std::string TrainSession::what_a_rerun_does() const {
   if (!ckpts_) return "";  // failed before the run directory: nothing of this run is on disk
@@ -835,8 +809,8 @@ CheckpointMeta TrainSession::checkpoint_meta() const {
   m.shuffle = cfg_.data.shuffle;
   m.drop_last = cfg_.data.drop_last;
   m.dtype_policy = fmt::format("params f32, optimizer state f32, compute {}", enum_name(cfg_.train.precision));
-  m.optimizer = opt_->name();
-  m.optimizer_steps = opt_->steps();
+  m.optimizer = update_->optimizer().name();
+  m.optimizer_steps = update_->optimizer().steps();
   m.config = to_toml(cfg_);
   m.classes = classes_json(classes_);
   return m;
@@ -947,18 +921,19 @@ void TrainSession::report_memory_breakdown() {
   if (gpu_) gpu_->synchronize();
   const MemoryBreakdown b = memory_breakdown();
   const uint64_t live = gpu_ ? gpu_->live_bytes() : 0, peak = gpu_ ? gpu_->peak_bytes() : 0;
-  if (zero_ && zero_->stage() == 2) {  // every rank's own log: its share of the state and of the gradients
+  const ZeroShard* zero = update_->shard();
+  if (zero && zero->stage() == 2) {  // every rank's own log: its share of the state and of the gradients
     const MappedUse g = memory_sample_mapped(model_->grads().flat().raw());
     lg()->info("memory after step {}: optimizer state {} bytes on this rank (train.zero = {}: {} of the {} "
                "parameters); gradients {} bytes resident of the arena's {} (at most {}: the rank's pieces and the "
                "partial pages around them; {} at the step's high, buckets in flight{})",
                step_, b.live[static_cast<size_t>(MemoryCategory::OptimizerState)], cfg_.train.zero,
-               zero_->layout().numel, model_->params().numel(), g.resident, g.bytes, zero_->kept_grad_bytes_bound(),
+               zero->layout().numel, model_->params().numel(), g.resident, g.bytes, zero->kept_grad_bytes_bound(),
                g.peak, plan_.accum > 1 ? " and the micro-batches before the last one, full size" : "");
-  } else if (zero_) {  // every rank's own log: its share of the optimizer state
+  } else if (zero) {  // every rank's own log: its share of the optimizer state
     lg()->info("memory after step {}: optimizer state {} bytes on this rank (train.zero = {}: {} of the {} parameters)",
                step_, b.live[static_cast<size_t>(MemoryCategory::OptimizerState)], cfg_.train.zero,
-               zero_->layout().numel, model_->params().numel());
+               zero->layout().numel, model_->params().numel());
   }
   if (rank_ != 0) return;
   tel_->end_progress_line();

@@ -25,7 +25,6 @@
 #include "collectives/bootstrap/bootstrap.h"
 #include "collectives/communicator.h"
 #include "collectives/reducer/reducer.h"
-#include "collectives/reducer/zero_shard.h"
 #include "launch/batch_feed.h"
 #include "launch/buffer_broadcast.h"
 #include "launch/datasets.h"
@@ -37,13 +36,13 @@
 #include "launch/synthetic_input.h"
 #include "launch/telemetry/telemetry.h"
 #include "launch/train_setup.h"
+#include "launch/weight_update.h"
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "launch/checkpoint_saver.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/config.h"
 #include "runtime/graph.h"
 #include "launch/telemetry/layer_profile.h"
-#include "runtime/optim/grad_clip.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/optim/schedule.h"
 
@@ -110,8 +109,7 @@ class TrainSession {
   void checkpoint_renumbered_position();
   void share_rank0_state();
   void make_reducer();
-  std::unique_ptr<optim::Optimizer> make_zero_optimizer();  // train.zero = 1, 2: this rank's pieces
-  std::optional<ResumePoint> resume_sharded();              // train.zero = 1, 2: resume_latest, cut
+  std::unique_ptr<WeightUpdate> make_weight_update();  // replicated, or train.zero = 1, 2: this rank's pieces
   void announce_training();
   void watch_layers();
   void start_training();
@@ -137,8 +135,6 @@ class TrainSession {
   void maybe_evaluate_after_epoch(int64_t epoch);
   void evaluate_and_log(const std::string& what, int64_t epoch);
   void save_checkpoint();
-  // train.zero = 1, 2: the whole optimizer state for the checkpoint (collective); else null.
-  std::unique_ptr<optim::Optimizer> gather_optimizer();
   void checkpoint_during_training();
   void save_checkpoint_in_background();
   void save_checkpoint_with(const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write);
@@ -184,8 +180,10 @@ class TrainSession {
   std::unique_ptr<Graph> model_;
   std::unique_ptr<metrics::LayerProfiler> layers_;  // profile.layers (observes model_)
   std::optional<models::SoftmaxCrossEntropy> loss_;
-  std::unique_ptr<optim::Optimizer> opt_;
-  std::optional<optim::GradClipper> clip_;  // train.grad_clip > 0
+  // The optimizer, train.grad_clip and, under train.zero = 1, 2 on several ranks, this rank's shard
+  // (stage 2: the gradient arena keeps this rank's pieces between steps, ZeroShard::release_grads).
+  // Outlives reducer_, whose on_reduced it may be.
+  std::unique_ptr<WeightUpdate> update_;
   optim::ScheduleOptions sched_;
   StepPlan plan_;
   std::unique_ptr<RunDir> run_;
@@ -212,9 +210,6 @@ class TrainSession {
   int64_t eval_logged_at_ = -1;  // resumed: the step whose evaluation metrics.jsonl holds already
   int64_t renumbered_from_ = -1;  // resumed at another step number: the checkpoint's own
   std::unique_ptr<Reducer> reducer_;
-  // train.zero = 1, 2 on several ranks: opt_ holds this rank's shard (2: and the gradient arena
-  // keeps this rank's pieces between steps, ZeroShard::release_grads).
-  std::unique_ptr<ZeroShard> zero_;
   std::unique_ptr<BufferBroadcast> buffer_bcast_;  // dist.broadcast_buffers (several ranks, no SyncBN)
   std::unique_ptr<Telemetry> tel_;
   std::optional<StopRequest> stop_request_;

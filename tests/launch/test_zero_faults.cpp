@@ -1,6 +1,6 @@
 // ZeRO stage 1 (train.zero = 1) resuming from a checkpoint whose optimizer state is incomplete,
 // through the real binary (`dptrain --nproc 2`, ring collectives): each rank reads the checkpoint's
-// whole state (zero 0's format) and keeps its pieces (launch/train_session.cpp, resume_sharded),
+// whole state (zero 0's format) and keeps its pieces (launch/weight_update.cpp, ShardedUpdate::resume),
 // so a damaged optimizer tensor must be refused by the checkpoint loader's checks before any rank
 // takes a piece of it, with the file named:
 //   - an optimizer tensor missing (the file rewritten without it);

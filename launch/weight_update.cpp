@@ -1,0 +1,97 @@
+#include "launch/weight_update.h"
+
+#include <cmath>
+#include <utility>
+
+namespace dp::launch {
+
+WeightUpdate::WeightUpdate(Graph& model, std::unique_ptr<optim::Optimizer> opt, double max_norm)
+    : model_(model), opt_(std::move(opt)) {
+  if (max_norm > 0) clip_.emplace(max_norm);
+}
+
+namespace {
+
+// Every rank the whole state and the same update.
+class ReplicatedUpdate final : public WeightUpdate {
+ public:
+  ReplicatedUpdate(Graph& model, std::unique_ptr<optim::Optimizer> opt, double max_norm, void* cuda_stream)
+      : WeightUpdate(model, std::move(opt), max_norm), stream_(cuda_stream) {}
+
+  void configure_reducer(ReducerOptions& ro) override { ro.shard = false; }
+  std::optional<ResumePoint> resume(const CheckpointDir& dir) override { return resume_latest(dir, model_, *opt_); }
+  std::unique_ptr<optim::Optimizer> whole_state(bool) override { return nullptr; }
+  void zero_grads() override { model_.zero_grad(); }
+  double step(double lr) override {
+    const double norm = clip_ ? clip_->clip(model_.grads().flat(), stream_) : std::nan("");
+    opt_->step(model_.params().flat(), model_.grads().flat(), lr);
+    return norm;
+  }
+
+ private:
+  void* stream_;  // cudaStream_t, or null on the CPU
+};
+
+// This rank's pieces (ZeroShard); checkpoints hold the whole state in zero 0's format.
+class ShardedUpdate final : public WeightUpdate {
+ public:
+  ShardedUpdate(Graph& model, std::unique_ptr<ZeroShard> shard, std::unique_ptr<optim::Optimizer> opt,
+                double max_norm, WholeOptimizerFn make_whole)
+      : WeightUpdate(model, std::move(opt), max_norm), shard_(std::move(shard)), make_whole_(std::move(make_whole)) {}
+
+  const ZeroShard* shard() const override { return shard_.get(); }
+  void configure_reducer(ReducerOptions& ro) override {
+    ro.shard = true;
+    if (shard_->stage() == 2) ro.on_reduced = [this](int b) { shard_->release_grads(b, model_.grads().flat()); };
+  }
+  // The checkpoint is read into a whole optimizer, made only when there is a checkpoint, and this
+  // rank keeps its pieces of it.
+  std::optional<ResumePoint> resume(const CheckpointDir& dir) override {
+    if (dir.list().empty()) return std::nullopt;
+    std::unique_ptr<optim::Optimizer> whole = make_whole_();
+    std::optional<ResumePoint> r = resume_latest(dir, model_, *whole);
+    if (r) shard_->take_pieces(*whole, *opt_);
+    return r;
+  }
+  // An in-place all-gather per bucket and state tensor, into a whole optimizer where kept.
+  std::unique_ptr<optim::Optimizer> whole_state(bool keep) override {
+    std::unique_ptr<optim::Optimizer> whole;
+    if (keep) whole = make_whole_();
+    shard_->gather_state(*opt_, whole.get());
+    return whole;
+  }
+  void measure_memory(bool on) override {
+    if (shard_->stage() == 2) shard_->measure_peak(on);
+  }
+  // Stage 2: zeros where the rank keeps gradient memory; the pages it gave back read as zeros.
+  void zero_grads() override {
+    if (shard_->stage() == 2) shard_->zero_grads(model_.grads().flat());
+    else model_.zero_grad();
+  }
+  // This rank's pieces, then every rank's parameters.
+  double step(double lr) override {
+    const double norm = clip_ ? shard_->clip(model_.grads().flat(), clip_->max_norm()) : std::nan("");
+    shard_->step(*opt_, model_.params().flat(), model_.grads().flat(), lr);
+    shard_->gather_params(model_.params().flat());
+    return norm;
+  }
+
+ private:
+  std::unique_ptr<ZeroShard> shard_;
+  WholeOptimizerFn make_whole_;
+};
+
+}  // namespace
+
+std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<optim::Optimizer> opt, double max_norm,
+                                                void* cuda_stream) {
+  return std::make_unique<ReplicatedUpdate>(model, std::move(opt), max_norm, cuda_stream);
+}
+
+std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
+                                             std::unique_ptr<optim::Optimizer> opt, double max_norm,
+                                             WholeOptimizerFn make_whole) {
+  return std::make_unique<ShardedUpdate>(model, std::move(shard), std::move(opt), max_norm, std::move(make_whole));
+}
+
+}  // namespace dp::launch
