@@ -545,16 +545,17 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
                                    int64_t& top5) {
   double lb = 0;
   const Tensor z = score_rows(logits), y = label_rows(b.y);
+  const int64_t classes = models::output_width(*model_);  // V; a padded LM head's rows are longer
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
   ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
-    lb = gpu_->loss_and_grad(*loss_, z, y, dz_rows, weight);  // waits for the forward
-    gpu_->count_hits(z, y, top1, top5);
+    lb = gpu_->loss_and_grad(*loss_, z, y, dz_rows, weight, classes);  // waits for the forward
+    gpu_->count_hits(z, y, top1, top5, classes);
   } else {
-    lb = loss_->forward_backward(z, y, &dz_rows);
+    lb = loss_->forward_backward(z, y, &dz_rows, classes);
     if (weight != 1.0) kernels::cpu::scale(dz.data<float>(), dz.data<float>(), static_cast<float>(weight), dz.numel());
-    count_hits(z, y, top1, top5);
+    count_hits(z, y, top1, top5, classes);
   }
   // Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
   // inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
