@@ -21,13 +21,11 @@ LinearPrimitives::Entry& LinearPrimitives::entry(int64_t M, bool relu) {
     sum.append_sum(1.0f);
     acc.set_post_ops(sum);
     dnnl::matmul::primitive_desc wpd(dnnl::matmul::desc(d.dy_t, d.x, d.dw), acc, engine());
-    e.fwd = dnnl::matmul(fpd), e.bwd_d = dnnl::matmul(dpd), e.bwd_w = dnnl::matmul(wpd);
+    e.fwd = dnnl::matmul(fpd);
     e.x = unbound(d.x), e.w_t = unbound(d.w_t), e.b = unbound(d.b), e.y = unbound(d.y);
-    e.dy = unbound(d.dy), e.w = unbound(d.w), e.dx = unbound(d.dx);
-    e.dy_t = unbound(d.dy_t), e.x_w = unbound(d.x), e.dw = unbound(d.dw);
     e.scratch_f = unbound(fpd.scratchpad_desc());
-    e.scratch_d = unbound(dpd.scratchpad_desc());
-    e.scratch_w = unbound(wpd.scratchpad_desc());
+    e.bwd_d = Product(dpd, d.dy, d.w, d.dx);
+    e.bwd_w = Product(wpd, d.dy_t, d.x, d.dw);
     return entries_.emplace(key, std::move(e)).first->second;
   });
 }
@@ -43,19 +41,23 @@ void LinearPrimitives::forward(void* y, const void* x, const void* w_t, const vo
 }
 
 void LinearPrimitives::backward_data(void* dx, const void* dy, const void* w, int64_t M) {
-  Entry& e = entry(M, false);
-  execute(e.bwd_d, {{DNNL_ARG_SRC, bind(e.dy, dy)},
-                    {DNNL_ARG_WEIGHTS, bind(e.w, w)},
-                    {DNNL_ARG_DST, bind(e.dx, dx)},
-                    {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_d)}});
+  entry(M, false).bwd_d.run(dx, dy, w);
 }
 
 void LinearPrimitives::backward_weights(void* dw, const void* dy_t, const void* x, int64_t M) {
-  Entry& e = entry(M, false);
-  execute(e.bwd_w, {{DNNL_ARG_SRC, bind(e.dy_t, dy_t)},
-                    {DNNL_ARG_WEIGHTS, bind(e.x_w, x)},
-                    {DNNL_ARG_DST, bind(e.dw, dw)},
-                    {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_w)}});
+  entry(M, false).bwd_w.run(dw, dy_t, x);
+}
+
+LinearPrimitives::Product::Product(const dnnl::matmul::primitive_desc& pd, const memory::desc& src_md,
+                                   const memory::desc& weights_md, const memory::desc& dst_md)
+    : prim(pd), src(unbound(src_md)), weights(unbound(weights_md)), dst(unbound(dst_md)),
+      pad(unbound(pd.scratchpad_desc())) {}
+
+void LinearPrimitives::Product::run(void* dst_p, const void* src_p, const void* weights_p) {
+  execute(prim, {{DNNL_ARG_SRC, bind(src, src_p)},
+                 {DNNL_ARG_WEIGHTS, bind(weights, weights_p)},
+                 {DNNL_ARG_DST, bind(dst, dst_p)},
+                 {DNNL_ARG_SCRATCHPAD, scratch(pad)}});
 }
 
 }  // namespace dp::kernels::cpu::onednn

@@ -38,10 +38,19 @@ class LinearPrimitives {
   void backward_weights(void* dw, const void* dy_t, const void* x, int64_t M);
 
  private:
+  // One backward product dst = src weights: its primitive and its operands, unbound until run.
+  struct Product {
+    Product() = default;
+    Product(const dnnl::matmul::primitive_desc& pd, const memory::desc& src_md, const memory::desc& weights_md,
+            const memory::desc& dst_md);
+    void run(void* dst_p, const void* src_p, const void* weights_p);  // with this thread's scratchpad
+    dnnl::matmul prim;
+    memory src, weights, dst, pad;  // pad: the scratchpad
+  };
   struct Entry {
-    dnnl::matmul fwd, bwd_d, bwd_w;
-    memory x, w_t, b, y, dy, w, dx, dy_t, x_w, dw;
-    memory scratch_f, scratch_d, scratch_w;
+    dnnl::matmul fwd;
+    memory x, w_t, b, y, scratch_f;
+    Product bwd_d, bwd_w;  // backward_data (dy w), backward_weights (dy_t x)
   };
   Entry& entry(int64_t M, bool relu);  // made on the first call at (M, relu)
   std::string where_;
