@@ -22,6 +22,7 @@
 #include "models/registry.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/optim/adamw.h"
+#include "runtime/step_memory.h"
 #include "tests/models/layer_harness.h"
 
 namespace dp::test {
@@ -170,6 +171,17 @@ TEST(PaddedHeadChoice, AutoPadsForAGpuRunOnly) {
   EXPECT_EQ(gpu_plan->output_shape(), (Shape{kT, kPadded}));
   EXPECT_EQ(models::output_width(*gpu_plan), kV);
   EXPECT_EQ(models::build_model_for_planning(small_gpt(), {kT}, 1, false)->output_shape(), (Shape{kT, kV}));
+  // What `dptrain memory` plans for that GPU run: the logits and their f32 gradient in rows of Vp.
+  StepMemoryQuery q{.batch = kN, .activations = DType::BF16, .path = MemoryPath::Cuda};
+  q.fusion = unfused_plan(gpu_plan->nodes().size());
+  const StepMemoryPlan plan = plan_step_memory(*gpu_plan, q);
+  size_t dlogits = 0, head_out = 0;
+  for (const PlanTensor& t : plan.tensors) {
+    if (t.name == "loss.dlogits_f32") dlogits = t.bytes;
+    if (t.name == "lm_head.out") head_out = t.bytes;
+  }
+  EXPECT_EQ(dlogits, static_cast<size_t>(kN * kT * kPadded * 4));
+  EXPECT_EQ(head_out, static_cast<size_t>(kN * kT * kPadded * 2));
   EXPECT_EQ(models::padded_row_stride(50257, 64), 50304);
   EXPECT_EQ(models::padded_row_stride(64, 64), 64);
   EXPECT_EQ(models::padded_row_stride(65, 1), 65);
