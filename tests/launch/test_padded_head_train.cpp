@@ -15,28 +15,12 @@
 #include "launch/train_session.h"
 #include "runtime/config.h"
 #include "runtime/data/byte_shards.h"
+#include "tests/launch/token_shards.h"
 
 namespace dp::launch {
 namespace {
 
-struct Root {
-  std::string path;
-  Root() {
-    path = (std::filesystem::temp_directory_path() / ("dptrain_padded_head_" + std::to_string(::getpid()))).string();
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~Root() { std::filesystem::remove_all(path); }
-};
-
-// Byte-level token shards of a small repeated text.
-void make_shards(const std::string& dir) {
-  std::string text;
-  const char* words[] = {"the quick brown fox", "jumps over", "the lazy dog", "and the cat", "sleeps in the sun"};
-  for (int i = 0; i < 200; ++i) text += std::string(words[i % 5]) + (i % 7 == 0 ? ".\n" : " ");
-  std::ofstream(dir + "/text.txt") << text;
-  data::make_byte_shards(dir + "/text.txt", dir + "/shards", {.val_fraction = 0.1, .shard_tokens = 4000});
-}
+void make_shards(const std::string& dir) { testutil::make_word_shards(dir, 200); }
 
 // Embedding -> linear head over byte tokens (V = 256), the head's rows padded to pad_out_to.
 Config padded_lm(const std::string& dir, int pad_out_to) {
@@ -62,7 +46,7 @@ std::vector<nlohmann::json> metrics(const std::string& run) {
 }
 
 TEST(PaddedHeadTrain, APaddedHeadTrainsAndEvaluatesAsTheUnpaddedOne) {
-  Root r;
+  testutil::TempRunRoot r("padded_head");
   make_shards(r.path);
   const TrainResult plain = train(padded_lm(r.path, 1)), padded = train(padded_lm(r.path, 100));
   ASSERT_EQ(padded.steps, 6);

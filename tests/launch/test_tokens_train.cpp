@@ -27,6 +27,7 @@
 #include "runtime/config.h"
 #include "runtime/data/byte_shards.h"
 #include "tests/collectives/multiproc.h"
+#include "tests/launch/token_shards.h"
 #include "tests/launch/token_test_model.h"
 
 namespace dp::launch {
@@ -34,25 +35,11 @@ namespace {
 
 constexpr int64_t kT = 16;
 
-struct Root {
-  std::string path;
-  explicit Root(const std::string& tag) {
-    path = (std::filesystem::temp_directory_path() / ("dptrain_tokens_" + tag + "_" + std::to_string(::getpid())))
-               .string();
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~Root() { std::filesystem::remove_all(path); }
+using testutil::make_word_shards;
+struct Root : testutil::TempRunRoot {  // Root("learn"): <temp>/dptrain_tokens_learn_<pid>
+  explicit Root(const std::string& tag) : TempRunRoot("tokens_" + tag) {}
 };
-
-// Byte-level shards of a small text a bigram model can learn: repeated sentences with variations.
-void make_shards(const std::string& dir) {
-  std::string text;
-  const char* words[] = {"the quick brown fox", "jumps over", "the lazy dog", "and the cat", "sleeps in the sun"};
-  for (int i = 0; i < 400; ++i) text += std::string(words[i % 5]) + (i % 7 == 0 ? ".\n" : " ");
-  std::ofstream(dir + "/text.txt") << text;
-  data::make_byte_shards(dir + "/text.txt", dir + "/shards", {.val_fraction = 0.1, .shard_tokens = 4000});
-}
+void make_shards(const std::string& dir) { make_word_shards(dir, 400); }
 
 std::string cfg_text(const std::string& root, const std::string& extra = "") {
   return "[run]\nname = \"lm\"\ndir = \"" + root + "\"\nseed = 3\nlog_level = \"warn\"\ntensorboard = false\n"
