@@ -11,20 +11,14 @@
 #include "models/build.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "tests/launch/cli_capture.h"
+#include "tests/error_text.h"
 
 namespace dp::launch {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 TEST(SamplePrompt, BytesOrIdsAndTheirErrors) {
   SampleOptions o;

@@ -12,6 +12,7 @@
 #include "models/weights_import.h"
 #include "runtime/fusion_plan.h"
 #include "tests/models/layer_harness.h"
+#include "tests/error_text.h"
 
 namespace dp::test {
 namespace {
@@ -210,14 +211,7 @@ TEST(GptGraph, LogitsAreCausalAndBackendsAgree) {
   EXPECT_LT(normalised_error(cast(g->forward(ctx, x), DType::F64), cast(b, DType::F64)), 1e-5);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 TEST(GptGraph, IdsIntoALayerThatCannotTakeThemIsAnError) {
   auto g = build_specs({layer_spec("linear", "fc1", {{"out_features", ArgValue{int64_t{3}}}})}, 4, 1);

@@ -24,6 +24,7 @@
 #include "runtime/optim/adamw.h"
 #include "runtime/step_memory.h"
 #include "tests/models/layer_harness.h"
+#include "tests/error_text.h"
 
 namespace dp::test {
 namespace {
@@ -62,14 +63,7 @@ Tensor token_ids(uint64_t seed) {
   return x;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 LayerSpec linear_spec(const std::string& name, std::map<std::string, ArgValue> args) {
   LayerSpec s;

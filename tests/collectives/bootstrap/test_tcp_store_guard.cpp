@@ -16,6 +16,7 @@
 #include "collectives/bootstrap/tcp_store.h"
 #include "collectives/bootstrap/tcp_store_wire.h"
 #include "tests/collectives/multiproc.h"
+#include "tests/error_text.h"
 
 namespace dp {
 namespace {
@@ -78,14 +79,7 @@ Reply fake_hello(int port, int rank, int world, const std::string& mac) {
   return parse_reply(r.frame(), true, 0);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testutil::error_of;
 
 // Both members of a world of 2 still exchange keys, and nobody was counted as lost.
 void expect_job_intact(TcpStoreClient& c0, TcpStoreClient& c1, const std::string& round) {
