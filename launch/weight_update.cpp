@@ -44,14 +44,10 @@ class ShardedUpdate final : public WeightUpdate {
     ro.shard = true;
     if (shard_->stage() == 2) ro.on_reduced = [this](int b) { shard_->release_grads(b, model_.grads().flat()); };
   }
-  // The checkpoint is read into a whole optimizer, made only when there is a checkpoint, and this
-  // rank keeps its pieces of it.
+  // The checkpoint's state streamed straight into this rank's pieces (load_checkpoint's pieces):
+  // no whole optimizer, one tensor of the file in memory at a time.
   std::optional<ResumePoint> resume(const CheckpointDir& dir) override {
-    if (dir.list().empty()) return std::nullopt;
-    std::unique_ptr<optim::Optimizer> whole = make_whole_();
-    std::optional<ResumePoint> r = resume_latest(dir, model_, *whole);
-    if (r) shard_->take_pieces(*whole, *opt_);
-    return r;
+    return resume_latest(dir, model_, *opt_, shard_->pieces());
   }
   // An in-place all-gather per bucket and state tensor, into a whole optimizer where kept.
   std::unique_ptr<optim::Optimizer> whole_state(bool keep) override {

@@ -24,7 +24,7 @@
 
 namespace dp::launch {
 
-// A fresh optimizer of the whole arena (what a checkpoint is read into or assembled in).
+// A fresh optimizer of the whole arena (what a save assembles the sharded state in).
 using WholeOptimizerFn = std::function<std::unique_ptr<optim::Optimizer>()>;
 
 class WeightUpdate {
@@ -68,7 +68,7 @@ class WeightUpdate {
 std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<optim::Optimizer> opt, double max_norm,
                                                 void* cuda_stream);
 // opt: the shard optimizer over shard's layout (train_setup.h make_shard_optimizer); make_whole:
-// for resume and saves.
+// for saves (a resume loads this rank's pieces straight into opt).
 std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
                                              std::unique_ptr<optim::Optimizer> opt, double max_norm,
                                              WholeOptimizerFn make_whole);

@@ -36,8 +36,10 @@
 //
 // Checkpoints stay zero 0's format (full arena-order state on rank 0): gather_state assembles the
 // whole state in a whole-arena optimizer on the ranks that write (rank 0, and every rank with
-// replicas; one transient copy there, at save time; the other ranks pass one scratch tensor),
-// take_pieces takes a rank's pieces of a whole optimizer (resume).
+// replicas; one transient copy there, at save time; the other ranks pass one scratch tensor).
+// A resume reads each rank's pieces of the file straight into its shard optimizer
+// (load_checkpoint with pieces(): one tensor of the file in memory at a time); take_pieces takes a
+// rank's pieces of a whole optimizer (the same state, from a whole one: the tests' oracle).
 #pragma once
 #include <memory>
 #include <string>

@@ -78,7 +78,22 @@ void write_checkpoint_tensors(const std::string& path, std::vector<std::pair<std
 // every name, dtype and shape against the model and the optimizer (the first mismatch is
 // named), every CRC. Throws UserError naming the file and the tensor; on error nothing is
 // changed, so the caller may try another checkpoint.
-CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Optimizer& opt);
+// pieces: the elements of the flat parameter arena whose state `opt` holds (opt.numel() = their
+// total), as ZeRO's shard optimizer holds a rank's pieces (collectives/reducer/zero_shard.h);
+// empty: the whole arena. Both passes (the CRCs, then the restore) read one tensor at a time and
+// copy only those elements, so the load's transient host memory is the file's largest tensor.
+CheckpointMeta load_checkpoint(const std::string& path, Graph& model, optim::Optimizer& opt,
+                               const std::vector<optim::ArenaPiece>& pieces = {});
+
+// One copy of a load's optimizer state: elements [tensor_begin, + len) of a parameter's
+// "optim.<param>.<state>" tensor (flattened) go to [state_begin, + len) of the optimizer's state.
+struct StateCopy {
+  int64_t tensor_begin = 0, state_begin = 0, len = 0;
+};
+// The copies for the parameter at [slot_offset, + slot_numel) of the arena: its intersection with
+// each of `pieces` that it meets, in pieces' order (pure).
+std::vector<StateCopy> state_copies(int64_t slot_offset, int64_t slot_numel,
+                                    const std::vector<optim::ArenaPiece>& pieces);
 
 // Format and version check plus the metadata fields (UserError naming the file otherwise).
 CheckpointMeta read_checkpoint_meta(const SafetensorsFile& f);

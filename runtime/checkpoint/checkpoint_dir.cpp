@@ -126,14 +126,15 @@ std::vector<std::string> CheckpointDir::move_above(int64_t step, const std::stri
   return moved;
 }
 
-std::optional<ResumePoint> resume_latest(const CheckpointDir& dir, Graph& model, optim::Optimizer& opt) {
+std::optional<ResumePoint> resume_latest(const CheckpointDir& dir, Graph& model, optim::Optimizer& opt,
+                                         const std::vector<optim::ArenaPiece>& pieces) {
   auto lg = log::get("ckpt");
   const auto entries = dir.list();
   if (entries.empty()) return std::nullopt;
   ResumePoint r;
   for (const auto& e : entries) {
     try {
-      r.meta = load_checkpoint(e.path, model, opt);
+      r.meta = load_checkpoint(e.path, model, opt, pieces);
       r.path = e.path;
       return r;
     } catch (const UserError& err) {

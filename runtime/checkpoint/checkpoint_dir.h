@@ -59,8 +59,10 @@ struct ResumePoint {
 };
 
 // Loads the newest checkpoint of `dir` that passes load_checkpoint's checks into model and
-// opt, logging a warning for each newer one that does not. Returns nullopt when the folder
-// holds no checkpoint; throws UserError (with the newest one's reason) when none is usable.
-std::optional<ResumePoint> resume_latest(const CheckpointDir& dir, Graph& model, optim::Optimizer& opt);
+// opt (pieces: load_checkpoint's, the elements whose state opt holds; empty: all), logging a
+// warning for each newer one that does not. Returns nullopt when the folder holds no checkpoint;
+// throws UserError (with the newest one's reason) when none is usable.
+std::optional<ResumePoint> resume_latest(const CheckpointDir& dir, Graph& model, optim::Optimizer& opt,
+                                         const std::vector<optim::ArenaPiece>& pieces = {});
 
 }  // namespace dp
