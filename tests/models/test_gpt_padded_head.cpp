@@ -6,6 +6,7 @@
 // Also: where padding is on (the preset's "auto": a GPU run's layers, not the CPU's), the hit
 // counts over padded rows, and the errors of a padded layer that is not last or has a bias.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -132,8 +133,10 @@ TEST_P(PaddedHead, LogitsLossGradientsStepsAndCheckpointEqualTheUnpadded) {
   }
   EXPECT_EQ(bytes_of(padded->params().flat()), bytes_of(plain->params().flat()));
 
-  // The checkpoints: byte-equal files (the padded model saves lm_head.weight as (V, C)).
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "dp_padded_head";
+  // The checkpoints: byte-equal files (the padded model saves lm_head.weight as (V, C)). A folder of
+  // this process's own: ctest runs the three paths side by side.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("dp_padded_head_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   CheckpointMeta m;
   m.step = 3, m.seed = 5, m.batch_size = kN, m.dataset_size = 100, m.optimizer = "adamw", m.optimizer_steps = 3;
