@@ -44,6 +44,20 @@ double at(const std::vector<double>& mem, const LtLayout& l, bool trans, int64_t
   return mem[static_cast<size_t>(cc * l.ld + rr)];
 }
 
+// The column-major problem as cuBLAS runs it: D'(i, j) = sum_p op(first)(i, p) op(second)(p, j),
+// first = B's memory, second = A's memory, written at D'(i, j) = d[j ld + i] (D' read back as
+// row-major D); d's other elements are left as they are.
+void run_column_major(const ColumnMajorGemm& cm, const std::vector<double>& b_mem, const std::vector<double>& a_mem,
+                      std::vector<double>& d) {
+  for (int64_t i = 0; i < cm.m; ++i)
+    for (int64_t j = 0; j < cm.n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < cm.k; ++p)
+        s += at(b_mem, cm.first, cm.trans_first, i, p) * at(a_mem, cm.second, cm.trans_second, p, j);
+      d[static_cast<size_t>(j * cm.c.ld + i)] = s;
+    }
+}
+
 // Row-major product D (m, n) = op(A) op(B), from A and B's row-major memory.
 std::vector<double> row_major_product(const std::vector<double>& a, const std::vector<double>& b, int64_t m,
                                       int64_t n, int64_t k, bool ta, bool tb) {
@@ -79,16 +93,8 @@ TEST(LtMatmul, ColumnMajorMappingComputesTheRowMajorProduct) {
         EXPECT_EQ(cm.first.rows * cm.first.cols, n * k);
         EXPECT_EQ(cm.second.rows * cm.second.cols, m * k);
         EXPECT_EQ(cm.c, (LtLayout{n, m, n}));
-        // The column-major problem as cuBLAS runs it: D'(i, j) = sum_p op(first)(i, p) op(second)(p, j),
-        // first = B's memory, second = A's memory, D' read back as row-major D.
         std::vector<double> d(static_cast<size_t>(m * n));
-        for (int64_t i = 0; i < cm.m; ++i)
-          for (int64_t j = 0; j < cm.n; ++j) {
-            double s = 0;
-            for (int64_t p = 0; p < cm.k; ++p)
-              s += at(b, cm.first, cm.trans_first, i, p) * at(a, cm.second, cm.trans_second, p, j);
-            d[static_cast<size_t>(j * cm.c.ld + i)] = s;
-          }
+        run_column_major(cm, b, a, d);
         EXPECT_EQ(d, row_major_product(a, b, m, n, k, ta, tb));
       }
 }
@@ -113,13 +119,7 @@ TEST(LtMatmul, PaddedRowsMapToLeadingDimensions) {
       EXPECT_EQ(cm.second.ld, lda);
       EXPECT_EQ(cm.c, (LtLayout{n, m, ldd}));
       std::vector<double> d(static_cast<size_t>(m * ldd), -1.0);
-      for (int64_t i = 0; i < cm.m; ++i)
-        for (int64_t j = 0; j < cm.n; ++j) {
-          double acc = 0;
-          for (int64_t p = 0; p < cm.k; ++p)
-            acc += at(b, cm.first, cm.trans_first, i, p) * at(a_pad, cm.second, cm.trans_second, p, j);
-          d[static_cast<size_t>(j * cm.c.ld + i)] = acc;
-        }
+      run_column_major(cm, b, a_pad, d);
       const std::vector<double> want = row_major_product(a, b, m, n, k, ta, tb);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < ldd; ++j) EXPECT_EQ(d[i * ldd + j], j < n ? want[i * n + j] : -1.0) << i << "," << j;
