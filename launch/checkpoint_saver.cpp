@@ -66,8 +66,28 @@ void CheckpointSaver::write_now(int64_t step, const Graph& model, const optim::O
   last_written_ = step;
 }
 
+std::unique_ptr<CheckpointStream> CheckpointSaver::open_stream(int64_t step, std::vector<CheckpointEntry> layout,
+                                                               const CheckpointMeta& meta) {
+  wait();
+  return std::make_unique<CheckpointStream>(dir_.file_for(step), std::move(layout), meta, fault_for(step));
+}
+
+void CheckpointSaver::commit_stream(int64_t step, CheckpointStream& s) {
+  write_and_commit(step, [&] { s.commit(); });
+  last_written_ = step;
+}
+
 double CheckpointSaver::start(int64_t step, const Graph& model, const optim::Optimizer& opt,
                               const CheckpointMeta& meta, void* stream) {
+  return start_with(step, [&] { snapshot_.take(model, opt, meta, stream); });
+}
+
+double CheckpointSaver::start_streamed(int64_t step, std::vector<CheckpointEntry> layout, const CheckpointMeta& meta,
+                                       const std::function<void(const optim::StateSink&)>& feed) {
+  return start_with(step, [&] { snapshot_.take_streamed(std::move(layout), meta, feed); });
+}
+
+double CheckpointSaver::start_with(int64_t step, const std::function<void()>& take_snapshot) {
   collect();  // a write that is over does not count as a wait
   double waited = 0;
   if (writer_.busy()) {
@@ -81,7 +101,7 @@ double CheckpointSaver::start(int64_t step, const Graph& model, const optim::Opt
                step, waited, previous, ok ? "written" : "failed");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  snapshot_.take(model, opt, meta, stream);
+  take_snapshot();
   lg()->info("checkpoint of step {}: {:.1f} MB host snapshot in {:.3f} s; {} is written in the background", step,
              snapshot_.bytes() / 1e6, seconds_since(t0), dir_.file_for(step));
   in_flight_ = step;

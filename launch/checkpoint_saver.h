@@ -10,13 +10,16 @@
 // fails is reported (an error line naming the step, the reason and the newest complete
 // checkpoint) by whichever call collects it (collect() after each step, start(), wait()), and
 // training goes on: the files it left are complete ones only (the temporary file is removed,
-// `latest` still names the previous checkpoint). The save path gathers nothing from other ranks:
-// a sharded optimizer's slices would be gathered before take(), on the training thread.
+// `latest` still names the previous checkpoint). The saver talks to no other rank: a sharded
+// optimizer's state reaches it through the caller (appended to open_stream's file, or gathered
+// whole before start(), on the training thread).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/checkpoint/async_writer.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/checkpoint_snapshot.h"
 #include "runtime/tunables.h"
@@ -32,11 +35,22 @@ class CheckpointSaver {
   // Writes and commits the checkpoint of `step` before returning (a write in flight is waited
   // for first). Throws what the writer throws.
   void write_now(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta);
+  // write_now in two halves, for a checkpoint whose state arrives while it is written (ZeRO's save:
+  // collectives/reducer/zero_shard.h stream_state): open_stream waits for a write in flight and
+  // opens the file (the injected faults armed), the caller appends every tensor, commit_stream
+  // commits it as write_now does. Both throw what the writer throws.
+  std::unique_ptr<CheckpointStream> open_stream(int64_t step, std::vector<CheckpointEntry> layout,
+                                                const CheckpointMeta& meta);
+  void commit_stream(int64_t step, CheckpointStream& s);
   // Snapshots the state (on `stream`, a GPU run's cudaStream_t, else nullptr) and starts writing
   // it in the background. Throws only for the snapshot (e.g. out of host memory). Returns the
   // seconds it waited for the previous write (0 when that one was done already).
   double start(int64_t step, const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta,
                void* stream);
+  // start() for a state that arrives while the snapshot is taken (ZeRO's: CheckpointSnapshot::
+  // take_streamed, `feed` handing the optimizer's state to it a bucket at a time).
+  double start_streamed(int64_t step, std::vector<CheckpointEntry> layout, const CheckpointMeta& meta,
+                        const std::function<void(const optim::StateSink&)>& feed);
   // Reports a background write that has finished; returns at once.
   void collect();
   // Waits for the write in flight and reports it. False when that write failed.
@@ -48,6 +62,9 @@ class CheckpointSaver {
   std::function<void(size_t, size_t)> fault_for(int64_t step) const;
   bool report(const AsyncWriter::Outcome& o);
   void write_and_commit(int64_t step, const std::function<void()>& write_file);
+  // start()'s frame around its snapshot: waits for the write in flight, take_snapshot(), then the
+  // background write of the snapshot.
+  double start_with(int64_t step, const std::function<void()>& take_snapshot);
 
   CheckpointDir dir_;
   int64_t keep_;

@@ -580,8 +580,7 @@ std::unique_ptr<WeightUpdate> TrainSession::make_weight_update() {
   auto zero = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
                                           model_->params().numel(), static_cast<int>(cfg_.train.zero));
   std::unique_ptr<optim::Optimizer> opt = make_shard_optimizer(cfg_.train, model_->params(), zero->layout());
-  return sharded_update(*model_, std::move(zero), std::move(opt), max_norm,
-                        [this] { return make_optimizer(cfg_.train, model_->params()); });
+  return sharded_update(*model_, std::move(zero), std::move(opt), max_norm);
 }
 
 // Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer
@@ -713,27 +712,70 @@ void TrainSession::or_abort_all(const std::string& what, const std::function<voi
 // every rank waits for it; with checkpoint.replicas every rank then writes its own replica.
 void TrainSession::save_checkpoint() {
   const std::string path = ckpts_->file_for(step_);
-  save_checkpoint_with([&](const CheckpointMeta& m, const optim::Optimizer& opt) {
-    if (writer_)
-      or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
-                   [&] { saver_->write_now(step_, *model_, opt, m); });
-    comm_->barrier();  // every rank waits until the checkpoint is complete
-  });
+  if (update_->shard()) {
+    save_checkpoint_streamed(path);
+  } else {
+    save_checkpoint_with([&](const CheckpointMeta& m, const optim::Optimizer& opt) {
+      if (writer_)
+        or_abort_all(fmt::format("rank 0 failed to write the checkpoint {}", path),
+                     [&] { saver_->write_now(step_, *model_, opt, m); });
+      comm_->barrier();  // every rank waits until the checkpoint is complete
+    });
+  }
   if (writer_)
     lg()->info("checkpoint {} ({:.1f} MB in {:.2f} s)", path, std::filesystem::file_size(path) / 1e6,
                seconds_since(last_ckpt_time_));
 }
 
-// What both saves do around their write: the save's time (checkpoint.every_s counts from it), its
-// metadata and the whole optimizer state (gathered under train.zero = 1, 2) handed to `write`,
-// then the replicas and last_saved_.
+// train.zero = 1, 2: the optimizer state streamed a bucket at a time (WeightUpdate::stream_state,
+// collective) into the files this rank writes as it arrives (rank 0's checkpoint, each rank's
+// replica with checkpoint.replicas): no rank holds more of the state than its shard and one
+// bucket. The files are the bytes save_checkpoint_with's whole state would give. Then the barrier.
+void TrainSession::save_checkpoint_streamed(const std::string& path) {
+  last_ckpt_time_ = Clock::now();
+  const CheckpointMeta m = checkpoint_meta();
+  const std::vector<CheckpointEntry> layout = checkpoint_layout(*model_, state_slots(update_->optimizer()));
+  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
+  std::unique_ptr<CheckpointStream> main, copy;
+  const auto save = [&] {
+    if (writer_) main = saver_->open_stream(step_, layout, m);
+    if (cfg_.checkpoint.replicas) {
+      std::filesystem::create_directories(run_->file("replicas"));
+      copy = std::make_unique<CheckpointStream>(replica, layout, m);
+    }
+    ZeroShard::StateSink sink;
+    if (main || copy) {
+      for (CheckpointStream* s : {main.get(), copy.get()})
+        if (s) s->append_model();
+      sink = [&](int k, int64_t begin, const float* data, int64_t len) {
+        for (CheckpointStream* s : {main.get(), copy.get()})
+          if (s) s->append_state(k, begin, data, len);
+      };
+    }
+    update_->stream_state(sink);
+    if (main) saver_->commit_stream(step_, *main);
+    if (copy) copy->commit();
+  };
+  if (writer_ || cfg_.checkpoint.replicas)
+    or_abort_all(writer_ ? fmt::format("rank 0 failed to write the checkpoint {}{}", path,
+                                       cfg_.checkpoint.replicas ? fmt::format(" or its replica {}", replica) : "")
+                         : fmt::format("rank {} failed to write its replica {}", rank_, replica),
+                 save);
+  else
+    save();
+  comm_->barrier();  // every rank waits until the checkpoint is complete
+  last_saved_ = step_;
+}
+
+// What both saves do around their write when every rank holds the whole optimizer state
+// (train.zero = 0; the sharded state is streamed: save_checkpoint_streamed*): the save's time
+// (checkpoint.every_s counts from it), its metadata and the state handed to `write`, then the
+// replicas and last_saved_.
 void TrainSession::save_checkpoint_with(
     const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write) {
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
-  // train.zero = 1, 2: the whole state gathered (collective), kept where it is written.
-  const std::unique_ptr<optim::Optimizer> whole = update_->whole_state(writer_ || cfg_.checkpoint.replicas);
-  const optim::Optimizer& opt = whole ? *whole : update_->optimizer();
+  const optim::Optimizer& opt = update_->optimizer();
   write(m, opt);
   if (cfg_.checkpoint.replicas) write_replica(m, opt);
   last_saved_ = step_;
@@ -750,12 +792,54 @@ void TrainSession::checkpoint_during_training() {
 // rank 0 and training goes on). Every rank still counts it saved: the decisions that read
 // last_saved_ (a stop's checkpoint) stay the same on every rank. Replicas are written now.
 void TrainSession::save_checkpoint_in_background() {
+  if (update_->shard()) {
+    save_checkpoint_streamed_in_background();
+    return;
+  }
   save_checkpoint_with([&](const CheckpointMeta& m, const optim::Optimizer& opt) {
     if (writer_)
       or_abort_all(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
         saver_->start(step_, *model_, opt, m, gpu_ ? gpu_->compute_stream() : nullptr);
       });
   });
+}
+
+// checkpoint.async under train.zero = 1, 2: rank 0's host snapshot filled from the streamed state
+// (CheckpointSaver::start_streamed; the snapshot is the one whole copy), each rank's replica
+// written from the same stream now. Collective (the stream); no barrier, as for zero 0.
+void TrainSession::save_checkpoint_streamed_in_background() {
+  last_ckpt_time_ = Clock::now();
+  const CheckpointMeta m = checkpoint_meta();
+  std::vector<CheckpointEntry> layout = checkpoint_layout(*model_, state_slots(update_->optimizer()));
+  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
+  std::unique_ptr<CheckpointStream> copy;
+  const auto into_replica = [&](const optim::StateSink& also) -> optim::StateSink {
+    if (!copy) return also;
+    return [&, also](int k, int64_t begin, const float* data, int64_t len) {
+      if (also) also(k, begin, data, len);
+      copy->append_state(k, begin, data, len);
+    };
+  };
+  const auto save = [&] {
+    if (cfg_.checkpoint.replicas) {
+      std::filesystem::create_directories(run_->file("replicas"));
+      copy = std::make_unique<CheckpointStream>(replica, layout, m);
+      copy->append_model();
+    }
+    if (writer_)
+      saver_->start_streamed(step_, layout, m, [&](const optim::StateSink& snap) { update_->stream_state(into_replica(snap)); });
+    else
+      update_->stream_state(into_replica({}));
+    if (copy) copy->commit();
+  };
+  if (writer_ || cfg_.checkpoint.replicas)
+    or_abort_all(writer_ ? fmt::format("rank 0 failed to snapshot the checkpoint of step {}{}", step_,
+                                       cfg_.checkpoint.replicas ? fmt::format(" or write its replica {}", replica) : "")
+                         : fmt::format("rank {} failed to write its replica {}", rank_, replica),
+                 save);
+  else
+    save();
+  last_saved_ = step_;
 }
 
 void TrainSession::write_replica(const CheckpointMeta& m, const optim::Optimizer& opt) {

@@ -137,6 +137,8 @@ class TrainSession {
   void save_checkpoint();
   void checkpoint_during_training();
   void save_checkpoint_in_background();
+  void save_checkpoint_streamed(const std::string& path);
+  void save_checkpoint_streamed_in_background();
   void save_checkpoint_with(const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write);
   void write_replica(const CheckpointMeta& m, const optim::Optimizer& opt);
   void checkpoint_at_the_end();

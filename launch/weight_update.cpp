@@ -20,7 +20,6 @@ class ReplicatedUpdate final : public WeightUpdate {
 
   void configure_reducer(ReducerOptions& ro) override { ro.shard = false; }
   std::optional<ResumePoint> resume(const CheckpointDir& dir) override { return resume_latest(dir, model_, *opt_); }
-  std::unique_ptr<optim::Optimizer> whole_state(bool) override { return nullptr; }
   void zero_grads() override { model_.zero_grad(); }
   double step(double lr) override {
     const double norm = clip_ ? clip_->clip(model_.grads().flat(), stream_) : std::nan("");
@@ -36,8 +35,8 @@ class ReplicatedUpdate final : public WeightUpdate {
 class ShardedUpdate final : public WeightUpdate {
  public:
   ShardedUpdate(Graph& model, std::unique_ptr<ZeroShard> shard, std::unique_ptr<optim::Optimizer> opt,
-                double max_norm, WholeOptimizerFn make_whole)
-      : WeightUpdate(model, std::move(opt), max_norm), shard_(std::move(shard)), make_whole_(std::move(make_whole)) {}
+                double max_norm)
+      : WeightUpdate(model, std::move(opt), max_norm), shard_(std::move(shard)) {}
 
   const ZeroShard* shard() const override { return shard_.get(); }
   void configure_reducer(ReducerOptions& ro) override {
@@ -49,12 +48,9 @@ class ShardedUpdate final : public WeightUpdate {
   std::optional<ResumePoint> resume(const CheckpointDir& dir) override {
     return resume_latest(dir, model_, *opt_, shard_->pieces());
   }
-  // An in-place all-gather per bucket and state tensor, into a whole optimizer where kept.
-  std::unique_ptr<optim::Optimizer> whole_state(bool keep) override {
-    std::unique_ptr<optim::Optimizer> whole;
-    if (keep) whole = make_whole_();
-    shard_->gather_state(*opt_, whole.get());
-    return whole;
+  bool stream_state(const ZeroShard::StateSink& sink) override {
+    shard_->stream_state(*opt_, sink);
+    return true;
   }
   void measure_memory(bool on) override {
     if (shard_->stage() == 2) shard_->measure_peak(on);
@@ -74,7 +70,6 @@ class ShardedUpdate final : public WeightUpdate {
 
  private:
   std::unique_ptr<ZeroShard> shard_;
-  WholeOptimizerFn make_whole_;
 };
 
 }  // namespace
@@ -85,9 +80,8 @@ std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<op
 }
 
 std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
-                                             std::unique_ptr<optim::Optimizer> opt, double max_norm,
-                                             WholeOptimizerFn make_whole) {
-  return std::make_unique<ShardedUpdate>(model, std::move(shard), std::move(opt), max_norm, std::move(make_whole));
+                                             std::unique_ptr<optim::Optimizer> opt, double max_norm) {
+  return std::make_unique<ShardedUpdate>(model, std::move(shard), std::move(opt), max_norm);
 }
 
 }  // namespace dp::launch

@@ -9,7 +9,8 @@
 //     the step's zero_grad writes only where the rank keeps gradient memory.
 // Around the step it also owns what differs between the two at set-up, resume and checkpoint:
 // the Reducer's options, reading a checkpoint's state (the whole state, or this rank's pieces of
-// it) and assembling the whole state for a save (zero 0's format either way).
+// it) and handing the whole state to a save (as it is, or streamed a bucket at a time; zero 0's
+// format either way).
 #pragma once
 #include <functional>
 #include <memory>
@@ -23,9 +24,6 @@
 #include "runtime/optim/optimizer.h"
 
 namespace dp::launch {
-
-// A fresh optimizer of the whole arena (what a save assembles the sharded state in).
-using WholeOptimizerFn = std::function<std::unique_ptr<optim::Optimizer>()>;
 
 class WeightUpdate {
  public:
@@ -42,10 +40,13 @@ class WeightUpdate {
   // Resume: the newest good checkpoint of `dir` into the model and this update's optimizer
   // (resume_latest); nullopt when there is none.
   virtual std::optional<ResumePoint> resume(const CheckpointDir& dir) = 0;
-  // A save: the whole optimizer state assembled in a fresh whole optimizer (collective when
-  // sharded; made only where `keep`, the other ranks take part with nothing kept), or null where
-  // optimizer() is the whole state already.
-  virtual std::unique_ptr<optim::Optimizer> whole_state(bool keep) = 0;
+  // A streamed save: the whole optimizer state a bucket at a time into `sink` (ZeroShard::
+  // stream_state: collective; null sink on a rank that writes nothing). False, and nothing done,
+  // where optimizer() is the whole state already (write it as it is).
+  virtual bool stream_state(const ZeroShard::StateSink& sink) {
+    (void)sink;
+    return false;
+  }
 
   // A step. measure_memory: this step's memory account is logged (stage 2 measures its gradient
   // arena at each bucket's release then only). zero_grads: before the step's first micro-batch.
@@ -67,10 +68,9 @@ class WeightUpdate {
 // on a GPU (the clip's kernels run there), else null.
 std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<optim::Optimizer> opt, double max_norm,
                                                 void* cuda_stream);
-// opt: the shard optimizer over shard's layout (train_setup.h make_shard_optimizer); make_whole:
-// for saves (a resume loads this rank's pieces straight into opt).
+// opt: the shard optimizer over shard's layout (train_setup.h make_shard_optimizer); a resume
+// loads this rank's pieces straight into it, a save streams the whole state out of it.
 std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
-                                             std::unique_ptr<optim::Optimizer> opt, double max_norm,
-                                             WholeOptimizerFn make_whole);
+                                             std::unique_ptr<optim::Optimizer> opt, double max_norm);
 
 }  // namespace dp::launch

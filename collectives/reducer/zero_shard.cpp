@@ -1,5 +1,6 @@
 #include "collectives/reducer/zero_shard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -99,23 +100,32 @@ void ZeroShard::gather_params(const Tensor& params) {
   for (auto& w : works) w->wait();
 }
 
-void ZeroShard::gather_state(const optim::Optimizer& shard, optim::Optimizer* whole) {
+void ZeroShard::stream_state(const optim::Optimizer& shard, const StateSink& sink) {
   const auto mine = shard.state();
-  const auto dst = whole ? whole->state() : std::vector<std::pair<std::string, Tensor>>{};
-  DP_CHECK(!whole || (dst.size() == mine.size() && whole->numel() == arena_numel_),
-           "ZeRO checkpoint state: the {} optimizer over {} elements does not match the shard's", whole->name(),
-           whole->numel());
-  Tensor scratch = whole || mine.empty() ? Tensor() : Tensor::zeros({arena_numel_}, DType::F32);
-  for (size_t k = 0; k < mine.size(); ++k) {
-    DP_CHECK(!whole || dst[k].first == mine[k].first, "ZeRO checkpoint state: slot '{}' against '{}'", dst[k].first,
-             mine[k].first);
-    const Tensor f = whole ? dst[k].second.reshape({arena_numel_}) : scratch;
-    const Tensor& src = mine[k].second;
-    for (const ShardPiece& pc : layout_.pieces)
-      if (pc.len > 0) f.slice_flat(pc.arena_begin, {pc.len}).copy_from(src.slice_flat(pc.shard_begin, {pc.len}));
-    gather_params(f);  // the same in-place block all-gather, bucket by bucket
+  std::vector<size_t> order(buckets_.size());
+  int64_t widest = 0;
+  for (size_t b = 0; b < order.size(); ++b) {
+    order[b] = b;
+    widest = std::max(widest, buckets_[b].end - buckets_[b].begin);
   }
-  if (whole) whole->restore_steps(shard.steps());
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return buckets_[x].begin < buckets_[y].begin; });
+  const Tensor scratch = mine.empty() ? Tensor() : Tensor::zeros({widest}, DType::F32);
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const Tensor& src = mine[k].second;
+    DP_CHECK(src.dtype() == DType::F32 && src.numel() == layout_.numel && src.device().is_cpu(),
+             "ZeRO checkpoint state: slot '{}' is {}, want the shard's {} f32 elements on the CPU", mine[k].first,
+             src.describe(), layout_.numel);
+    for (const size_t b : order) {
+      const Bucket& bk = buckets_[b];
+      const ShardPiece& pc = layout_.pieces[b];
+      const Tensor view = scratch.slice_flat(0, {bk.end - bk.begin});
+      if (pc.len > 0)
+        view.slice_flat(pc.arena_begin - bk.begin, {pc.len}).copy_from(src.slice_flat(pc.shard_begin, {pc.len}));
+      BucketScope tag(static_cast<int32_t>(b));
+      comm_.allgather_blocks_async(view)->wait();  // the parameters' in-place block all-gather
+      if (sink) sink(static_cast<int>(k), bk.begin, view.data<float>(), bk.end - bk.begin);
+    }
+  }
 }
 
 void ZeroShard::take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const {

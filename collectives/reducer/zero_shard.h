@@ -34,13 +34,16 @@
 // when the double lands that close to a float rounding boundary (odds ~1e-3 per clipped step
 // at that size, far fewer for small models; deterministic for a given run either way).
 //
-// Checkpoints stay zero 0's format (full arena-order state on rank 0): gather_state assembles the
-// whole state in a whole-arena optimizer on the ranks that write (rank 0, and every rank with
-// replicas; one transient copy there, at save time; the other ranks pass one scratch tensor).
+// Checkpoints stay zero 0's format (full arena-order state on rank 0): a save streams the state a
+// bucket at a time into the file as it is written (stream_state, runtime/checkpoint CheckpointStream:
+// rank 0 and every rank with replicas write what arrives; each rank holds one bucket-sized scratch
+// tensor on top of its shard; checkpoint.async's host snapshot on rank 0, a whole copy by design,
+// is filled from the same stream).
 // A resume reads each rank's pieces of the file straight into its shard optimizer
 // (load_checkpoint with pieces(): one tensor of the file in memory at a time); take_pieces takes a
 // rank's pieces of a whole optimizer (the same state, from a whole one: the tests' oracle).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,10 +89,14 @@ class ZeroShard {
   // straddling the bucket's end, where another bucket's foreign span starts).
   int64_t kept_grad_bytes_bound() const;
 
-  // The shard optimizer's state assembled in arena order into `whole`'s state tensors (through
-  // their views, one tensor at a time), with its step count: collective. whole null (a rank that
-  // writes nothing): the collective part only, through one scratch tensor of the arena's size.
-  void gather_state(const optim::Optimizer& shard, optim::Optimizer* whole);
+  // The whole optimizer state a bucket at a time: for each of the shard optimizer's state tensors
+  // (slot k of state()) and each bucket in arena order, the bucket's elements all-gathered in
+  // place into one scratch tensor of the largest bucket's size and handed to
+  // sink(k, the bucket's first arena element, data, its length). Collective; a rank that keeps
+  // nothing passes a null sink. A checkpoint save writes what arrives (CheckpointStream), so no
+  // rank holds more of the state than its shard and one bucket.
+  using StateSink = optim::StateSink;
+  void stream_state(const optim::Optimizer& shard, const StateSink& sink);
   // Loads the rank's pieces of `full`'s state (and its step count) into `shard`.
   void take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const;
 

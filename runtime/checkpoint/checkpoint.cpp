@@ -87,19 +87,53 @@ uint32_t tensor_crc(const Tensor& t) {
   return t.nbytes() == 0 ? crc32c(nullptr, 0) : crc32c(t.raw(), t.nbytes());
 }
 
-std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& model, const optim::Optimizer& opt) {
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& nt : model.state()) out.emplace_back(nt.name, nt.tensor);
-  const Arena& arena = model.params();
-  DP_CHECK(opt.numel() == arena.numel(), "optimizer over {} parameters, model has {}", opt.numel(), arena.numel());
-  // The optimizer's flat slots follow the parameter arena's layout: slice them by its slots.
-  for (const auto& slot : arena.slots())
-    for (const auto& [sname, flat] : opt.state())
-      out.emplace_back(kOptimPrefix + slot.name + "." + sname, flat.reshape({flat.numel()}).slice_flat(slot.offset, slot.shape));
+std::vector<CheckpointEntry> checkpoint_layout(const Graph& model,
+                                               const std::vector<std::pair<std::string, DType>>& slots) {
+  std::vector<CheckpointEntry> out;
+  for (const auto& nt : model.state()) out.push_back({nt.name, nt.tensor.dtype(), nt.tensor.shape(), nt.tensor});
+  // The optimizer's flat slots follow the parameter arena's layout: sliced by its slots.
+  for (const auto& slot : model.params().slots())
+    for (size_t k = 0; k < slots.size(); ++k)
+      out.push_back({kOptimPrefix + slot.name + "." + slots[k].first, slots[k].second, slot.shape, Tensor(),
+                     static_cast<int>(k), slot.offset});
   // Wider elements first keeps every tensor aligned to its element size (the data area starts
   // 8-byte aligned), which zero-copy loaders need; stable, so the order is otherwise the above.
   std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return dtype_size(a.second.dtype()) > dtype_size(b.second.dtype()); });
+                   [](const auto& a, const auto& b) { return dtype_size(a.dtype) > dtype_size(b.dtype); });
+  return out;
+}
+
+std::vector<StatePart> state_parts(const std::vector<CheckpointEntry>& layout, int slot, int64_t begin, int64_t len) {
+  const std::vector<optim::ArenaPiece> span = {{begin, len, 0}};
+  std::vector<StatePart> out;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const CheckpointEntry& e = layout[i];
+    if (e.slot != slot) continue;
+    for (const StateCopy& c : state_copies(e.offset, shape_numel(e.shape), span))
+      out.push_back({i, c.tensor_begin, c.state_begin, c.len});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, DType>> state_slots(const optim::Optimizer& opt) {
+  std::vector<std::pair<std::string, DType>> out;
+  for (const auto& [name, t] : opt.state()) out.emplace_back(name, t.dtype());
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& model, const optim::Optimizer& opt) {
+  DP_CHECK(opt.numel() == model.params().numel(), "optimizer over {} parameters, model has {}", opt.numel(),
+           model.params().numel());
+  const auto state = opt.state();
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (CheckpointEntry& e : checkpoint_layout(model, state_slots(opt))) {
+    if (e.slot < 0) {
+      out.emplace_back(std::move(e.name), e.model);
+      continue;
+    }
+    const Tensor& flat = state[static_cast<size_t>(e.slot)].second;
+    out.emplace_back(std::move(e.name), flat.reshape({flat.numel()}).slice_flat(e.offset, e.shape));
+  }
   return out;
 }
 

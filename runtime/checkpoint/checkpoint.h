@@ -65,6 +65,65 @@ struct CheckpointMeta {
 // state: write them before the next step.
 std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const Graph& model, const optim::Optimizer& opt);
 
+// One tensor of a checkpoint file: a model tensor (`model`, a view of Graph::state()'s), or the
+// optimizer's state "optim.<param>.<slot>": slot `slot` of Optimizer::state() over the arena's
+// elements [offset, + numel of shape).
+struct CheckpointEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  Tensor model;        // undefined for the optimizer's state
+  int slot = -1;       // the optimizer's: its index in Optimizer::state()
+  int64_t offset = 0;  // the optimizer's: the parameter's first element in the arena
+};
+// The file's tensors in file order (see above) for `model` and an optimizer whose state() has
+// `slots` (name and dtype each, in state() order): what checkpoint_tensors views, without the state.
+std::vector<CheckpointEntry> checkpoint_layout(const Graph& model,
+                                               const std::vector<std::pair<std::string, DType>>& slots);
+// The (name, dtype) of each of opt.state()'s tensors.
+std::vector<std::pair<std::string, DType>> state_slots(const optim::Optimizer& opt);
+
+// Where slot `slot`'s state over the arena's elements [begin, begin + len) goes in a file of
+// `layout`: for each "optim.<param>.<slot>" it meets, in layout order, the entry, the first of its
+// elements met, the same element's index in the span, and how many (pure).
+struct StatePart {
+  size_t entry = 0;
+  int64_t tensor_begin = 0, span_begin = 0, len = 0;
+};
+std::vector<StatePart> state_parts(const std::vector<CheckpointEntry>& layout, int slot, int64_t begin, int64_t len);
+
+// A checkpoint written as its bytes arrive, the same bytes write_checkpoint writes for the same
+// state: ZeRO's save, where the optimizer's state reaches the writer a bucket at a time from every
+// rank and is never whole in its memory (collectives/reducer/zero_shard.h stream_state). Each
+// tensor's bytes must arrive in order; tensors may arrive in any order. commit() (every tensor
+// complete) puts their CRC-32Cs into the metadata and renames the file into place as
+// write_safetensors does; destroyed uncommitted, the temporary file is removed.
+// after_tensor(k, n): called as the k-th of n tensors completes (write_safetensors').
+class CheckpointStream {
+ public:
+  CheckpointStream(const std::string& path, std::vector<CheckpointEntry> layout, const CheckpointMeta& meta,
+                   std::function<void(size_t, size_t)> after_tensor = {});
+  const std::vector<CheckpointEntry>& layout() const { return layout_; }
+  // The next `bytes` of tensor i's data.
+  void append(size_t i, const void* data, size_t bytes);
+  // Every model tensor, whole (CPU or device).
+  void append_model();
+  // Slot `slot`'s state over the arena's elements [begin, begin + len) (f32): of every
+  // "optim.<param>.<slot>" tensor the part it covers (checkpoint.h state_copies).
+  void append_state(int slot, int64_t begin, const float* data, int64_t len);
+  void commit();
+
+ private:
+  void completed();  // one more tensor complete: after_tensor
+  std::vector<CheckpointEntry> layout_;
+  CheckpointMeta meta_;
+  std::function<void(size_t, size_t)> after_tensor_;
+  std::vector<size_t> written_;  // bytes of each tensor so far
+  std::vector<uint32_t> crc_;    // their CRC-32C so far
+  size_t complete_ = 0;
+  SafetensorsWriter out_;
+};
+
 // Writes a checkpoint atomically (write_safetensors: tmp, fsync, rename, fsync dir).
 void write_checkpoint(const std::string& path, const Graph& model, const optim::Optimizer& opt,
                       const CheckpointMeta& meta);

@@ -25,6 +25,12 @@ class CheckpointSnapshot {
  public:
   // stream: the cudaStream_t the device tensors are ordered on (nullptr: a CPU run).
   void take(const Graph& model, const optim::Optimizer& opt, const CheckpointMeta& meta, void* stream = nullptr);
+  // take() for an optimizer state that is never whole in one place (ZeRO's, CPU tensors): the
+  // block laid out from `layout` (checkpoint_layout's), the model's tensors copied, then
+  // feed(sink) hands the state a piece at a time (ZeroShard::stream_state) and the sink copies
+  // each into its place. The block is what take() of the whole state would hold.
+  void take_streamed(std::vector<CheckpointEntry> layout, const CheckpointMeta& meta,
+                     const std::function<void(const optim::StateSink&)>& feed);
   bool taken() const { return !tensors_.empty(); }
   const CheckpointMeta& meta() const { return meta_; }
   size_t bytes() const;  // the host block's size
@@ -32,7 +38,7 @@ class CheckpointSnapshot {
   void write(const std::string& path, const std::function<void(size_t, size_t)>& after_tensor = {}) const;
 
  private:
-  void layout(const std::vector<std::pair<std::string, Tensor>>& live);
+  void layout(const std::vector<SafetensorsSpec>& specs);
 
   std::shared_ptr<Storage> block_;
   std::shared_ptr<void> pinned_;  // page-locks block_ while it lives (GPU runs)

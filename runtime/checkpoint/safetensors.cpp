@@ -31,20 +31,6 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 std::string sys_error(int err) { return fmt::format("{} (errno {})", std::strerror(err), err); }
 
-// Writes all of [p, p+n) or throws.
-void write_all(int fd, const void* p, size_t n, const std::string& path) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      DP_THROW_USER("writing safetensors file '{}' failed: {}", path, sys_error(errno));
-    }
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 // Reads exactly n bytes at `offset` or throws (a short read means the file shrank under us).
 void pread_all(int fd, void* p, size_t n, size_t offset, const std::string& path) {
   char* c = static_cast<char*>(p);
@@ -79,11 +65,28 @@ std::string supported_dtypes() {
 // ---------------------------------------------------------------------------------------------
 // Writer
 
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata,
-                       const std::function<void(size_t, size_t)>& after_tensor) {
-  // Header: "__metadata__" first (only when there is some, as the reference writer does), then
-  // the tensors in the order given, each laid out right after the previous one.
+namespace {
+
+// Writes all of [p, p+n) at `offset` or throws.
+void pwrite_all(int fd, const void* p, size_t n, size_t offset, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, c, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      DP_THROW_USER("writing safetensors file '{}' failed: {}", path, sys_error(errno));
+    }
+    c += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<size_t>(w);
+  }
+}
+
+// The header text for `specs` laid out in order and `metadata`: "__metadata__" first (only when
+// there is some, as the reference writer does), then each tensor right after the previous one;
+// padded with spaces to a multiple of 8. ends: each tensor's end offset in the data area.
+std::string header_text(const std::string& path, const std::vector<SafetensorsSpec>& specs,
+                        const std::map<std::string, std::string>& metadata, std::vector<size_t>* ends) {
   ordered_json header = ordered_json::object();
   if (!metadata.empty()) {
     ordered_json meta = ordered_json::object();
@@ -92,58 +95,96 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   }
   std::set<std::string> seen;
   size_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    if (name.empty() || name == "__metadata__")
-      DP_THROW_USER("cannot write '{}': invalid tensor name '{}'", path, name);
-    if (!seen.insert(name).second) DP_THROW_USER("cannot write '{}': tensor name '{}' given twice", path, name);
-    DP_CHECK(t.defined(), "writing '{}': tensor '{}' is undefined", path, name);
+  for (const SafetensorsSpec& s : specs) {
+    if (s.name.empty() || s.name == "__metadata__")
+      DP_THROW_USER("cannot write '{}': invalid tensor name '{}'", path, s.name);
+    if (!seen.insert(s.name).second) DP_THROW_USER("cannot write '{}': tensor name '{}' given twice", path, s.name);
+    const size_t nbytes = static_cast<size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
     ordered_json entry = ordered_json::object();
-    entry["dtype"] = safetensors_dtype_name(t.dtype());
-    entry["shape"] = t.shape();
-    entry["data_offsets"] = {offset, offset + t.nbytes()};
-    header[name] = std::move(entry);
-    offset += t.nbytes();
+    entry["dtype"] = safetensors_dtype_name(s.dtype);
+    entry["shape"] = s.shape;
+    entry["data_offsets"] = {offset, offset + nbytes};
+    header[s.name] = std::move(entry);
+    offset += nbytes;
+    if (ends) ends->push_back(offset);
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  uint64_t header_len = text.size();
+  return text;
+}
 
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) DP_THROW_USER("cannot create '{}' (writing '{}'): {}", tmp, path, sys_error(errno));
-  try {
-    write_all(fd, &header_len, sizeof header_len, tmp);
-    write_all(fd, text.data(), text.size(), tmp);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const Tensor& t = tensors[i].second;
-      if (t.device().is_cpu()) {
-        write_all(fd, t.raw(), t.nbytes(), tmp);
-      } else if (t.nbytes() > 0) {
-        Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
-        host.copy_from(t);
-        write_all(fd, host.raw(), host.nbytes(), tmp);
-      }
-      if (after_tensor) after_tensor(i, tensors.size());
-    }
-    if (::fsync(fd) != 0) DP_THROW_USER("fsync of '{}' failed: {}", tmp, sys_error(errno));
-    int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) DP_THROW_USER("closing '{}' failed: {}", tmp, sys_error(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      DP_THROW_USER("cannot rename '{}' to '{}': {}", tmp, path, sys_error(errno));
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
+}  // namespace
+
+SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<SafetensorsSpec> specs,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), specs_(std::move(specs)) {
+  header_bytes_ = header_text(path_, specs_, metadata, &ends_).size();
+  data_start_ = sizeof(uint64_t) + header_bytes_;
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) DP_THROW_USER("cannot create '{}' (writing '{}'): {}", tmp_, path_, sys_error(errno));
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void SafetensorsWriter::write(size_t i, size_t offset, const void* data, size_t n) {
+  DP_CHECK(i < specs_.size() && fd_ >= 0, "safetensors '{}': tensor {} of {}, or written after commit", path_, i,
+           specs_.size());
+  const size_t begin = i == 0 ? 0 : ends_[i - 1];
+  DP_CHECK(offset + n <= ends_[i] - begin, "safetensors '{}': bytes [{}, {}) past tensor '{}''s {}", path_, offset,
+           offset + n, specs_[i].name, ends_[i] - begin);
+  pwrite_all(fd_, data, n, data_start_ + begin + offset, tmp_);
+}
+
+void SafetensorsWriter::commit(const std::map<std::string, std::string>& metadata) {
+  DP_CHECK(fd_ >= 0, "safetensors '{}': committed twice", path_);
+  const std::string text = header_text(path_, specs_, metadata, nullptr);
+  DP_CHECK(text.size() == header_bytes_, "safetensors '{}': the final header has {} bytes, {} were reserved", path_,
+           text.size(), header_bytes_);
+  const uint64_t header_len = text.size();
+  pwrite_all(fd_, &header_len, sizeof header_len, 0, tmp_);
+  pwrite_all(fd_, text.data(), text.size(), sizeof header_len, tmp_);
+  if (::fsync(fd_) != 0) DP_THROW_USER("fsync of '{}' failed: {}", tmp_, sys_error(errno));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) DP_THROW_USER("closing '{}' failed: {}", tmp_, sys_error(errno));
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    DP_THROW_USER("cannot rename '{}' to '{}': {}", tmp_, path_, sys_error(errno));
+  committed_ = true;
   // Make the rename itself durable: fsync the directory that holds the entry.
-  const std::string dir = dir_of(path);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) DP_THROW_USER("wrote '{}' but cannot open its directory '{}' to fsync: {}", path, dir, sys_error(errno));
-  int rc = ::fsync(dfd);
-  int err = errno;
+  const std::string dir = dir_of(path_);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    DP_THROW_USER("wrote '{}' but cannot open its directory '{}' to fsync: {}", path_, dir, sys_error(errno));
+  const int drc = ::fsync(dfd);
+  const int err = errno;
   ::close(dfd);
-  if (rc != 0) DP_THROW_USER("wrote '{}' but fsync of its directory '{}' failed: {}", path, dir, sys_error(err));
+  if (drc != 0) DP_THROW_USER("wrote '{}' but fsync of its directory '{}' failed: {}", path_, dir, sys_error(err));
+}
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata,
+                       const std::function<void(size_t, size_t)>& after_tensor) {
+  std::vector<SafetensorsSpec> specs;
+  for (const auto& [name, t] : tensors) {
+    DP_CHECK(t.defined(), "writing '{}': tensor '{}' is undefined", path, name);
+    specs.push_back({name, t.dtype(), t.shape()});
+  }
+  SafetensorsWriter out(path, std::move(specs), metadata);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i].second;
+    if (t.device().is_cpu()) {
+      out.write(i, 0, t.raw(), t.nbytes());
+    } else if (t.nbytes() > 0) {
+      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
+      host.copy_from(t);
+      out.write(i, 0, host.raw(), host.nbytes());
+    }
+    if (after_tensor) after_tensor(i, tensors.size());
+  }
+  out.commit(metadata);
 }
 
 // ---------------------------------------------------------------------------------------------

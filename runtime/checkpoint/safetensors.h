@@ -23,6 +23,41 @@
 
 namespace dp {
 
+// One tensor of a file being written: its name, dtype and shape.
+struct SafetensorsSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+// A safetensors file written out of order, atomically: the layout (`specs`, laid out contiguously
+// in that order) is fixed first, then the tensors' bytes arrive in pieces in any order (write),
+// and commit writes the header, which may depend on those bytes (a checkpoint's CRCs) but must
+// have the length of `metadata`'s, the one given here (the same keys, values of the same
+// lengths), then fsync -> rename -> fsync the directory. Destroyed before commit (an error, a
+// fault), it removes the temporary file: a partial file never appears under `path`.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(std::string path, std::vector<SafetensorsSpec> specs,
+                    const std::map<std::string, std::string>& metadata);
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  const std::string& tmp_path() const { return tmp_; }
+  // Bytes [offset, offset + n) of tensor i.
+  void write(size_t i, size_t offset, const void* data, size_t n);
+  void commit(const std::map<std::string, std::string>& metadata);
+
+ private:
+  std::string path_, tmp_;
+  std::vector<SafetensorsSpec> specs_;
+  std::vector<size_t> ends_;  // each tensor's end offset in the data area
+  size_t header_bytes_ = 0, data_start_ = 0;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
 // Writes `tensors` (any device; copied to host as needed) and `metadata` to `path` atomically:
 // path + ".tmp" -> fsync -> rename -> fsync the directory, so a crash never leaves a partial
 // file under `path`. Names must be unique, non-empty and not "__metadata__".

@@ -7,6 +7,7 @@
 // serialise their own state); checkpoints store them as `optim.<slot>` tensors.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +36,10 @@ struct ArenaPiece {
   int64_t len = 0;          // elements
   int64_t state_begin = 0;  // first element in this optimizer's state (numel() of them in all)
 };
+
+// The whole optimizer state a piece at a time, as ZeRO's save hands it on (ZeroShard::stream_state):
+// slot `slot` of state() over the arena's elements [begin, begin + len), f32.
+using StateSink = std::function<void(int slot, int64_t begin, const float* data, int64_t len)>;
 
 class Optimizer {
  public:

@@ -447,6 +447,24 @@ TEST(ZeroResume, TwoRanksZero1ThenThreeRanksZero1And2EqualThreeRanksZero0) {
   remove_run(c);
 }
 
+// checkpoint.async under ZeRO: rank 0's host snapshot is filled from the streamed state
+// (CheckpointSnapshot::take_streamed); the files written in the background hold zero 0's
+// synchronous checkpoints' tensors at every step, the last one's included.
+TEST(ZeroAsync, BackgroundCheckpointsHoldZero0sSynchronousBytes) {
+  const std::string a = root_for("async_z0"), b = root_for("async_z2");
+  ASSERT_EQ(dptrain(Model::CnnPlain, a, 2, 0), 0) << read_file(a + ".log");
+  ASSERT_EQ(dptrain(Model::CnnPlain, b, 2, 2, "", "--set checkpoint.async=true"), 0) << read_file(b + ".log");
+  for (int step : {10, 20, 30}) {
+    const auto want = tensors_of(ckpt(a, step));
+    ASSERT_FALSE(want.empty()) << "step " << step;
+    EXPECT_EQ(differing(want, tensors_of(ckpt(b, step))), std::vector<std::string>{}) << "step " << step;
+  }
+  EXPECT_NE(read_file(b + "/m/logs/rank-0.log").find("written in the background"), std::string::npos)
+      << read_file(b + "/m/logs/rank-0.log");
+  remove_run(a);
+  remove_run(b);
+}
+
 // What is not built yet is refused before anything runs, naming both keys.
 TEST(ZeroRefusals, UnsupportedCombinationsNameBothKeys) {
   const std::string root = root_for("refuse");
