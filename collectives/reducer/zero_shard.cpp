@@ -128,15 +128,4 @@ void ZeroShard::stream_state(const optim::Optimizer& shard, const StateSink& sin
   }
 }
 
-void ZeroShard::take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const {
-  std::vector<std::pair<std::string, Tensor>> mine;
-  for (const auto& [name, t] : full.state()) {
-    Tensor s = Tensor::zeros({layout_.numel}, DType::F32);
-    for (const ShardPiece& pc : layout_.pieces)
-      if (pc.len > 0) s.slice_flat(pc.shard_begin, {pc.len}).copy_from(t.slice_flat(pc.arena_begin, {pc.len}));
-    mine.emplace_back(name, s);
-  }
-  shard.load_state(mine, full.steps());
-}
-
 }  // namespace dp

@@ -40,8 +40,8 @@
 // tensor on top of its shard; checkpoint.async's host snapshot on rank 0, a whole copy by design,
 // is filled from the same stream).
 // A resume reads each rank's pieces of the file straight into its shard optimizer
-// (load_checkpoint with pieces(): one tensor of the file in memory at a time); take_pieces takes a
-// rank's pieces of a whole optimizer (the same state, from a whole one: the tests' oracle).
+// (load_checkpoint with pieces(): one tensor of the file in memory at a time; the tests compare it
+// with the pieces cut from a whole optimizer, tests/collectives/reducer/take_pieces.h).
 #pragma once
 #include <functional>
 #include <memory>
@@ -97,8 +97,6 @@ class ZeroShard {
   // rank holds more of the state than its shard and one bucket.
   using StateSink = optim::StateSink;
   void stream_state(const optim::Optimizer& shard, const StateSink& sink);
-  // Loads the rank's pieces of `full`'s state (and its step count) into `shard`.
-  void take_pieces(const optim::Optimizer& full, optim::Optimizer& shard) const;
 
  private:
   void check_paged(const Tensor& grads) const;

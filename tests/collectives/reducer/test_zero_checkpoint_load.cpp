@@ -2,8 +2,8 @@
 // pieces (runtime/checkpoint/checkpoint.h) streams the file's optimizer state straight into the
 // shard optimizer. Checked here, for every rank of 2- and 3-rank layouts of uneven buckets
 // (ring blocks one element apart, pieces that cut parameters):
-//   - the shard state and step count are bitwise what take_pieces cuts from the whole load, and
-//     the model's state is the whole load's;
+//   - the shard state and step count are bitwise what take_pieces (take_pieces.h) cuts from the
+//     whole load, and the model's state is the whole load's;
 //   - the load's transient host memory (the memory account's peak over what was live) is at most
 //     the file's largest tensor, where the whole-optimizer route holds at least the whole state.
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/log.h"
 #include "runtime/memory_account.h"
+#include "tests/collectives/reducer/take_pieces.h"
 
 namespace dp {
 namespace {
@@ -124,7 +125,7 @@ TEST_F(ZeroCheckpointLoad, StreamedPiecesAreTakePiecesOfTheWholeLoadBitwise) {
       ZeroShard zero(comm, buckets_, numel_);
       for (const auto& pc : zero.pieces()) lens.push_back(pc.len);
       auto oracle = optim::make_adamw(zero.layout().numel, {});
-      zero.take_pieces(*whole, *oracle);
+      testutil::take_pieces(zero, *whole, *oracle);
       auto g = mlp(3);
       auto mine = optim::make_adamw(zero.layout().numel, {});
       load_checkpoint(path_, *g, *mine, zero.pieces());
@@ -161,7 +162,7 @@ TEST_F(ZeroCheckpointLoad, ShardedLoadHoldsOneTensorNotTheWholeState) {
   const size_t whole_route = transient_bytes([&] {
     auto whole = optim::make_adamw(numel_, {});
     load_checkpoint(path_, *g, *whole);
-    zero.take_pieces(*whole, *oracle);
+    testutil::take_pieces(zero, *whole, *oracle);
   });
   RecordProperty("largest_tensor_bytes", std::to_string(largest));
   RecordProperty("streamed_bytes", std::to_string(streamed));

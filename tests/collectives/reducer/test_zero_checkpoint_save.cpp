@@ -26,6 +26,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/log.h"
 #include "runtime/memory_account.h"
+#include "tests/collectives/reducer/take_pieces.h"
 #include "tests/collectives/ring_harness.h"
 
 namespace dp {
@@ -100,7 +101,7 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
   const std::vector<Bucket> buckets = buckets_of(*g);
   ZeroShard zero(*comm, buckets, g->params().numel());
   auto shard = optim::make_adamw(zero.layout().numel, {});
-  zero.take_pieces(*whole, *shard);
+  testutil::take_pieces(zero, *whole, *shard);
   const CheckpointMeta m = meta_of(*shard);
   const std::string want = fmt::format("{}/want-{}.safetensors", dir, r), got = fmt::format("{}/got-{}.safetensors", dir, r);
   write_checkpoint(want, *g, *whole, m);
