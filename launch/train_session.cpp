@@ -52,6 +52,18 @@ int64_t fault_device_oom_at_step() {
   return t.is_set(Tunable::FaultDeviceOomAtStep) ? t.integer(Tunable::FaultDeviceOomAtStep) : -1;
 }
 
+// A streamed save's sink: each piece of the optimizer state to `also`, then appended to each of
+// `streams` (null ones left out); null when there is nothing to hand it to (a rank that only takes
+// part in the stream).
+optim::StateSink state_sink(std::vector<CheckpointStream*> streams, optim::StateSink also) {
+  std::erase(streams, nullptr);
+  if (streams.empty()) return also;
+  return [streams, also = std::move(also)](int k, int64_t begin, const float* data, int64_t len) {
+    if (also) also(k, begin, data, len);
+    for (CheckpointStream* s : streams) s->append_state(k, begin, data, len);
+  };
+}
+
 }  // namespace
 
 TrainResult train(const Config& cfg, const TrainOptions& options) {
@@ -735,36 +747,40 @@ void TrainSession::save_checkpoint_streamed(const std::string& path) {
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
   const std::vector<CheckpointEntry> layout = checkpoint_layout(*model_, state_slots(update_->optimizer()));
-  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
-  std::unique_ptr<CheckpointStream> main, copy;
-  const auto save = [&] {
-    if (writer_) main = saver_->open_stream(step_, layout, m);
-    if (cfg_.checkpoint.replicas) {
-      std::filesystem::create_directories(run_->file("replicas"));
-      copy = std::make_unique<CheckpointStream>(replica, layout, m);
-    }
-    ZeroShard::StateSink sink;
-    if (main || copy) {
-      for (CheckpointStream* s : {main.get(), copy.get()})
-        if (s) s->append_model();
-      sink = [&](int k, int64_t begin, const float* data, int64_t len) {
-        for (CheckpointStream* s : {main.get(), copy.get()})
-          if (s) s->append_state(k, begin, data, len);
-      };
-    }
-    update_->stream_state(sink);
+  run_streamed_save(fmt::format("rank 0 failed to write the checkpoint {}", path), [&] {
+    const std::unique_ptr<CheckpointStream> main = writer_ ? saver_->open_stream(step_, layout, m) : nullptr;
+    if (main) main->append_model();
+    const std::unique_ptr<CheckpointStream> copy = open_replica_stream(layout, m);
+    update_->stream_state(state_sink({main.get(), copy.get()}, {}));
     if (main) saver_->commit_stream(step_, *main);
     if (copy) copy->commit();
-  };
-  if (writer_ || cfg_.checkpoint.replicas)
-    or_abort_all(writer_ ? fmt::format("rank 0 failed to write the checkpoint {}{}", path,
-                                       cfg_.checkpoint.replicas ? fmt::format(" or its replica {}", replica) : "")
-                         : fmt::format("rank {} failed to write its replica {}", rank_, replica),
-                 save);
-  else
-    save();
+  });
   comm_->barrier();  // every rank waits until the checkpoint is complete
   last_saved_ = step_;
+}
+
+// ZeRO's saves: `save` under or_abort_all where this rank writes a file (rank 0's checkpoint or
+// snapshot, `what`; a replica), plainly where it only takes part in the stream.
+void TrainSession::run_streamed_save(const std::string& what, const std::function<void()>& save) {
+  if (!writer_ && !cfg_.checkpoint.replicas) return save();
+  const std::string replica = replica_path();
+  or_abort_all(writer_ ? what + (cfg_.checkpoint.replicas ? fmt::format(" or its replica {}", replica) : "")
+                       : fmt::format("rank {} failed to write its replica {}", rank_, replica),
+               save);
+}
+
+// With checkpoint.replicas: this rank's replica opened for a streamed save, its model tensors in.
+std::unique_ptr<CheckpointStream> TrainSession::open_replica_stream(const std::vector<CheckpointEntry>& layout,
+                                                                    const CheckpointMeta& m) {
+  if (!cfg_.checkpoint.replicas) return nullptr;
+  std::filesystem::create_directories(run_->file("replicas"));
+  auto s = std::make_unique<CheckpointStream>(replica_path(), layout, m);
+  s->append_model();
+  return s;
+}
+
+std::string TrainSession::replica_path() const {
+  return run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
 }
 
 // What both saves do around their write when every rank holds the whole optimizer state
@@ -810,40 +826,22 @@ void TrainSession::save_checkpoint_in_background() {
 void TrainSession::save_checkpoint_streamed_in_background() {
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
-  std::vector<CheckpointEntry> layout = checkpoint_layout(*model_, state_slots(update_->optimizer()));
-  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
-  std::unique_ptr<CheckpointStream> copy;
-  const auto into_replica = [&](const optim::StateSink& also) -> optim::StateSink {
-    if (!copy) return also;
-    return [&, also](int k, int64_t begin, const float* data, int64_t len) {
-      if (also) also(k, begin, data, len);
-      copy->append_state(k, begin, data, len);
-    };
-  };
-  const auto save = [&] {
-    if (cfg_.checkpoint.replicas) {
-      std::filesystem::create_directories(run_->file("replicas"));
-      copy = std::make_unique<CheckpointStream>(replica, layout, m);
-      copy->append_model();
-    }
+  const std::vector<CheckpointEntry> layout = checkpoint_layout(*model_, state_slots(update_->optimizer()));
+  run_streamed_save(fmt::format("rank 0 failed to snapshot the checkpoint of step {}", step_), [&] {
+    const std::unique_ptr<CheckpointStream> copy = open_replica_stream(layout, m);
     if (writer_)
-      saver_->start_streamed(step_, layout, m, [&](const optim::StateSink& snap) { update_->stream_state(into_replica(snap)); });
+      saver_->start_streamed(step_, layout, m, [&](const optim::StateSink& snapshot) {
+        update_->stream_state(state_sink({copy.get()}, snapshot));
+      });
     else
-      update_->stream_state(into_replica({}));
+      update_->stream_state(state_sink({copy.get()}, {}));
     if (copy) copy->commit();
-  };
-  if (writer_ || cfg_.checkpoint.replicas)
-    or_abort_all(writer_ ? fmt::format("rank 0 failed to snapshot the checkpoint of step {}{}", step_,
-                                       cfg_.checkpoint.replicas ? fmt::format(" or write its replica {}", replica) : "")
-                         : fmt::format("rank {} failed to write its replica {}", rank_, replica),
-                 save);
-  else
-    save();
+  });
   last_saved_ = step_;
 }
 
 void TrainSession::write_replica(const CheckpointMeta& m, const optim::Optimizer& opt) {
-  const std::string replica = run_->file(fmt::format("replicas/replica-rank{}.safetensors", rank_));
+  const std::string replica = replica_path();
   or_abort_all(fmt::format("rank {} failed to write its replica {}", rank_, replica), [&] {
     std::filesystem::create_directories(run_->file("replicas"));
     write_checkpoint(replica, *model_, opt, m);

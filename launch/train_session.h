@@ -139,6 +139,10 @@ class TrainSession {
   void save_checkpoint_in_background();
   void save_checkpoint_streamed(const std::string& path);
   void save_checkpoint_streamed_in_background();
+  void run_streamed_save(const std::string& what, const std::function<void()>& save);
+  std::unique_ptr<CheckpointStream> open_replica_stream(const std::vector<CheckpointEntry>& layout,
+                                                        const CheckpointMeta& m);
+  std::string replica_path() const;
   void save_checkpoint_with(const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write);
   void write_replica(const CheckpointMeta& m, const optim::Optimizer& opt);
   void checkpoint_at_the_end();

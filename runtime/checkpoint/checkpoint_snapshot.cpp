@@ -13,7 +13,8 @@ size_t CheckpointSnapshot::bytes() const { return block_ ? block_->bytes() : 0; 
 // One view of the block per tensor, in their order; a new block only when the sizes changed.
 void CheckpointSnapshot::layout(const std::vector<SafetensorsSpec>& specs) {
   size_t total = 0;
-  for (const SafetensorsSpec& t : specs) total += aligned(static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype));
+  for (const SafetensorsSpec& t : specs)
+    total += aligned(static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype));
   bool same = block_ && block_->bytes() == total && tensors_.size() == specs.size();
   for (size_t i = 0; same && i < specs.size(); ++i)
     same = tensors_[i].first == specs[i].name && tensors_[i].second.fits(specs[i].shape, specs[i].dtype, Device::cpu());

@@ -103,7 +103,8 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
   auto shard = optim::make_adamw(zero.layout().numel, {});
   testutil::take_pieces(zero, *whole, *shard);
   const CheckpointMeta m = meta_of(*shard);
-  const std::string want = fmt::format("{}/want-{}.safetensors", dir, r), got = fmt::format("{}/got-{}.safetensors", dir, r);
+  const std::string want = fmt::format("{}/want-{}.safetensors", dir, r);
+  const std::string got = fmt::format("{}/got-{}.safetensors", dir, r);
   write_checkpoint(want, *g, *whole, m);
 
   int64_t widest = 0;
@@ -132,7 +133,8 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
   });
   const std::string want_bytes = file_bytes(want);
   if (want_bytes.empty()) return fail("the oracle file is empty");
-  if (file_bytes(got) != want_bytes) return fail("the streamed file differs from write_checkpoint's of the whole state");
+  if (file_bytes(got) != want_bytes)
+    return fail("the streamed file differs from write_checkpoint's of the whole state");
   if (file_bytes(fmt::format("{}/assembled-{}.safetensors", dir, r)) != want_bytes)
     return fail("the assembled state's file differs from the whole state's");
   const size_t whole_bytes = 2 * static_cast<size_t>(g->params().numel()) * sizeof(float);
@@ -141,8 +143,9 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
                             silent, scratch));
   if (assembled < whole_bytes)
     return fail(fmt::format("the assembled route held {} B, less than the whole state's {} B", assembled, whole_bytes));
-  if (r == 0) ringtest::report(s, r, fmt::format("scratch {} B, whole state {} B: streamed {} B, silent {} B, assembled {} B",
-                                                  scratch, whole_bytes, streamed, silent, assembled));
+  if (r == 0)
+    ringtest::report(s, r, fmt::format("scratch {} B, whole state {} B: streamed {} B, silent {} B, assembled {} B",
+                                       scratch, whole_bytes, streamed, silent, assembled));
   return 0;
 }
 
