@@ -56,14 +56,21 @@ void CheckpointSnapshot::take_streamed(std::vector<CheckpointEntry> entries, con
   layout(specs);
   for (size_t i = 0; i < entries.size(); ++i)
     if (entries[i].model.defined()) tensors_[i].second.copy_from(entries[i].model);
+  std::vector<int64_t> filled(entries.size(), 0);
   feed([&](int slot, int64_t begin, const float* data, int64_t len) {
     for (const StatePart& p : state_parts(entries, slot, begin, len)) {
       const Tensor& t = tensors_[p.entry].second;
       DP_CHECK(t.dtype() == DType::F32, "checkpoint snapshot: '{}' is {}, the state arrives as f32",
                tensors_[p.entry].first, t.describe());
       std::memcpy(t.data<float>() + p.tensor_begin, data + p.span_begin, static_cast<size_t>(p.len) * sizeof(float));
+      filled[p.entry] += p.len;
     }
   });
+  // Every element of the state came (no stale element of an earlier snapshot is written).
+  for (size_t i = 0; i < entries.size(); ++i)
+    DP_CHECK(entries[i].model.defined() || filled[i] == shape_numel(entries[i].shape),
+             "checkpoint snapshot: '{}' received {} of its {} elements", entries[i].name, filled[i],
+             shape_numel(entries[i].shape));
   meta_ = meta;
 }
 

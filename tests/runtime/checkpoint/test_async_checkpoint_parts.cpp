@@ -137,5 +137,40 @@ TEST(CheckpointSnapshot, WritesTheBytesWriteCheckpointWroteAtItsStep) {
   fs::remove_all(dir);
 }
 
+// take_streamed (ZeRO's asynchronous save): the optimizer state handed over in arena pieces gives
+// the block take() gives, so the file is write_checkpoint's; a feed that leaves an element out is
+// refused rather than written with what the block held before.
+TEST(CheckpointSnapshot, StreamedStateGivesTheWholeStatesFileAndAMissingPieceIsRefused) {
+  log::configure("off");
+  const fs::path dir = fs::temp_directory_path() / ("dptrain_snapshot_streamed_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  SmallRun run(5);
+  run.advance(3);
+  write_checkpoint((dir / "sync.safetensors").string(), *run.g, *run.opt, run.meta(3));
+  const auto state = run.opt->state();
+  const int64_t n = run.g->params().numel();
+  // Pieces of 7 elements, in arena order, as a bucketed stream hands them.
+  const auto feed_all_but = [&](int64_t skip) {
+    return [&, skip](const optim::StateSink& sink) {
+      for (size_t k = 0; k < state.size(); ++k)
+        for (int64_t b = 0; b < n; b += 7)
+          if (b != skip) sink(static_cast<int>(k), b, state[k].second.data<float>() + b, std::min<int64_t>(7, n - b));
+    };
+  };
+  CheckpointSnapshot snap;
+  snap.take_streamed(checkpoint_layout(*run.g, state_slots(*run.opt)), run.meta(3), feed_all_but(-1));
+  snap.write((dir / "streamed.safetensors").string());
+  const std::string sync = file_bytes((dir / "sync.safetensors").string());
+  ASSERT_GT(sync.size(), 200u);
+  EXPECT_EQ(file_bytes((dir / "streamed.safetensors").string()), sync);
+  try {
+    snap.take_streamed(checkpoint_layout(*run.g, state_slots(*run.opt)), run.meta(3), feed_all_but(14));
+    ADD_FAILURE() << "a stream without elements [14, 21) was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("elements"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace dp
