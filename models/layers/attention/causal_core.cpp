@@ -9,7 +9,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/host_device.h"
-#include "models/layers/attention/exp_nonpositive.h"
+#include "kernels/cpu/exp_nonpositive.h"
 
 namespace dp::kernels::cpu {
 

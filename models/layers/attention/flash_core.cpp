@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/philox_words.h"
-#include "models/layers/attention/exp_nonpositive.h"
+#include "kernels/cpu/exp_nonpositive.h"
 #include "models/layers/attention/flash_tile.h"
 #include "models/layers/dropout/dropout_ref.h"
 

@@ -2,6 +2,7 @@
 
 #include "models/layers/common.h"
 #include "models/layers/gelu/gelu_ref.h"
+#include "models/layers/gelu/gelu_tanh_f32.h"
 
 namespace dp::models {
 
@@ -15,6 +16,7 @@ Shape Gelu::setup(const std::vector<Shape>& in) {
 void Gelu::forward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, Tensor& y) {
   const DType dt = x[0].dtype();
   check_same_shape_io(*this, x[0], y, shape_);
+  if (use_onednn(ctx, dt) && tanh_) return kernels::cpu::gelu_tanh_f32_forward(y.data<float>(), x[0].data<float>(), y.numel());
   if (use_onednn(ctx, dt)) return forward_onednn(x[0], y);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);
@@ -29,6 +31,8 @@ void Gelu::backward_cpu(const StepContext& ctx, const std::vector<Tensor>& x, co
   const int64_t N = x[0].dim(0);
   check_batched(*this, dy, dt, N, shape_, "output gradient");
   check_batched(*this, dx[0], dt, N, shape_, "input gradient");
+  if (use_onednn(ctx, dt) && tanh_)
+    return kernels::cpu::gelu_tanh_f32_backward(dx[0].data<float>(), dy.data<float>(), x[0].data<float>(), dy.numel());
   if (use_onednn(ctx, dt)) return backward_onednn(x[0], dy, dx[0]);
   dispatch_float(*this, dt, [&](auto tag) {
     using T = decltype(tag);

@@ -20,8 +20,9 @@ class Gelu : public Layer {
   // Backward reads its input (gelu'(x)), on every path.
   BackwardNeeds backward_needs(const NeedsQuery&) const override { return {.input = true}; }
  protected:
-  // f32 under the oneDNN backend: oneDNN's eltwise gelu_tanh / gelu_erf forward and backward
-  // (gelu_onednn.cpp); otherwise gelu_ref.h. The backward uses x (the layer's input).
+  // f32 under the oneDNN backend: the tanh form on our own vector loops (gelu_tanh_f32.h), the erf
+  // form on oneDNN's eltwise gelu_erf forward and backward (gelu_onednn.cpp); otherwise
+  // gelu_ref.h. The backward uses x (the layer's input).
   DP_LAYER_CPU_PATH();
 
   // GPU path (gelu_cuda.cpp): gelu_kernels.h on the compute stream, in ctx.compute (f32, bf16,

@@ -1,5 +1,6 @@
 // defines: exp_nonpositive, e^x for x <= 0 as a branch-free f32 polynomial the compiler
-// vectorises: the attention cores' softmax exponentials (causal_core.cpp, flash_core.cpp).
+// vectorises: the attention cores' softmax exponentials (models/layers/attention/causal_core.cpp,
+// flash_core.cpp) and the tanh GELU's sigmoid (models/layers/gelu/gelu_tanh_f32.cpp).
 #pragma once
 #include <cstdint>
 #include <cstring>
