@@ -33,9 +33,4 @@ struct NeedsQuery {
   bool training = true;
 };
 
-// Bytes of a tensor of `shape` in `dtype`.
-inline size_t bytes_of(const Shape& shape, DType dtype) {
-  return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-}
-
 }  // namespace dp

@@ -100,7 +100,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   for (auto d : shape) DP_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
   Tensor t;
   try {
-    t.storage_ = Storage::allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+    t.storage_ = Storage::allocate(bytes_of(shape, dtype), device);
   } catch (DeviceOutOfMemory& e) {
     e.set_allocation(fmt::format("a {} {} tensor", shape_str(shape), dtype_name(dtype)));
     throw;
@@ -113,7 +113,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::zeros_paged(const Shape& shape, DType dtype) {
   for (auto d : shape) DP_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
   Tensor t;
-  t.storage_ = Storage::map_pages(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  t.storage_ = Storage::map_pages(bytes_of(shape, dtype));
   t.shape_ = shape;
   t.dtype_ = dtype;
   return t;
@@ -121,7 +121,7 @@ Tensor Tensor::zeros_paged(const Shape& shape, DType dtype) {
 
 Tensor Tensor::view_of(std::shared_ptr<Storage> storage, size_t byte_offset, const Shape& shape, DType dtype) {
   DP_CHECK(storage != nullptr, "view of a null storage");
-  DP_CHECK(byte_offset + shape_numel(shape) * dtype_size(dtype) <= storage->bytes(),
+  DP_CHECK(byte_offset + bytes_of(shape, dtype) <= storage->bytes(),
            "view {} {} at byte {} overruns a storage of {} bytes", dtype_name(dtype), shape_str(shape),
            byte_offset, storage->bytes());
   Tensor t;
@@ -161,6 +161,13 @@ Tensor Tensor::narrow0(int64_t begin, int64_t count) const {
 
 Tensor Tensor::clone() const {
   Tensor t = zeros(shape_, dtype_, device());
+  t.copy_from(*this);
+  return t;
+}
+
+Tensor Tensor::on_host() const {
+  if (device().is_cpu()) return *this;
+  Tensor t = zeros(shape_, dtype_, Device::cpu());
   t.copy_from(*this);
   return t;
 }

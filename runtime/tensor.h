@@ -97,6 +97,8 @@ class Tensor {
   Tensor narrow0(int64_t begin, int64_t count) const;
   // A copy with its own storage (same device).
   Tensor clone() const;
+  // This tensor on the CPU: itself there, else a host copy of it (what a writer of its bytes reads).
+  Tensor on_host() const;
   // Copy contents from `src` (same shape and dtype; any devices).
   void copy_from(const Tensor& src) const;  // data methods are const: a Tensor is a handle
   void zero_() const;

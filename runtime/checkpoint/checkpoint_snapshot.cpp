@@ -14,7 +14,7 @@ size_t CheckpointSnapshot::bytes() const { return block_ ? block_->bytes() : 0; 
 void CheckpointSnapshot::layout(const std::vector<SafetensorsSpec>& specs) {
   size_t total = 0;
   for (const SafetensorsSpec& t : specs)
-    total += aligned(static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype));
+    total += aligned(bytes_of(t.shape, t.dtype));
   bool same = block_ && block_->bytes() == total && tensors_.size() == specs.size();
   for (size_t i = 0; same && i < specs.size(); ++i)
     same = tensors_[i].first == specs[i].name && tensors_[i].second.fits(specs[i].shape, specs[i].dtype, Device::cpu());

@@ -26,8 +26,6 @@ std::map<std::string, std::string> file_metadata(const CheckpointMeta& meta, con
   return metadata;
 }
 
-size_t nbytes_of(const CheckpointEntry& e) { return static_cast<size_t>(shape_numel(e.shape)) * dtype_size(e.dtype); }
-
 }  // namespace
 
 CheckpointStream::CheckpointStream(const std::string& path, std::vector<CheckpointEntry> layout,
@@ -41,7 +39,7 @@ CheckpointStream::CheckpointStream(const std::string& path, std::vector<Checkpoi
 
 void CheckpointStream::append(size_t i, const void* data, size_t bytes) {
   DP_CHECK(i < layout_.size(), "checkpoint stream: tensor {} of {}", i, layout_.size());
-  const size_t total = nbytes_of(layout_[i]);
+  const size_t total = bytes_of(layout_[i].shape, layout_[i].dtype);
   DP_CHECK(written_[i] + bytes <= total, "checkpoint stream: tensor '{}' has {} bytes, {} more given after {}",
            layout_[i].name, total, bytes, written_[i]);
   if (bytes == 0) return;
@@ -62,11 +60,8 @@ void CheckpointStream::append_model() {
     if (!t.defined()) continue;
     if (t.nbytes() == 0) {
       completed();
-    } else if (t.device().is_cpu()) {
-      append(i, t.raw(), t.nbytes());
     } else {
-      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
-      host.copy_from(t);
+      const Tensor host = t.on_host();
       append(i, host.raw(), host.nbytes());
     }
   }
@@ -85,9 +80,11 @@ void CheckpointStream::append_state(int slot, int64_t begin, const float* data, 
 }
 
 void CheckpointStream::commit() {
-  for (size_t i = 0; i < layout_.size(); ++i)
-    DP_CHECK(written_[i] == nbytes_of(layout_[i]), "checkpoint stream: '{}' has {} of its {} bytes at commit",
-             layout_[i].name, written_[i], nbytes_of(layout_[i]));
+  for (size_t i = 0; i < layout_.size(); ++i) {
+    const size_t total = bytes_of(layout_[i].shape, layout_[i].dtype);
+    DP_CHECK(written_[i] == total, "checkpoint stream: '{}' has {} of its {} bytes at commit", layout_[i].name,
+             written_[i], total);
+  }
   out_.commit(file_metadata(meta_, layout_, &crc_));
 }
 

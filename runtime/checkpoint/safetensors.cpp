@@ -99,7 +99,7 @@ std::string header_text(const std::string& path, const std::vector<SafetensorsSp
     if (s.name.empty() || s.name == "__metadata__")
       DP_THROW_USER("cannot write '{}': invalid tensor name '{}'", path, s.name);
     if (!seen.insert(s.name).second) DP_THROW_USER("cannot write '{}': tensor name '{}' given twice", path, s.name);
-    const size_t nbytes = static_cast<size_t>(shape_numel(s.shape)) * dtype_size(s.dtype);
+    const size_t nbytes = bytes_of(s.shape, s.dtype);
     ordered_json entry = ordered_json::object();
     entry["dtype"] = safetensors_dtype_name(s.dtype);
     entry["shape"] = s.shape;
@@ -175,11 +175,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   SafetensorsWriter out(path, std::move(specs), metadata);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i].second;
-    if (t.device().is_cpu()) {
-      out.write(i, 0, t.raw(), t.nbytes());
-    } else if (t.nbytes() > 0) {
-      Tensor host = Tensor::zeros(t.shape(), t.dtype(), Device::cpu());
-      host.copy_from(t);
+    if (t.nbytes() > 0) {
+      const Tensor host = t.on_host();
       out.write(i, 0, host.raw(), host.nbytes());
     }
     if (after_tensor) after_tensor(i, tensors.size());

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/bytes.h"
 
 extern char** environ;
 
@@ -62,12 +63,7 @@ inline int run_process(const std::vector<std::string>& argv, const std::vector<s
   return status;
 }
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_file(const std::string& path) { return test::file_bytes(path); }
 
 // name -> raw bytes of every tensor in a safetensors file.
 inline std::map<std::string, std::string> tensors_of(const std::string& path) {

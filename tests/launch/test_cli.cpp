@@ -12,6 +12,7 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/config.h"
 #include "runtime/tunables.h"
+#include "tests/bytes.h"
 
 namespace dp::launch {
 namespace {
@@ -32,13 +33,6 @@ CliResult run(std::vector<std::string> args) {
   std::fflush(stdout);
   std::string out = testing::internal::GetCapturedStdout();
   return {code, testing::internal::GetCapturedStderr(), out};
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // PATH for one test, restored after it.
@@ -215,7 +209,7 @@ TEST_F(Cli, ABadTunableIsOneErrorBeforeAnyRunDirectory) {
     const int st = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(st)) << cmd;
     EXPECT_EQ(WEXITSTATUS(st), 2) << cmd;
-    EXPECT_EQ(read_file(err),
+    EXPECT_EQ(test::file_bytes(err),
               "dptrain: error: environment variable DPTRAIN_RING_SPIN_US = \"fast\" is not allowed: expected a "
               "number in [0, 1000000]; unset it for the default (50)\n")
         << "--nproc " << nproc;
@@ -226,7 +220,7 @@ TEST_F(Cli, ABadTunableIsOneErrorBeforeAnyRunDirectory) {
 TEST_F(Cli, ConfigReferenceDocIsTheBinarysOutput) {
   auto r = run({"--print-config-reference"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_EQ(read_file(std::string(DPTRAIN_SOURCE_DIR) + "/docs/config-reference.md"), r.out)
+  EXPECT_EQ(test::file_bytes(std::string(DPTRAIN_SOURCE_DIR) + "/docs/config-reference.md"), r.out)
       << "docs/config-reference.md is out of date: regenerate it with "
          "build/dptrain --print-config-reference > docs/config-reference.md";
 }
@@ -299,12 +293,12 @@ TEST_F(SubmitCli, WritesTheScriptAndRunsSbatch) {
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string script = runs() + "/try2/submit.sbatch";
   std::string snapshot;
-  EXPECT_EQ(last_line(read_file(script), &snapshot), job_args());
+  EXPECT_EQ(last_line(test::file_bytes(script), &snapshot), job_args());
   EXPECT_EQ(r.out, "dptrain: submitted batch job 4242 (script " + script + ", running the cfg snapshot " + snapshot +
                        "; task output " + runs() + "/try2/logs/slurm-4242-<task>.out)\n");
-  EXPECT_EQ(read_file(dir_ / "sbatch.args"), "--parsable " + script + "\n");
+  EXPECT_EQ(test::file_bytes(dir_ / "sbatch.args"), "--parsable " + script + "\n");
   // The dry run printed the same script (up to the snapshot's time stamp).
-  EXPECT_EQ(without_time(read_file(script)), without_time(dry));
+  EXPECT_EQ(without_time(test::file_bytes(script)), without_time(dry));
   EXPECT_TRUE(std::filesystem::is_directory(runs() + "/try2/logs"));
 
   // The job runs the snapshot: the resolved cfg with every --set, whatever happens to m.cfg now.
@@ -316,14 +310,14 @@ TEST_F(SubmitCli, WritesTheScriptAndRunsSbatch) {
   EXPECT_TRUE(snap.checkpoint.replicas);
   EXPECT_EQ(snap.run.dir, runs());
   EXPECT_EQ(snap.run.name, "try2");
-  const std::string text = read_file(snapshot);
+  const std::string text = test::file_bytes(snapshot);
   EXPECT_EQ(text.substr(text.find("\n[run]")), to_toml(snap).substr(to_toml(snap).find("\n[run]")));
 
   // A second submission gets a snapshot of its own (the first job may still be queued).
   auto again = run({"submit", p, "--run-dir", runs(), "--name", "try2"});
   EXPECT_EQ(again.code, 0) << again.err;
   std::string snapshot2;
-  last_line(read_file(script), &snapshot2);
+  last_line(test::file_bytes(script), &snapshot2);
   EXPECT_NE(snapshot2, snapshot);
   EXPECT_EQ(load_config(snapshot2).model.preset, PresetKind::Cnn);
   EXPECT_EQ(load_config(snapshot).model.preset, PresetKind::Mlp);

@@ -24,6 +24,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/step_memory.h"
+#include "tests/bytes.h"
 #include "tests/models/layer_harness.h"
 #include "tests/error_text.h"
 
@@ -74,7 +75,6 @@ LayerSpec linear_spec(const std::string& name, std::map<std::string, ArgValue> a
   return s;
 }
 
-std::string bytes_of(const Tensor& t) { return std::string(static_cast<const char*>(t.raw()), t.nbytes()); }
 
 // One training step's forward, loss and backward; returns the loss, leaves dlogits in `dz`.
 double loss_and_backward(Graph& g, const Tensor& x, const Tensor& y, Tensor& dz) {
@@ -97,7 +97,7 @@ TEST_P(PaddedHead, LogitsLossGradientsStepsAndCheckpointEqualTheUnpadded) {
   ASSERT_EQ(padded->output_shape(), (Shape{kT, kPadded}));
   EXPECT_EQ(models::output_width(*padded), kV);
   EXPECT_EQ(models::output_width(*plain), kV);
-  ASSERT_EQ(bytes_of(padded->params().flat()), bytes_of(plain->params().flat()));  // same init
+  ASSERT_EQ(test::tensor_bytes(padded->params().flat()), test::tensor_bytes(plain->params().flat()));  // same init
 
   const Tensor x = token_ids(9);
   Tensor y = token_ids(11).reshape({kN * kT});
@@ -126,12 +126,12 @@ TEST_P(PaddedHead, LogitsLossGradientsStepsAndCheckpointEqualTheUnpadded) {
       for (int64_t k = kV; k < kPadded; ++k) ASSERT_EQ(dzb.data<float>()[r * kPadded + k], 0.0f);
     // Every parameter's gradient, the tied wte/lm_head slot included, bitwise.
     for (int s = 0; s < static_cast<int>(plain->params().slots().size()); ++s)
-      ASSERT_EQ(bytes_of(plain->grads().tensor(s)), bytes_of(padded->grads().tensor(s)))
+      ASSERT_EQ(test::tensor_bytes(plain->grads().tensor(s)), test::tensor_bytes(padded->grads().tensor(s)))
           << plain->params().slot(s).name << " at step " << step;
     opt_a.step(plain->params().flat(), plain->grads().flat(), 1e-2);
     opt_b.step(padded->params().flat(), padded->grads().flat(), 1e-2);
   }
-  EXPECT_EQ(bytes_of(padded->params().flat()), bytes_of(plain->params().flat()));
+  EXPECT_EQ(test::tensor_bytes(padded->params().flat()), test::tensor_bytes(plain->params().flat()));
 
   // The checkpoints: byte-equal files (the padded model saves lm_head.weight as (V, C)). A folder of
   // this process's own: ctest runs the three paths side by side.

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/bytes.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -25,13 +27,6 @@ struct BenchRun {
   int code = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 BenchRun collbench(const std::string& args) {
   const std::string bin = std::string(DPTRAIN_BINARY_DIR) + "/collbench";
@@ -44,8 +39,8 @@ BenchRun collbench(const std::string& args) {
   BenchRun r;
   const int st = std::system(cmd.c_str());
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = dp::test::file_bytes(out);
+  r.err = dp::test::file_bytes(err);
   fs::remove(out);
   fs::remove(err);
   return r;

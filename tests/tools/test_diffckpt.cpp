@@ -16,6 +16,7 @@
 #include "runtime/config.h"
 #include "runtime/optim/sgd.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "tests/bytes.h"
 
 namespace dp {
 namespace {
@@ -33,13 +34,6 @@ struct ToolRun {
     return v;
   }
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class ToolsTest : public ::testing::Test {
  protected:
@@ -61,8 +55,8 @@ class ToolsTest : public ::testing::Test {
     ToolRun r;
     const int st = std::system(cmd.c_str());
     r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
+    r.out = test::file_bytes(out);
+    r.err = test::file_bytes(err);
     return r;
   }
 

@@ -22,6 +22,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/log.h"
 #include "runtime/memory_account.h"
+#include "tests/bytes.h"
 #include "tests/collectives/reducer/take_pieces.h"
 
 namespace dp {
@@ -62,15 +63,14 @@ std::vector<Bucket> buckets_of(const Graph& g) {
   return assign_buckets(numel, 400, 3000);
 }
 
-std::string bytes_of(const Tensor& t) { return std::string(static_cast<const char*>(t.raw()), t.nbytes()); }
 std::string state_bytes(const optim::Optimizer& opt) {
   std::string s;
-  for (const auto& [n, t] : opt.state()) s += n + "=" + bytes_of(t) + ";";
+  for (const auto& [n, t] : opt.state()) s += n + "=" + test::tensor_bytes(t) + ";";
   return s + "steps=" + std::to_string(opt.steps());
 }
 std::string model_bytes(const Graph& g) {
   std::string s;
-  for (const auto& nt : g.state()) s += nt.name + "=" + bytes_of(nt.tensor) + ";";
+  for (const auto& nt : g.state()) s += nt.name + "=" + test::tensor_bytes(nt.tensor) + ";";
   return s;
 }
 
@@ -138,15 +138,6 @@ TEST_F(ZeroCheckpointLoad, StreamedPiecesAreTakePiecesOfTheWholeLoadBitwise) {
   }
 }
 
-// The load's transient host bytes: the memory account's peak over what was live before it.
-template <class F>
-size_t transient_bytes(F&& load) {
-  const size_t before = memory_breakdown().total;
-  reset_memory_peak();
-  load();
-  return memory_breakdown().peak - before;
-}
-
 TEST_F(ZeroCheckpointLoad, ShardedLoadHoldsOneTensorNotTheWholeState) {
   size_t largest = 0;
   const SafetensorsFile f = SafetensorsFile::open(path_);
@@ -156,10 +147,10 @@ TEST_F(ZeroCheckpointLoad, ShardedLoadHoldsOneTensorNotTheWholeState) {
   ZeroShard zero(comm, buckets_, numel_);
   auto g = mlp(3);
   auto mine = optim::make_adamw(zero.layout().numel, {});
-  const size_t streamed = transient_bytes([&] { load_checkpoint(path_, *g, *mine, zero.pieces()); });
+  const size_t streamed = test::transient_host_bytes([&] { load_checkpoint(path_, *g, *mine, zero.pieces()); });
   // The route before: a whole optimizer loaded, then this rank's pieces taken from it.
   auto oracle = optim::make_adamw(zero.layout().numel, {});
-  const size_t whole_route = transient_bytes([&] {
+  const size_t whole_route = test::transient_host_bytes([&] {
     auto whole = optim::make_adamw(numel_, {});
     load_checkpoint(path_, *g, *whole);
     testutil::take_pieces(zero, *whole, *oracle);

@@ -26,6 +26,7 @@
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/log.h"
 #include "runtime/memory_account.h"
+#include "tests/bytes.h"
 #include "tests/collectives/reducer/take_pieces.h"
 #include "tests/collectives/ring_harness.h"
 
@@ -67,22 +68,6 @@ CheckpointMeta meta_of(const optim::Optimizer& opt) {
   return m;
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The save's transient host bytes: the memory account's peak over what was live before it.
-template <class F>
-size_t transient_bytes(F&& save) {
-  const size_t before = memory_breakdown().total;
-  reset_memory_peak();
-  save();
-  return memory_breakdown().peak - before;
-}
-
 std::string dir_for(const char* what) {
   return (fs::temp_directory_path() / fmt::format("dptrain_zero_save_{}_{}", what, ::getpid())).string();
 }
@@ -111,7 +96,7 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
   for (const Bucket& b : buckets) widest = std::max(widest, b.end - b.begin);
   const size_t scratch = static_cast<size_t>(widest) * sizeof(float);
   // Streamed, as save_checkpoint_streamed writes: every rank here (the replicas' case).
-  const size_t streamed = transient_bytes([&] {
+  const size_t streamed = test::transient_host_bytes([&] {
     CheckpointStream out(got, checkpoint_layout(*g, state_slots(*shard)), m);
     out.append_model();
     zero.stream_state(*shard, [&](int k, int64_t begin, const float* data, int64_t len) {
@@ -120,9 +105,9 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
     out.commit();
   });
   // A rank that writes nothing takes part through the scratch only.
-  const size_t silent = transient_bytes([&] { zero.stream_state(*shard, {}); });
+  const size_t silent = test::transient_host_bytes([&] { zero.stream_state(*shard, {}); });
   // The route before: the whole state assembled in a whole optimizer from the same stream, then written.
-  const size_t assembled = transient_bytes([&] {
+  const size_t assembled = test::transient_host_bytes([&] {
     auto w = optim::make_adamw(g->params().numel(), {});
     const auto dst = w->state();
     zero.stream_state(*shard, [&](int k, int64_t begin, const float* data, int64_t len) {
@@ -131,11 +116,11 @@ int run_rank(Bootstrap& bs, ringtest::SharedState* s, int r, const std::string& 
     w->restore_steps(shard->steps());
     write_checkpoint(fmt::format("{}/assembled-{}.safetensors", dir, r), *g, *w, m);
   });
-  const std::string want_bytes = file_bytes(want);
+  const std::string want_bytes = test::file_bytes(want);
   if (want_bytes.empty()) return fail("the oracle file is empty");
-  if (file_bytes(got) != want_bytes)
+  if (test::file_bytes(got) != want_bytes)
     return fail("the streamed file differs from write_checkpoint's of the whole state");
-  if (file_bytes(fmt::format("{}/assembled-{}.safetensors", dir, r)) != want_bytes)
+  if (test::file_bytes(fmt::format("{}/assembled-{}.safetensors", dir, r)) != want_bytes)
     return fail("the assembled state's file differs from the whole state's");
   const size_t whole_bytes = 2 * static_cast<size_t>(g->params().numel()) * sizeof(float);
   if (streamed > scratch || silent > scratch)

@@ -14,6 +14,7 @@
 #include "launch/telemetry/tensorboard_event.h"
 #include "launch/telemetry/tensorboard_record.h"
 #include "launch/telemetry/tensorboard_writer.h"
+#include "tests/bytes.h"
 
 namespace dp::metrics {
 namespace {
@@ -22,13 +23,6 @@ std::string hex(const std::string& b) {
   std::string out;
   for (unsigned char c : b) out += fmt::format("{:02x}", c);
   return out;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class TbDir : public testing::Test {
@@ -143,7 +137,7 @@ TEST_F(TbDir, EveryCorruptByteIsDetected) {
     path = tb.path();
     tb.add_scalar("loss", 0.5, 3, 10.0);
   }
-  const std::string good = read_all(path);
+  const std::string good = test::file_bytes(path);
   // Flip one bit in every byte in turn: the reader must throw every time, never misread.
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;

@@ -20,6 +20,7 @@
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/optim/adamw.h"
+#include "tests/bytes.h"
 
 namespace dp {
 namespace {
@@ -78,13 +79,6 @@ TEST(AsyncWriter, PollIsEmptyWhileTheJobRunsAndStartRefusesASecondJob) {
   EXPECT_EQ(value, 7);
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A linear model with AdamW, a few steps of made-up gradients.
 struct SmallRun {
   std::unique_ptr<Graph> g;
@@ -124,16 +118,16 @@ TEST(CheckpointSnapshot, WritesTheBytesWriteCheckpointWroteAtItsStep) {
   const size_t block = snap.bytes();
   run.advance(3);  // training goes on: the live state is no longer step 4's
   snap.write((dir / "async.safetensors").string());
-  const std::string sync = file_bytes((dir / "sync.safetensors").string());
+  const std::string sync = test::file_bytes((dir / "sync.safetensors").string());
   ASSERT_GT(sync.size(), 200u);
-  EXPECT_EQ(file_bytes((dir / "async.safetensors").string()), sync);
+  EXPECT_EQ(test::file_bytes((dir / "async.safetensors").string()), sync);
   // A second take of the same model reuses the block and again matches the synchronous writer.
   write_checkpoint((dir / "sync7.safetensors").string(), *run.g, *run.opt, run.meta(7));
   snap.take(*run.g, *run.opt, run.meta(7));
   EXPECT_EQ(snap.bytes(), block);
   snap.write((dir / "async7.safetensors").string());
-  EXPECT_EQ(file_bytes((dir / "async7.safetensors").string()), file_bytes((dir / "sync7.safetensors").string()));
-  EXPECT_NE(file_bytes((dir / "async7.safetensors").string()), sync);
+  EXPECT_EQ(test::file_bytes((dir / "async7.safetensors").string()), test::file_bytes((dir / "sync7.safetensors").string()));
+  EXPECT_NE(test::file_bytes((dir / "async7.safetensors").string()), sync);
   fs::remove_all(dir);
 }
 
@@ -160,9 +154,9 @@ TEST(CheckpointSnapshot, StreamedStateGivesTheWholeStatesFileAndAMissingPieceIsR
   CheckpointSnapshot snap;
   snap.take_streamed(checkpoint_layout(*run.g, state_slots(*run.opt)), run.meta(3), feed_all_but(-1));
   snap.write((dir / "streamed.safetensors").string());
-  const std::string sync = file_bytes((dir / "sync.safetensors").string());
+  const std::string sync = test::file_bytes((dir / "sync.safetensors").string());
   ASSERT_GT(sync.size(), 200u);
-  EXPECT_EQ(file_bytes((dir / "streamed.safetensors").string()), sync);
+  EXPECT_EQ(test::file_bytes((dir / "streamed.safetensors").string()), sync);
   try {
     snap.take_streamed(checkpoint_layout(*run.g, state_slots(*run.opt)), run.meta(3), feed_all_but(14));
     ADD_FAILURE() << "a stream without elements [14, 21) was taken";

@@ -19,6 +19,7 @@
 #include "runtime/log.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/sgd.h"
+#include "tests/bytes.h"
 
 namespace dp {
 namespace {
@@ -87,13 +88,12 @@ CheckpointMeta meta_for(int64_t step, const optim::Optimizer& opt) {
   return m;
 }
 
-std::string bytes_of(const Tensor& t) { return std::string(static_cast<const char*>(t.raw()), t.nbytes()); }
 
 // Every state tensor and optimizer slot, as bytes, plus the step count.
 std::string snapshot(const Graph& g, const optim::Optimizer& opt) {
   std::string s;
-  for (const auto& nt : g.state()) s += nt.name + "=" + bytes_of(nt.tensor) + ";";
-  for (const auto& [n, t] : opt.state()) s += n + "=" + bytes_of(t) + ";";
+  for (const auto& nt : g.state()) s += nt.name + "=" + test::tensor_bytes(nt.tensor) + ";";
+  for (const auto& [n, t] : opt.state()) s += n + "=" + test::tensor_bytes(t) + ";";
   return s + "steps=" + std::to_string(opt.steps());
 }
 
@@ -143,8 +143,8 @@ TEST_F(CheckpointTest, LayoutNamesMetadataAndCrcs) {
   // The optimizer slices are the flat state at the parameter's arena offset.
   const auto& slot = g->params().slot(g->params().size() - 2);  // fc.weight
   ASSERT_EQ(slot.name, "fc.weight");
-  EXPECT_EQ(bytes_of(f.get("optim.fc.weight.exp_avg_sq")),
-            bytes_of(opt->state()[1].second.slice_flat(slot.offset, slot.shape)));
+  EXPECT_EQ(test::tensor_bytes(f.get("optim.fc.weight.exp_avg_sq")),
+            test::tensor_bytes(opt->state()[1].second.slice_flat(slot.offset, slot.shape)));
 
   const auto& md = f.metadata();
   EXPECT_EQ(md.at("format"), "dptrain-checkpoint");
