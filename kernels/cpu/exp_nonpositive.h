@@ -7,9 +7,10 @@
 
 namespace dp::kernels::cpu {
 
-// e^x for x <= 0 (scores minus their row maximum), within 2 ulp of expf for x >= -87 and a
-// denormal-free ~1e-38 below: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, and Cephes'
-// minimax polynomial for e^r; branch-free, so the loops that call it vectorise.
+// e^x for x <= 0 (scores minus their row maximum), within 2 ulp of expf for x >= -87, a
+// denormal-free ~1e-38 below and NaN for NaN: Cody-Waite range reduction x = n ln2 + r,
+// |r| <= ln2/2, and Cephes' minimax polynomial for e^r; branch-free, so the loops that call it
+// vectorise.
 #pragma omp declare simd
 [[gnu::always_inline]] inline float exp_nonpositive(float x) {
   // x = max(x, -87) on the bits: a negative float's bits, read unsigned, grow with its magnitude,
@@ -19,7 +20,9 @@ namespace dp::kernels::cpu {
   std::memcpy(&u, &x, sizeof u);
   u = u > 0xC2AE0000u ? 0xC2AE0000u : u;  // 0xC2AE0000: -87.0f
   std::memcpy(&x, &u, sizeof x);
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(x / ln2), |x / ln2| < 2^22
+  // round(x / ln2) lands in the low mantissa bits of 1.5 * 2^23 + x / ln2 (|x / ln2| < 2^22).
+  const float shifted = x * 1.44269504f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;       // x - n ln2 (ln2 in two parts)
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -28,7 +31,11 @@ namespace dp::kernels::cpu {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
+  // 2^n from those bits (0x4B400000: 1.5 * 2^23), in unsigned arithmetic: a NaN x (a NaN score)
+  // then gives NaN without a float-to-int conversion, which is undefined for NaN.
+  uint32_t s;
+  std::memcpy(&s, &shifted, sizeof s);
+  const uint32_t bits = (s - 0x4B400000u + 127u) << 23;
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
   return p * two_n;
