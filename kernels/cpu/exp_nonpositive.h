@@ -8,7 +8,8 @@
 namespace dp::kernels::cpu {
 
 // e^x for x <= 0 (scores minus their row maximum), within 2 ulp of expf for x >= -87, a
-// denormal-free ~1e-38 below and NaN for NaN: Cody-Waite range reduction x = n ln2 + r,
+// denormal-free ~1e-38 below (a NaN with its sign bit set too: the clamp below takes it for a
+// large negative number) and NaN for a positive NaN: Cody-Waite range reduction x = n ln2 + r,
 // |r| <= ln2/2, and Cephes' minimax polynomial for e^r; branch-free, so the loops that call it
 // vectorise.
 #pragma omp declare simd
