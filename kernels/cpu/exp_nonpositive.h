@@ -3,7 +3,8 @@
 // flash_core.cpp) and the tanh GELU's sigmoid (models/layers/gelu/gelu_tanh_f32.cpp).
 #pragma once
 #include <cstdint>
-#include <cstring>
+
+#include "base/half.h"
 
 namespace dp::kernels::cpu {
 
@@ -17,10 +18,8 @@ namespace dp::kernels::cpu {
   // x = max(x, -87) on the bits: a negative float's bits, read unsigned, grow with its magnitude,
   // so an unsigned min clamps it (-inf too); a float compare would keep GCC from vectorising the
   // loops for AVX2 (it may trap, and only AVX-512 masks it).
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  u = u > 0xC2AE0000u ? 0xC2AE0000u : u;  // 0xC2AE0000: -87.0f
-  std::memcpy(&x, &u, sizeof x);
+  const uint32_t u = f32_bits(x);
+  x = f32_from_bits(u > 0xC2AE0000u ? 0xC2AE0000u : u);  // 0xC2AE0000: -87.0f
   // round(x / ln2) lands in the low mantissa bits of 1.5 * 2^23 + x / ln2 (|x / ln2| < 2^22).
   const float shifted = x * 1.44269504f + 12582912.0f;
   const float n = shifted - 12582912.0f;
@@ -34,12 +33,7 @@ namespace dp::kernels::cpu {
   p = p * r * r + r + 1.0f;
   // 2^n from those bits (0x4B400000: 1.5 * 2^23), in unsigned arithmetic: a NaN x (a NaN score)
   // then gives NaN without a float-to-int conversion, which is undefined for NaN.
-  uint32_t s;
-  std::memcpy(&s, &shifted, sizeof s);
-  const uint32_t bits = (s - 0x4B400000u + 127u) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return p * two_n;
+  return p * f32_from_bits((f32_bits(shifted) - 0x4B400000u + 127u) << 23);
 }
 
 }  // namespace dp::kernels::cpu

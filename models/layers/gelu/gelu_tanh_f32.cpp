@@ -1,8 +1,8 @@
 #include "models/layers/gelu/gelu_tanh_f32.h"
 
 #include <algorithm>
-#include <cstring>
 
+#include "base/half.h"
 #include "kernels/cpu/exp_nonpositive.h"
 
 namespace dp::kernels::cpu {
@@ -11,29 +11,18 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608f;  // sqrt(2 / pi)
 constexpr float kCubic = 0.044715f;
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // s = sigmoid(2u) and 1 - s for one element, branch-free (selects on the bits: a float compare
 // would keep GCC from vectorising for AVX2, see exp_nonpositive).
 struct Sigmoid {
   float s, one_minus_s;
 };
 [[gnu::always_inline]] inline Sigmoid sigmoid_2u(float u) {
-  const uint32_t ub = bits_of(u);
-  const float e = exp_nonpositive(-2.0f * float_of(ub & 0x7FFFFFFFu));  // e^(-2|u|), in (0, 1]
+  const uint32_t ub = f32_bits(u);
+  const float e = exp_nonpositive(-2.0f * f32_from_bits(ub & 0x7FFFFFFFu));  // e^(-2|u|), in (0, 1]
   const float inv = 1.0f / (1.0f + e), small = e * inv;
   const uint32_t negative = static_cast<uint32_t>(static_cast<int32_t>(ub) >> 31);  // all ones for u < 0
-  const uint32_t ib = bits_of(inv), sb = bits_of(small);
-  return {float_of((ib & ~negative) | (sb & negative)), float_of((sb & ~negative) | (ib & negative))};
+  const uint32_t ib = f32_bits(inv), sb = f32_bits(small);
+  return {f32_from_bits((ib & ~negative) | (sb & negative)), f32_from_bits((sb & ~negative) | (ib & negative))};
 }
 
 [[gnu::always_inline]] inline void forward_body(float* y, const float* x, int64_t n) {
