@@ -7,12 +7,14 @@
 
 namespace dp::launch {
 
+int64_t feed_host_batches(int workers) { return data::loader_depth(kFeedPrefetch, workers) + 1; }
+
 BatchFeed::BatchFeed(const data::Dataset& ds, std::vector<int64_t> order, int64_t batch_size, bool drop_last,
                      const data::Transform& transform, uint64_t seed, uint64_t epoch, DeviceInput* input,
                      int workers)
     : input_(input), epoch_(epoch) {
   loader_.emplace(ds, std::move(order), static_cast<int>(batch_size), drop_last, transform, seed, epoch,
-                  /*prefetch=*/3, input ? data::raw_format_of(ds) : data::host_format_of(ds), workers);
+                  kFeedPrefetch, input ? data::raw_format_of(ds) : data::host_format_of(ds), workers);
   if (input_) pull();  // the first batch starts its way to the device now
 }
 

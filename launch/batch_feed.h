@@ -28,6 +28,15 @@ using DeviceInputPtr = std::unique_ptr<DeviceInput, DeviceInputDeleter>;
 DeviceInputPtr make_device_input(GpuRun& gpu, const data::Transform& transform, const data::Dataset& ds,
                                  int64_t max_batch, uint64_t seed);
 
+// The batches the feed's loader makes ahead of the step (data::Loader's prefetch), so that loading
+// overlaps the step's compute.
+inline constexpr int kFeedPrefetch = 3;
+// The host batches a loader-fed BatchFeed holds during a step with `workers` loader threads: the
+// loader's (data::loader_depth of kFeedPrefetch) and the one the step is on. (For a moment at each
+// next() there is one more: the step's previous input, which the graph keeps until its next
+// forward, beside a batch the loader starts in the room the handed-out one left.) Pure.
+int64_t feed_host_batches(int workers);
+
 class BatchFeed {
  public:
   // input: null on the CPU; on a GPU the run's DeviceInput for `transform` (the loader then hands out raw batches and
@@ -52,6 +61,11 @@ class BatchFeed {
   bool next(Item& out);
   // Seconds next() waited for the loader so far (the data-loading stall; 0 without a loader).
   double wait_seconds() const { return loader_ ? loader_->wait_seconds() : 0.0; }
+  // Blocks until the loader holds every batch it makes ahead (data::Loader::wait_ahead_allocated;
+  // nothing without a loader): the memory report's moment.
+  void wait_ahead_allocated() {
+    if (loader_) loader_->wait_ahead_allocated();
+  }
 
  private:
   // The GPU side (batch_feed_cuda.cpp): the next batch from the DeviceInput; pull() loads the

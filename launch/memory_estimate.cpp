@@ -7,6 +7,7 @@
 
 #include "collectives/reducer/reducer.h"
 #include "collectives/reducer/zero_memory.h"
+#include "launch/batch_feed.h"
 #include "launch/datasets.h"
 #include "launch/train_setup.h"
 #include "runtime/device_memory.h"
@@ -67,16 +68,23 @@ size_t buffer_bytes(const Graph& g) {
   return b;
 }
 
-// The input pipeline's buffers: the model input and its labels (token targets), and on a GPU the
-// two upload slots of raw batches (bytes for IDX, CIFAR-10 and decoded images, f32 otherwise;
-// token windows of T + 1 uint16; none for batches made on the device).
-size_t input_bytes(const Config& cfg, const Graph& g, int64_t batch, bool cuda, DType act) {
+// The input pipeline's buffers. On the CPU the loader's host batches (f32 samples and i32 labels;
+// token windows: i32 inputs and targets), as many as the feed holds during a step
+// (feed_host_batches: its prefetch and the step's own): what the account's `input` measures. On a
+// GPU the device's: the model input and its labels (token targets), and the two upload slots of raw
+// batches (bytes for IDX, CIFAR-10 and decoded images, f32 otherwise; token windows of T + 1
+// uint16; none for batches made on the device).
+size_t input_bytes(const Config& cfg, const Graph& g, int64_t batch, bool cuda, DType act, int local_ranks) {
   const size_t sample = static_cast<size_t>(shape_numel(g.input_shape()));
   const size_t B = static_cast<size_t>(batch);
-  if (token_windows_of(cfg.model).model_takes_tokens)
-    return B * sample * 2 * sizeof(int32_t) + (cuda ? 2 * B * (sample + 1) * sizeof(uint16_t) : 0);
-  size_t b = B * sample * dtype_size(cuda ? act : DType::F32) + B * sizeof(int64_t);
-  if (!cuda) return b;
+  const bool tokens = token_windows_of(cfg.model).model_takes_tokens;
+  if (!cuda) {
+    const data::BatchFormat format = tokens ? data::BatchFormat::Tokens : data::BatchFormat::Transformed;
+    return static_cast<size_t>(feed_host_batches(loader_workers(cfg.data, local_ranks))) *
+           data::batch_bytes(format, static_cast<int64_t>(sample), batch);
+  }
+  if (tokens) return B * sample * 2 * sizeof(int32_t) + 2 * B * (sample + 1) * sizeof(uint16_t);
+  size_t b = B * sample * dtype_size(act) + B * sizeof(int64_t);
   const data::DatasetKind k = cfg.data.dataset;
   if (k == data::DatasetKind::Synthetic && cfg.data.synthetic_device == data::SyntheticDevice::Cuda) return b;
   const bool raw_bytes = k != data::DatasetKind::Synthetic && k != data::DatasetKind::Npy;
@@ -133,7 +141,7 @@ const char* planned_category_name(PlannedCategory c) {
   return kNames[static_cast<int>(c)];
 }
 
-MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world) {
+MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world, int local_ranks) {
   MemoryEstimate e;
   e.cuda = plans_cuda(cfg.train);
   e.precision = std::string(enum_name(cfg.train.precision));
@@ -148,7 +156,7 @@ MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch,
   const StepMemoryPlan plan = plan_step_memory(g, q);
   fill_static(e, cfg, g, act);
   e.bytes[static_cast<size_t>(PlannedCategory::Activations)] = plan.packing.arena_bytes;
-  e.bytes[static_cast<size_t>(PlannedCategory::Input)] = input_bytes(cfg, g, batch, e.cuda, act);
+  e.bytes[static_cast<size_t>(PlannedCategory::Input)] = input_bytes(cfg, g, batch, e.cuda, act, local_ranks);
   for (size_t b : e.bytes) e.peak += b;
   e.largest = largest_of(plan, g, 10);
   return e;

@@ -44,7 +44,9 @@ struct MemoryEstimate {
 // the CPU from cfg.model; its shapes are all that is read). The device: train.device "cuda", or
 // "auto" on a machine with a GPU; else the CPU. train.zero on world > 1 shards the optimizer state
 // and the fp32 master weights, at 2 the fp32 gradients too (collectives/reducer/zero_memory.h).
-MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world);
+// local_ranks: the ranks on this node, which share its cores among their loaders' threads
+// (loader_workers; data.workers = 0 on images), so a CPU run's input: 1 plans the most threads.
+MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch, int world, int local_ranks = 1);
 // Whether the estimate is for a GPU: train.device "cuda", or "auto" on a machine that has one. The
 // graph given to estimate_memory is then built with a GPU run's layer choices
 // (models::build_model_for_planning: the padded LM head).

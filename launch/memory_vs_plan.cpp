@@ -7,7 +7,8 @@ namespace {
 double mib(size_t b) { return static_cast<double>(b) / 1048576.0; }
 }  // namespace
 
-std::array<size_t, kPlannedCategories> measured_by_planned_category(const MemoryBreakdown& b, size_t master_bytes) {
+std::array<size_t, kPlannedCategories> measured_by_planned_category(const MemoryBreakdown& b, size_t master_bytes,
+                                                                    bool cuda) {
   const auto live = [&](MemoryCategory c) { return b.live[static_cast<size_t>(c)]; };
   std::array<size_t, kPlannedCategories> m{};
   const auto set = [&](PlannedCategory c, size_t v) { m[static_cast<size_t>(c)] = v; };
@@ -19,7 +20,7 @@ std::array<size_t, kPlannedCategories> measured_by_planned_category(const Memory
                                         live(MemoryCategory::LayerState));
   set(PlannedCategory::Workspace, kNotMeasured);
   set(PlannedCategory::Buckets, kNotMeasured);
-  set(PlannedCategory::Input, kNotMeasured);
+  set(PlannedCategory::Input, cuda ? kNotMeasured : live(MemoryCategory::Input));
   set(PlannedCategory::Other, live(MemoryCategory::Other));
   return m;
 }

@@ -487,7 +487,10 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
   tally.step_s = seconds_since(t_step);
   tel_->step_done(tally, position(epoch, lr), *run_);
   if (layer_window_done) finish_layer_profile();  // after the step's own time: the GPU's one wait
-  if (report_memory) report_memory_breakdown();
+  if (report_memory) {
+    data.feed.wait_ahead_allocated();  // the input pipeline at its steady state: all its batches made
+    report_memory_breakdown();
+  }
 }
 
 // zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):
@@ -559,6 +562,13 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   const Tensor z = score_rows(logits), y = label_rows(b.y);
   const int64_t classes = models::output_width(*model_);  // V; a padded LM head's rows are longer
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
+  if (!gpu_) {  // on the CPU the step plan's place for it (Graph::loss_gradient), when it has one
+    const Tensor planned = model_->loss_gradient();
+    const bool use = planned.defined() && planned.shape() == logits.shape();
+    if (use) dz = planned;
+    else if (dlogits_planned_) dz = Tensor();  // a view of an earlier plan's bytes: not ours any more
+    dlogits_planned_ = use;
+  }
   ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
@@ -1025,12 +1035,19 @@ void TrainSession::report_memory_breakdown() {
              step_, device_.str(), memory_table(b, live, peak));
   // Beside it, what `dptrain memory` plans for this run (the same step plan the CPU places).
   const size_t master = model_->compute_params().defined() ? model_->params().flat().nbytes() : 0;
+  const MemoryEstimate planned = estimate_memory(cfg_, *model_, plan_.batch_size, world_, boot_->local_size());
   lg()->info("memory after step {}, planned (dptrain memory, batch {} per rank) beside measured:\n{}", step_,
-             plan_.batch_size,
-             memory_vs_plan_table(estimate_memory(cfg_, *model_, plan_.batch_size, world_),
-                                  measured_by_planned_category(b, master)));
-  std::string top = "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
-  for (const auto& [node, bytes] : memory_by_node(10)) {
+             plan_.batch_size, memory_vs_plan_table(planned, measured_by_planned_category(b, master, gpu_ != nullptr)));
+  // On a GPU the account by layer; on the CPU every activation is in the step plan's arena, so its
+  // largest tensors (bytes shared by lifetime).
+  std::string top = gpu_ ? "the layers holding the most (their outputs, their backward's input gradients, their own "
+                           "tensors):"
+                         : "the step plan's largest tensors (in one arena: tensors that are never live together share "
+                           "bytes):";
+  if (!gpu_)
+    for (const LargeTensor& t : planned.largest)
+      top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", t.name, t.layer, static_cast<double>(t.bytes) / 1048576.0);
+  for (const auto& [node, bytes] : gpu_ ? memory_by_node(10) : std::vector<std::pair<int, size_t>>{}) {
     if (node >= static_cast<int>(model_->nodes().size())) continue;
     const Layer& l = *model_->nodes()[static_cast<size_t>(node)].layer;
     top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", l.name(), l.type(), static_cast<double>(bytes) / 1048576.0);

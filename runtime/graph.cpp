@@ -209,10 +209,10 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
     plan_cpu(act);
   }
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
-  input_ = cpu ? model_input(x) : x;
   if (!cpu && !gpu_planned_) plan_gpu();
   const int64_t n = x.dim(0);
   if (cpu) place_step_arena(n, act);
+  input_ = cpu ? model_input(x) : x;
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     const int host = plan_[i].folded_into;
     if (host >= 0) {  // applied by its host's layer (run here when this is its place): share its output
@@ -291,7 +291,9 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   }
   {
     MemoryScope scope(MemoryCategory::LayerState);  // what the layer saves for backward, its scratch
-    node.layer->forward(ctx, in, y);
+    StepContext c = ctx;
+    c.mem = layer_memory(i, false);
+    node.layer->forward(c, in, y);
   }
   if (observer_) observer_->node_end(i, false);
 }
@@ -318,7 +320,9 @@ void Graph::backward_node(const StepContext& ctx, int i, size_t run, std::vector
   }
   {
     MemoryScope scope(MemoryCategory::LayerState);
-    node.layer->backward(ctx, in, acts_[i], dacts_[i], dx);
+    StepContext c = ctx;
+    c.mem = layer_memory(i, true);
+    node.layer->backward(c, in, acts_[i], dacts_[i], dx);
   }
   for (size_t k = 0; k < srcs.size(); ++k) {
     const int src = srcs[k];

@@ -139,6 +139,10 @@ class Graph {
   // fill the step arena with NaN (every byte 0xFF) at the start of every forward, and each tensor
   // of the arena right after the last step event the plan lets read it (its bytes are another's).
   void poison_step_arena_for_testing(bool on) { poison_step_arena_ = on; }
+  // On the CPU, the place of the loss's f32 gradient w.r.t. the last forward's output in the step
+  // arena (the plan's "loss.dlogits_f32"): a caller writes the loss gradient there and passes it
+  // to backward, so it costs no bytes of its own. Undefined on a GPU or before a forward.
+  Tensor loss_gradient() const;
   // The CPU's step arena (graph_step_arena.cpp): its bytes (0 before the first forward, or on a GPU).
   size_t step_arena_bytes() const { return step_arena_.defined() ? step_arena_.nbytes() : 0; }
 
@@ -219,9 +223,9 @@ class Graph {
   Tensor grad_arena_;                    // U8 [arena bytes], on device_ (a GPU's; the CPU's are in step_arena_)
   // The CPU's step arena (issue 30; graph_step_arena.cpp): every output (acts_) and input gradient
   // of a step at the offsets of plan_step_memory's plan for the batch and path run (graph_arena:
-  // tensors whose lifetimes do not overlap share bytes), in one storage made for the largest batch
-  // so far and reused by a smaller one (a last partial batch, an evaluation). The layers' own kept
-  // state and scratch stay theirs.
+  // tensors whose lifetimes do not overlap share bytes), with what the layers keep and their scratch,
+  // in one storage made for the largest batch so far and reused by a smaller one (a last partial
+  // batch, an evaluation).
   Tensor step_arena_;                  // U8 [bytes], CPU
   int64_t arena_batch_ = 0;            // the largest batch step_arena_ holds a plan of (0: after a new plan)
   int64_t placed_batch_ = 0;           // the batch acts_ are placed for (0: not placed; adopt_plan resets)
@@ -230,6 +234,10 @@ class Graph {
   bool poison_step_arena_ = false;
   std::vector<std::vector<std::pair<size_t, size_t>>> dead_after_;  // per step event: [offset, end) last read there
   void place_step_arena(int64_t batch, DType act);
+  // Node `node`'s kept bytes and its forward's or backward's scratch in the step arena ({} on a GPU).
+  LayerMemory layer_memory(int node, bool backward) const;
+  // The input's channels-last copy's place in the arena (undefined when the plan has none of that size).
+  Tensor input_copy_place(const Shape& shape, DType dtype) const;
   void poison_dead_tensors(int event);  // under poison_step_arena_: NaN into what dies at `event`
   void plan_input_gradients_for_step();
   // Buffer b of grad_plan_ as a tensor of `shape` and `dtype`.

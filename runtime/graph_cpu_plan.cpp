@@ -79,6 +79,7 @@ StepContext Graph::cpu_context(const StepContext& ctx) {
 
 const Tensor& Graph::model_input(const Tensor& x) {
   if (!cpu_channels_last_ || x.ndim() != 4 || x.dim(1) == 1) return x;  // one channel: NHWC is NCHW
+  if (Tensor place = input_copy_place(x.shape(), x.dtype()); place.defined()) input_nhwc_ = place;  // the plan's
   change_layout(input_nhwc_, x, true);
   return input_nhwc_;
 }

@@ -1,12 +1,12 @@
 // Graph's step arena on the CPU (issue 30, section 1): the memory plan is what the CPU runs. Every
-// node's output and every input gradient of a step lives at the offset plan_step_memory's plan
-// gives it for the batch, dtype, path (oneDNN or reference) and fusion plan the graph runs
-// (graph_arena: the graph's own tensors packed from the plan's lifetimes), in one storage: tensors
+// tensor of a step lives at the offset plan_step_memory's plan gives it for the batch, dtype, path
+// (oneDNN or reference) and fusion plan the graph runs (graph_arena): each node's output and input
+// gradients, what its layer keeps from forward to backward and its scratch (StepContext::mem), the
+// input's channels-last copy and the loss's gradient (loss_gradient), in one storage: tensors
 // whose lifetimes do not overlap share bytes, so a forward output no backward reads is transient.
 // The storage is made for the largest batch planned so far; a smaller batch (the last partial one,
-// an evaluation) is placed in the same bytes. The layers' own kept state and scratch
-// (MemoryCategory::LayerState) are still allocated by the layers. A GPU graph allocates its
-// activations one by one (graph.cpp, forward_node) and its input gradients in grad_arena_.
+// an evaluation) is placed in the same bytes. A GPU graph allocates its activations one by one
+// (graph.cpp, forward_node) and its input gradients in grad_arena_.
 #include <algorithm>
 #include <cstring>
 
@@ -31,7 +31,7 @@ void Graph::place_step_arena(int64_t batch, DType act) {
                             .fusion = plan_,
                             .alignment = kStepArenaAlignment};
     const StepMemoryPlan plan = plan_step_memory(*this, q);
-    GraphArena places = graph_arena(plan, q.alignment);
+    GraphArena places = graph_arena(plan);
     // A single output beyond the machine is named as the allocation of that output would name it.
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const size_t bytes = bytes_of(with_batch(batch, nodes_[i].out_shape), act);
@@ -47,6 +47,7 @@ void Graph::place_step_arena(int64_t batch, DType act) {
                "the step plan for batch {} needs {} bytes, more than the {} bytes of the arena planned for batch {}",
                batch, need, step_arena_.nbytes(), arena_batch_);
       for (Tensor& a : acts_) a = Tensor();  // the old arena goes before the new one comes
+      input_nhwc_ = Tensor();
       step_arena_ = Tensor();
       MemoryScope scope(MemoryCategory::Activations);  // the outputs and the input gradients
       try {
@@ -66,12 +67,37 @@ void Graph::place_step_arena(int64_t batch, DType act) {
     const auto dies = [&](const PlanTensor& t, size_t offset) { dead_after_[static_cast<size_t>(t.last)].emplace_back(offset, offset + t.bytes); };
     for (size_t i = 0; i < nodes_.size(); ++i)
       if (plan.output_of[i] >= 0) dies(plan.tensors[static_cast<size_t>(plan.output_of[i])], places.output_offset[i]);
+    for (size_t t = 0; t < plan.tensors.size(); ++t)  // the rest: the layers', the input copy, the loss's
+      if ((t < plan.gradients_begin || t >= plan.gradients_end) &&
+          std::find(plan.output_of.begin(), plan.output_of.end(), static_cast<int>(t)) == plan.output_of.end())
+        dies(plan.tensors[t], plan.packing.offsets[t]);
     for (size_t b = plan.gradients_begin; b < plan.gradients_end; ++b)
       dies(plan.tensors[b], places.gradient_offset[b - plan.gradients_begin]);
     step_places_ = std::move(places);
     placed_batch_ = batch, placed_dtype_ = act;
   }
   if (poison_step_arena_) std::memset(step_arena_.storage()->data(), 0xFF, step_arena_.nbytes());
+}
+
+LayerMemory Graph::layer_memory(int node, bool backward) const {
+  if (!device_.is_cpu() || step_places_.kept.empty()) return {};
+  const auto i = static_cast<size_t>(node);
+  const GraphArena::Span& kept = step_places_.kept[i];
+  const GraphArena::Span& scratch = (backward ? step_places_.backward_scratch : step_places_.forward_scratch)[i];
+  const auto offset = [](const GraphArena::Span& s) { return s.offset == GraphArena::kNone ? 0 : s.offset; };
+  return LayerMemory{step_arena_.storage(), offset(kept), kept.bytes, offset(scratch), scratch.bytes};
+}
+
+Tensor Graph::loss_gradient() const {
+  const GraphArena::Span& s = step_places_.loss_gradient;
+  if (!device_.is_cpu() || placed_batch_ == 0 || s.offset == GraphArena::kNone) return Tensor();
+  return Tensor::view_of(step_arena_.storage(), s.offset, with_batch(placed_batch_, output_shape()), DType::F32);
+}
+
+Tensor Graph::input_copy_place(const Shape& shape, DType dtype) const {
+  const GraphArena::Span& s = step_places_.input_copy;
+  if (s.offset == GraphArena::kNone || bytes_of(shape, dtype) != s.bytes) return Tensor();
+  return Tensor::view_of(step_arena_.storage(), s.offset, shape, dtype);
 }
 
 void Graph::poison_dead_tensors(int event) {

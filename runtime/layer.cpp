@@ -12,6 +12,26 @@ void Layer::bind(std::vector<Tensor> params, std::vector<Tensor> grads, std::vec
   buffers_ = std::move(buffers);
 }
 
+namespace {
+Tensor planned_view(const std::shared_ptr<Storage>& arena, size_t offset, size_t bytes, const char* what,
+                    const Shape& shape, DType dtype, size_t byte_offset) {
+  if (!arena) return Tensor();
+  const size_t want = byte_offset + bytes_of(shape, dtype);
+  DP_CHECK(want <= bytes, "the step plan gave this layer {} bytes {}, and it uses {} (a {} {} at byte {}): its "
+           "backward_needs does not declare what its code uses", bytes, what, want, dtype_name(dtype), shape_str(shape),
+           byte_offset);
+  return Tensor::view_of(arena, offset + byte_offset, shape, dtype);
+}
+}  // namespace
+
+Tensor LayerMemory::kept(const Shape& shape, DType dtype, size_t byte_offset) const {
+  return planned_view(arena, kept_offset, kept_bytes, "to keep", shape, dtype, byte_offset);
+}
+
+Tensor LayerMemory::scratch(const Shape& shape, DType dtype, size_t byte_offset) const {
+  return planned_view(arena, scratch_offset, scratch_bytes, "of scratch", shape, dtype, byte_offset);
+}
+
 BackwardNeeds Layer::backward_needs(const NeedsQuery&) const { return {.input = true, .output = true}; }
 
 void Layer::set_epilogue(Epilogue e) {

@@ -22,6 +22,20 @@ namespace cuda {
 class ExecContext;
 }
 
+// The bytes a CPU graph's step plan gives one node's layer (runtime/step_memory.h): what its
+// backward_needs declares it keeps from forward to backward (the same bytes in both calls, and
+// nobody else's in between) and its scratch for the call at hand. Null where nothing is planned
+// (a GPU graph, a layer run alone): the layer then uses its own buffers.
+struct LayerMemory {
+  std::shared_ptr<Storage> arena;  // null: nothing planned
+  size_t kept_offset = 0, kept_bytes = 0, scratch_offset = 0, scratch_bytes = 0;
+  // A view of `shape` in `dtype` at the start of the kept (scratch) bytes, or `byte_offset` into
+  // them; undefined when nothing is planned. A DpError when the plan gave fewer bytes than that:
+  // the layer's backward_needs does not declare what its code uses.
+  Tensor kept(const Shape& shape, DType dtype, size_t byte_offset = 0) const;
+  Tensor scratch(const Shape& shape, DType dtype, size_t byte_offset = 0) const;
+};
+
 struct StepContext {
   bool training = true;
   uint64_t seed = 0;   // run seed
@@ -50,6 +64,8 @@ struct StepContext {
   // train.precision = "bf16" on the CPU, under OneDnn: the linear products (Linear's, the
   // attention's projections) cast their f32 operands to bf16 and accumulate and write f32.
   bool cpu_matmul_bf16 = false;
+  // This node's planned bytes (set by the graph per node, CPU only).
+  LayerMemory mem;
 };
 
 // True when t (an activation of this step) is stored channels last: 4-D under channels_last.

@@ -48,6 +48,7 @@ const char* memory_category_name(MemoryCategory c) {
     case MemoryCategory::Activations: return "activations";
     case MemoryCategory::InputGradients: return "input_gradients";
     case MemoryCategory::LayerState: return "layer_state";
+    case MemoryCategory::Input: return "input";
     case MemoryCategory::Count: break;
   }
   return "?";

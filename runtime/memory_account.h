@@ -25,10 +25,12 @@ enum class MemoryCategory : int {
   Activations,      // layers' outputs (the graph's forward tensors)
   InputGradients,   // gradients w.r.t. layer outputs (backward), and their kept spares
   LayerState,       // allocated inside a layer's forward/backward: saved-for-backward tensors, scratch
+  Input,            // the input pipeline's host batches (data::Loader's workers make them): those it
+                    // prefetches and the one the step is on
   Count
 };
 constexpr int kMemoryCategories = static_cast<int>(MemoryCategory::Count);
-const char* memory_category_name(MemoryCategory c);  // "parameters", "activations", ...
+const char* memory_category_name(MemoryCategory c);  // "parameters", "activations", ..., "input"
 
 // Live bytes per category right now, and the live total and its high-water mark since the last
 // reset_memory_peak() (all devices together: a process trains on one device).

@@ -80,13 +80,18 @@ Packing pack_tensors(std::span<const PlanTensor> tensors, size_t alignment);
 // packing can use less. Pure.
 size_t peak_live_bytes(std::span<const PlanTensor> tensors, size_t alignment);
 
-// Where the CPU graph places its own tensors of a step (runtime/step_memory.h's graph_arena, made
-// from a step plan; Graph's step arena): its outputs and input-gradient buffers in one arena.
+// Where the CPU graph places the tensors of a step (runtime/step_memory.h's graph_arena, made
+// from a step plan; Graph's step arena): every planned tensor, in one arena.
 struct GraphArena {
   static constexpr size_t kNone = SIZE_MAX;
+  struct Span {
+    size_t offset = kNone, bytes = 0;  // kNone: none
+  };
   std::vector<size_t> output_offset;    // per node (kNone: shares its host's output, or none)
   std::vector<size_t> gradient_offset;  // per input-gradient buffer (runtime/grad_plan.h's)
   std::vector<size_t> gradient_bytes;   // per input-gradient buffer, as planned
+  std::vector<Span> kept, forward_scratch, backward_scratch;  // per node: its layer's (Layer::backward_needs)
+  Span input_copy, loss_gradient;       // the model input's channels-last copy; the loss's f32 gradient
   size_t bytes = 0;                     // the arena
 };
 

@@ -89,6 +89,21 @@ void add_loss_tensors(const Graph& g, const StepMemoryQuery& q, std::vector<Plan
   out.push_back(PlanTensor{last + ".dout", n - 1, MemoryCategory::InputGradients, bytes_of(s, q.activations), n, n + 1});
 }
 
+// The input's channels-last copy (Graph::model_input): written before node 0's forward, read by
+// the nodes that take the input and by the backward of those that keep their inputs.
+void add_input_copy(const Graph& g, const StepMemoryQuery& q, const std::vector<PlanNode>& nodes,
+                    std::vector<PlanTensor>& out) {
+  const int n = static_cast<int>(nodes.size());
+  int last = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto& in = nodes[static_cast<size_t>(i)].inputs;
+    if (std::find(in.begin(), in.end(), -1) == in.end()) continue;
+    last = std::max(last, nodes[static_cast<size_t>(i)].needs.input ? 2 * n - i : i);
+  }
+  out.push_back(PlanTensor{"input.channels_last", -1, MemoryCategory::Activations,
+                           bytes_of(with_batch(q.batch, g.input_shape()), q.activations), 0, last});
+}
+
 }  // namespace
 
 StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
@@ -97,40 +112,59 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
            q.batch);
   StepMemoryPlan p;
   const std::vector<PlanNode> nodes = plan_nodes(g, q);
-  p.output_of.assign(nodes.size(), -1);
+  const size_t n = nodes.size();
+  p.output_of.assign(n, -1), p.kept_of.assign(n, -1);
+  p.forward_scratch_of.assign(n, -1), p.backward_scratch_of.assign(n, -1);
   for (PlanTensor& t : step_lifetimes(nodes)) {
     if (t.category == MemoryCategory::InputGradients) continue;
-    if (t.category == MemoryCategory::Activations) p.output_of[static_cast<size_t>(t.node)] = static_cast<int>(p.tensors.size());
+    const auto node = static_cast<size_t>(t.node);
+    const int index = static_cast<int>(p.tensors.size());
+    if (t.category == MemoryCategory::Activations) p.output_of[node] = index;
+    else if (t.name.ends_with(".kept")) p.kept_of[node] = index;
+    else if (t.first == t.node) p.forward_scratch_of[node] = index;
+    else p.backward_scratch_of[node] = index;
     p.tensors.push_back(std::move(t));
   }
   p.gradients_begin = p.tensors.size();
   for (PlanTensor& t : gradient_tensors(g, q)) p.tensors.push_back(std::move(t));
   p.gradients_end = p.tensors.size();
+  p.loss_gradient = static_cast<int>(p.tensors.size());
   add_loss_tensors(g, q, p.tensors);
+  if (cpu_input_copied(g, q.path, q.activations)) {
+    p.input_copy = static_cast<int>(p.tensors.size());
+    add_input_copy(g, q, nodes, p.tensors);
+  }
   p.packing = pack_tensors(p.tensors, q.alignment);
   p.lower_bound = peak_live_bytes(p.tensors, q.alignment);
   return p;
 }
 
-GraphArena graph_arena(const StepMemoryPlan& p, size_t alignment) {
-  std::vector<PlanTensor> own;
-  for (int t : p.output_of)
-    if (t >= 0) own.push_back(p.tensors[static_cast<size_t>(t)]);
-  const size_t outputs = own.size();
-  own.insert(own.end(), p.tensors.begin() + static_cast<std::ptrdiff_t>(p.gradients_begin),
-             p.tensors.begin() + static_cast<std::ptrdiff_t>(p.gradients_end));
-  const Packing packing = pack_tensors(own, alignment);
+GraphArena graph_arena(const StepMemoryPlan& p) {
+  const auto span = [&](int t) {
+    return t < 0 ? GraphArena::Span{}
+                 : GraphArena::Span{p.packing.offsets[static_cast<size_t>(t)], p.tensors[static_cast<size_t>(t)].bytes};
+  };
   GraphArena a;
-  a.output_offset.assign(p.output_of.size(), GraphArena::kNone);
-  size_t k = 0;
-  for (size_t i = 0; i < p.output_of.size(); ++i)
-    if (p.output_of[i] >= 0) a.output_offset[i] = packing.offsets[k++];
-  for (size_t b = outputs; b < own.size(); ++b) {
-    a.gradient_offset.push_back(packing.offsets[b]);
-    a.gradient_bytes.push_back(own[b].bytes);
+  for (int t : p.output_of) a.output_offset.push_back(t < 0 ? GraphArena::kNone : span(t).offset);
+  for (size_t b = p.gradients_begin; b < p.gradients_end; ++b) {
+    a.gradient_offset.push_back(p.packing.offsets[b]);
+    a.gradient_bytes.push_back(p.tensors[b].bytes);
   }
-  a.bytes = packing.arena_bytes;
+  for (size_t i = 0; i < p.output_of.size(); ++i) {
+    a.kept.push_back(span(p.kept_of[i]));
+    a.forward_scratch.push_back(span(p.forward_scratch_of[i]));
+    a.backward_scratch.push_back(span(p.backward_scratch_of[i]));
+  }
+  a.input_copy = span(p.input_copy);
+  a.loss_gradient = span(p.loss_gradient);
+  a.bytes = p.packing.arena_bytes;
   return a;
+}
+
+bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations) {
+  const auto nhwc = [](const Graph::Node& n) { return n.layer->cpu_channels_last(); };
+  return path == MemoryPath::CpuOnednn && activations == DType::F32 && g.input_shape().size() == 3 &&
+         g.input_shape()[0] > 1 && std::all_of(g.nodes().begin(), g.nodes().end(), nhwc);
 }
 
 std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,

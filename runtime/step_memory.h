@@ -38,16 +38,26 @@ struct StepMemoryPlan {
   // being tensors[gradients_begin + b], up to gradients_end.
   std::vector<int> output_of;
   size_t gradients_begin = 0, gradients_end = 0;
+  // Per node, what its layer keeps from forward to backward and its scratch in forward and in
+  // backward (tensors' indices; -1: none); the model input's channels-last copy and the loss's
+  // f32 gradient of the last node's output (-1: none).
+  std::vector<int> kept_of, forward_scratch_of, backward_scratch_of;
+  int input_copy = -1, loss_gradient = -1;
 };
 
 // The plan of one training step (forward, loss, backward) of `g` (built; any device) at q.batch.
 StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q);
 
-// The bytes the graph itself places on the CPU (Graph, graph_step_arena.cpp): its outputs and input
-// gradients, at offsets in one arena packed from the plan's lifetimes by the plan's packer
-// (pack_tensors), without what the layers keep or scratch (they allocate it themselves) and the
-// loss's tensors (the caller's). Pure.
-GraphArena graph_arena(const StepMemoryPlan& p, size_t alignment);
+// Where the CPU graph places a step's tensors (Graph, graph_step_arena.cpp): every tensor of the
+// plan at the plan's own offset (its packing), so the arena is the plan's activations exactly:
+// the outputs and input gradients, what each layer keeps and its scratch (handed to the layer in
+// StepContext::mem), the input's channels-last copy and the loss's f32 gradient (the caller's
+// to write: Graph::loss_gradient). Pure.
+GraphArena graph_arena(const StepMemoryPlan& p);
+
+// Whether a CPU graph on `path` copies its model input channels last (Graph::model_input): f32 on
+// oneDNN, every layer taking NHWC, a 4-D input of more than one channel. Pure.
+bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations);
 
 // The fusion plan the graph would run with: `gpu_fusion` on a GPU path (FusionPath::Gpu, or
 // GpuCudnnGraph when `cudnn_graph`), oneDNN's on the CPU with f32; else nothing folded.

@@ -9,6 +9,7 @@ struct OnednnPool::Entry {
   dnnl::pooling_forward fwd;
   dnnl::pooling_backward bwd;
   memory src, dst, diff_src, diff_dst, ws, scratch, scratch_bwd, dst_scratch;
+  memory own_ws;  // the workspace when the caller gives none (made on first need)
   const void* ws_x = nullptr;  // which input (and step) the workspace belongs to
   uint64_t ws_step = 0;
 };
@@ -36,32 +37,43 @@ OnednnPool::Entry& OnednnPool::entry(const PoolGeometry& g) {
     e->fwd = dnnl::pooling_forward(e->fpd);
     e->bwd = dnnl::pooling_backward(bpd);
     e->src = unbound(src), e->dst = unbound(dst), e->diff_src = unbound(src), e->diff_dst = unbound(dst);
-    if (g.max) e->ws = owned(e->fpd.workspace_desc());
+    if (g.max) e->ws = unbound(e->fpd.workspace_desc());
     e->scratch = unbound(e->fpd.scratchpad_desc());
     e->scratch_bwd = unbound(bpd.scratchpad_desc());
     return *entries_.emplace(g, std::move(e)).first->second;
   });
 }
 
-void OnednnPool::forward(const PoolGeometry& g, const float* x, float* y, uint64_t step) {
+size_t OnednnPool::workspace_bytes(const PoolGeometry& g) { return g.max ? entry(g).ws.get_desc().get_size() : 0; }
+
+namespace {
+// e.ws bound to the caller's bytes, or to the entry's own.
+const memory& bind_ws(memory& ws, memory& own, void* p) {
+  if (p) return bind(ws, p);
+  if (!own) own = owned(ws.get_desc());
+  return bind(ws, own.get_data_handle());
+}
+}  // namespace
+
+void OnednnPool::forward(const PoolGeometry& g, const float* x, float* y, uint64_t step, void* ws) {
   Entry& e = entry(g);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, bind(e.src, x)}, {DNNL_ARG_DST, bind(e.dst, y)}, {DNNL_ARG_SCRATCHPAD, scratch(e.scratch)}};
-  if (g.max) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
+  if (g.max) args.emplace(DNNL_ARG_WORKSPACE, bind_ws(e.ws, e.own_ws, ws));
   execute(e.fwd, args);
   e.ws_x = x, e.ws_step = step;
 }
 
-void OnednnPool::backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step) {
+void OnednnPool::backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step, void* ws) {
   Entry& e = entry(g);
   if (g.max && (e.ws_x != x || e.ws_step != step)) {  // the workspace is another input's: redo it
     if (!e.dst_scratch) e.dst_scratch = owned(e.fpd.dst_desc());
-    forward(g, x, static_cast<float*>(e.dst_scratch.get_data_handle()), step);
+    forward(g, x, static_cast<float*>(e.dst_scratch.get_data_handle()), step, ws);
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_DIFF_DST, bind(e.diff_dst, dy)}, {DNNL_ARG_DIFF_SRC, bind(e.diff_src, dx)},
       {DNNL_ARG_SCRATCHPAD, scratch(e.scratch_bwd)}};
-  if (g.max) args.emplace(DNNL_ARG_WORKSPACE, e.ws);
+  if (g.max) args.emplace(DNNL_ARG_WORKSPACE, bind_ws(e.ws, e.own_ws, ws));
   execute(e.bwd, args);
 }
 

@@ -27,10 +27,13 @@ class OnednnPool {
   ~OnednnPool();
   OnednnPool(OnednnPool&&) noexcept;
   OnednnPool& operator=(OnednnPool&&) noexcept;
-  // y = pool(x); `step` tags the workspace kept for the backward.
-  void forward(const PoolGeometry& g, const float* x, float* y, uint64_t step);
+  // y = pool(x); `step` tags the workspace kept for the backward: max pooling's argmax, in `ws`
+  // (at least workspace_bytes(g), the same bytes in the backward) or, with null, the pool's own.
+  void forward(const PoolGeometry& g, const float* x, float* y, uint64_t step, void* ws);
   // dx = the gradient of the loss w.r.t. x (overwritten) from dy.
-  void backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step);
+  void backward(const PoolGeometry& g, const float* x, const float* dy, float* dx, uint64_t step, void* ws);
+  // The bytes of max pooling's workspace for g (0 for average pooling).
+  size_t workspace_bytes(const PoolGeometry& g);
 
  private:
   struct Entry;

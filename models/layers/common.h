@@ -1,4 +1,4 @@
-// defines: helpers shared by the layers: "layer 'x' (type)" prefixes, f32/f64 dispatch,
+// defines: helpers shared by the layers: "layer 'x' (type)" prefixes, the plan's kept and scratch tensors, f32/f64 dispatch,
 // batched-shape checks (with_batch: base/shape.h), output-size arithmetic, ArgSpec builders and PyTorch's initialisers.
 #pragma once
 #include <string>
@@ -7,6 +7,13 @@
 #include "runtime/layer_registry.h"
 
 namespace dp::models {
+
+// A layer's kept or scratch tensor: the step plan's view (LayerMemory::kept / scratch, defined
+// under a CPU graph), else `own`, made for `shape` once (a layer run alone).
+inline Tensor planned_or_own(Tensor planned, Tensor& own, const Shape& shape, DType dtype = DType::F32) {
+  if (planned.defined()) return planned;
+  return ensure_tensor(own, shape, dtype, Device::cpu());
+}
 
 // "layer 'conv2' (conv2d)", the start of every message about a layer.
 std::string layer_str(const Layer& layer);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu/tokens.h"
+#include "runtime/memory_account.h"
 
 namespace dp::data {
 
@@ -17,6 +18,20 @@ BatchFormat host_format_of(const Dataset& ds) {
   return ds.holds_tokens() ? BatchFormat::Tokens : BatchFormat::Transformed;
 }
 
+int loader_depth(int prefetch, int workers) { return std::max(prefetch, workers); }
+
+size_t batch_bytes(BatchFormat format, int64_t sample_numel, int64_t rows) {
+  const auto n = static_cast<size_t>(sample_numel), r = static_cast<size_t>(rows);
+  switch (format) {
+    case BatchFormat::Tokens: return 2 * r * n * sizeof(int32_t);           // x and y: i32 (rows, T)
+    case BatchFormat::RawTokens: return r * (n + 1) * sizeof(uint16_t);     // x: T + 1 uint16 a row; no y
+    case BatchFormat::RawU8: return r * n + r * sizeof(int32_t);            // x u8, y i32 (rows)
+    case BatchFormat::Transformed:
+    case BatchFormat::RawF32: break;
+  }
+  return r * n * sizeof(float) + r * sizeof(int32_t);                        // x f32, y i32 (rows)
+}
+
 Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
                uint64_t seed, uint64_t epoch, int prefetch, BatchFormat format, int workers)
     : ds_(ds),
@@ -25,7 +40,7 @@ Loader::Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, 
       transform_(std::move(t)),
       seed_(seed),
       epoch_(epoch),
-      prefetch_(static_cast<size_t>(std::max(prefetch, workers))),
+      prefetch_(static_cast<size_t>(loader_depth(prefetch, workers))),
       sample_shape_(ds.sample_shape()),
       format_(format) {
   if (batch_size < 1) DP_THROW_USER("batch size {} < 1", batch_size);
@@ -135,6 +150,7 @@ void Loader::make_row(const Batch& batch, int64_t r, Scratch& s) const {
 }
 
 void Loader::work() {
+  MemoryScope input(MemoryCategory::Input);  // the batches this worker allocates
   const size_t numel = static_cast<size_t>(shape_numel(sample_shape_));
   Scratch scratch{std::vector<float>(tokens() ? 0 : numel), std::vector<uint8_t>(tokens() ? 0 : numel),
                   std::vector<uint16_t>(tokens() ? numel + 1 : 0)};
@@ -185,6 +201,16 @@ void Loader::work() {
     if (error && !slot->error) slot->error = error;
     if (++slot->done >= slot->rows) ready_.notify_all();
   }
+}
+
+void Loader::wait_ahead_allocated() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t ahead = std::min<int64_t>(static_cast<int64_t>(prefetch_), num_batches_ - consumed_);
+  allocated_.wait(lock, [&] {
+    int64_t n = 0;
+    for (const auto& [b, slot] : slots_) n += slot.allocated ? 1 : 0;
+    return stop_ || n >= ahead;
+  });
 }
 
 bool Loader::next(Batch& out) {

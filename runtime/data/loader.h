@@ -60,6 +60,13 @@ BatchFormat raw_format_of(const Dataset& ds);
 // The CPU path's batches: Tokens for token windows, else Transformed.
 BatchFormat host_format_of(const Dataset& ds);
 
+// The batches a loader keeps allocated at once (those in the making and those waiting for next()):
+// its prefetch, raised to its workers so that each has a batch. Pure.
+int loader_depth(int prefetch, int workers);
+// The bytes of one batch of `rows` samples of `sample_numel` values in `format` (Batch::x and
+// Batch::y as Loader allocates them), for the memory plan (launch/memory_estimate.h). Pure.
+size_t batch_bytes(BatchFormat format, int64_t sample_numel, int64_t rows);
+
 class Loader {
  public:
   // `ds` must outlive the loader. Batch k holds indices[k*batch_size, (k+1)*batch_size); the
@@ -69,7 +76,8 @@ class Loader {
   // checked, since the device will apply it); RawU8 needs a data set of bytes (else UserError);
   // Tokens and RawTokens need token windows and an identity transform, and token windows need
   // one of them (else UserError).
-  // workers >= 1 threads (prefetch is raised to at least workers, so that each has a batch).
+  // workers >= 1 threads (prefetch is raised to at least workers: loader_depth). The batches are
+  // charged to MemoryCategory::Input (runtime/memory_account.h), wherever they go afterwards.
   Loader(const Dataset& ds, std::vector<int64_t> indices, int batch_size, bool drop_last, Transform t,
          uint64_t seed, uint64_t epoch, int prefetch = 3, BatchFormat format = BatchFormat::Transformed,
          int workers = 1);
@@ -80,6 +88,9 @@ class Loader {
   // The next batch, in order; false after the last. Rethrows an error of the loader thread.
   bool next(Batch& out);
   int64_t num_batches() const { return num_batches_; }
+  // Blocks until the workers have allocated every batch they hold ahead of next() (the prefetch, or
+  // what is left of the epoch): the loader's steady state, which the memory report measures.
+  void wait_ahead_allocated();
   // Seconds next() spent waiting for the workers: the data-loading stall, for metrics.
   double wait_seconds() const { return wait_seconds_; }
   int workers() const { return static_cast<int>(threads_.size()); }

@@ -18,6 +18,7 @@ using testcli::dptrain_cli;
 
 const std::string kMlp = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_mlp.cfg";
 const std::string kCnn = std::string(DPTRAIN_SOURCE_DIR) + "/models/fmnist_cnn.cfg";
+const std::string kGptTiny = std::string(DPTRAIN_SOURCE_DIR) + "/models/gpt_tiny.cfg";
 // The MLP 784-512-256-10: weights and biases.
 constexpr size_t kMlpParams = 784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10;
 
@@ -70,6 +71,11 @@ TEST(MemoryCommand, CategoriesSumToThePeakAndTheParametersAreTheModels) {
   EXPECT_EQ(cpu["categories"]["optimizer_state"], kMlpParams * 8);  // AdamW: two moments
   EXPECT_EQ(cpu["categories"]["master_weights"], 0);
   EXPECT_EQ(cpu["categories"]["workspace"], 0);
+  // The loader's host batches a CPU step holds (launch/batch_feed.h feed_host_batches: 3
+  // prefetched, Fashion-MNIST's one worker, and the step's own): 4 x 128 x (784 f32 + an i32 label).
+  EXPECT_EQ(cpu["categories"]["input"], 4u * 128 * (784 * 4 + 4));
+  // Token windows: i32 inputs and targets, 4 x 32 x 128 x 2 x 4.
+  EXPECT_EQ(memory_json({kGptTiny, "--set", kCpu})["categories"]["input"], 4u * 32 * 128 * 2 * 4);
   // A CUDA bf16 run planned here: 16-bit parameters, fp32 masters, both gradients, the workspace cap.
   const nlohmann::json gpu =
       memory_json({kCnn, "--set", "train.device=\"cuda\"", "train.precision=\"bf16\"", "train.workspace_mb=64"});

@@ -26,35 +26,49 @@ MemoryBreakdown breakdown() {
   b.live[static_cast<size_t>(MemoryCategory::Activations)] = 3 << 20;
   b.live[static_cast<size_t>(MemoryCategory::InputGradients)] = 1 << 20;
   b.live[static_cast<size_t>(MemoryCategory::LayerState)] = 512;
+  b.live[static_cast<size_t>(MemoryCategory::Input)] = 4096;
   b.live[static_cast<size_t>(MemoryCategory::Other)] = 7;
   return b;
 }
 
 TEST(MemoryVsPlan, TheAccountInThePlansCategories) {
-  const auto m = measured_by_planned_category(breakdown(), 4000);
+  const auto m = measured_by_planned_category(breakdown(), 4000, false);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Parameters)], 2064u);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::MasterWeights)], 4000u);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Gradients)], 6000u);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::OptimizerState)], 8000u);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Activations)], (4u << 20) + 512);
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Workspace)], kNotMeasured);
+  EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Buckets)], kNotMeasured);
+  EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Input)], 4096u);  // the loader's host batches
   EXPECT_EQ(m[static_cast<size_t>(PlannedCategory::Other)], 7u);
+  // On a GPU the plan's input is the device's slots, not the host batches the account holds.
+  const auto gpu = measured_by_planned_category(breakdown(), 4000, true);
+  EXPECT_EQ(gpu[static_cast<size_t>(PlannedCategory::Input)], kNotMeasured);
+  EXPECT_EQ(gpu[static_cast<size_t>(PlannedCategory::Other)], 7u);
 }
 
 TEST(MemoryVsPlan, OneLinePerCategoryPlannedThenMeasured) {
   MemoryEstimate e;
   e.bytes[static_cast<size_t>(PlannedCategory::Activations)] = 5u << 20;
   e.bytes[static_cast<size_t>(PlannedCategory::Input)] = 1024;
-  const std::string t = memory_vs_plan_table(e, measured_by_planned_category(breakdown(), 0));
+  const std::string t = memory_vs_plan_table(e, measured_by_planned_category(breakdown(), 0, false));
   EXPECT_NE(t.find("\n  activations      planned        5242880 (      5.0 MiB)  measured        4194816 (      4.0 MiB)\n"),
             std::string::npos)
       << t;
-  EXPECT_NE(t.find("\n  input            planned           1024 (      0.0 MiB)  measured -\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("\n  input            planned           1024 (      0.0 MiB)  measured           4096 (      0.0 MiB)\n"),
+            std::string::npos)
+      << t;
+  const std::string gpu = memory_vs_plan_table(e, measured_by_planned_category(breakdown(), 0, true));
+  EXPECT_NE(gpu.find("\n  input            planned           1024 (      0.0 MiB)  measured -\n"), std::string::npos) << gpu;
 }
 
 // A 2-step CPU run of the Fashion-MNIST CNN: the table after step 1 plans what `dptrain memory`
 // plans for the same cfg, and measures the account's activation rows (the step arena, the input
-// gradients, the layers' own tensors).
+// gradients, the layers' own tensors) and its input row: the loader's host batches, planned
+// exactly, 4 of 16 x (784 f32 + an i32 label) = 50,240 bytes (launch/batch_feed.h
+// feed_host_batches: the 3 it prefetches and the step's own; the epoch's 4 batches are all of them,
+// made by the one worker while step 1 runs).
 TEST(MemoryVsPlan, ACpuRunLogsDptrainMemorysPlanBesideTheAccount) {
   namespace fs = std::filesystem;
   const std::string bin = std::string(DPTRAIN_BINARY_DIR) + "/dptrain", src = DPTRAIN_SOURCE_DIR;
@@ -84,6 +98,15 @@ TEST(MemoryVsPlan, ACpuRunLogsDptrainMemorysPlanBesideTheAccount) {
   };
   EXPECT_EQ(std::stoll(m[2]), row("activations") + row("input_gradients") + row("layer_state"));
   EXPECT_GT(row("activations"), 0);
+  constexpr int64_t kInput = 4 * 16 * (784 * 4 + 4);
+  EXPECT_EQ(plan["categories"]["input"].get<int64_t>(), kInput);
+  std::smatch in;
+  ASSERT_TRUE(std::regex_search(
+      log, in, std::regex(R"(\n  input            planned +(\d+) \( +[0-9.]+ MiB\)  measured +(\d+) \( +[0-9.]+ MiB\)\n)")))
+      << log;
+  EXPECT_EQ(std::stoll(in[1]), kInput);
+  EXPECT_EQ(std::stoll(in[2]), kInput);
+  EXPECT_EQ(row("input"), kInput);
 }
 
 }  // namespace

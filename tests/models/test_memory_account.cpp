@@ -115,10 +115,12 @@ TEST(MemoryAccount, TableAndJsonNameEveryCategory) {
   EXPECT_EQ(memory_json(b, 1, 0, 0),
             "{\"split\":\"memory\",\"step\":1,\"other\":0,\"parameters\":1048576,\"compute_params\":0,"
             "\"gradients\":0,\"compute_grads\":0,\"optimizer_state\":0,\"activations\":3145728,"
-            "\"input_gradients\":0,\"layer_state\":0,\"total\":4194304,\"peak\":5242880}");
+            "\"input_gradients\":0,\"layer_state\":0,\"input\":0,\"total\":4194304,\"peak\":5242880}");
   const std::string t = memory_table(b, 6 << 20, 7 << 20);
   EXPECT_NE(t.find("activations             3145728        3.0  75.0%"), std::string::npos) << t;
   EXPECT_NE(t.find("not in the account: 2.0 MiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("\ninput                         0        0.0   0.0%\n"), std::string::npos) << t;  // the last row
+  EXPECT_EQ(memory_category_name(MemoryCategory::Input), std::string("input"));
 }
 
 }  // namespace

@@ -5,10 +5,10 @@
 //     the Fashion-MNIST CNN (batch norm, dropout), the CIFAR ResNet-18 (residual adds) and a small
 //     GPT, a smaller last batch included: no layer reads bytes before they are written, or after
 //     the plan gave them to another tensor (those would be NaN, or another tensor's values);
-//   - planned = measured: the account's activation bytes grow by exactly the arena that
-//     graph_arena(plan_step_memory(...)) plans (Storage charges the bytes asked; its 64-byte
-//     rounding is not charged), no input-gradient bytes besides, and a smaller batch reallocates
-//     nothing.
+//   - planned = measured: the account's activation bytes grow by exactly the activations that
+//     plan_step_memory(...) plans (Storage charges the bytes asked; its 64-byte rounding is not
+//     charged), no input-gradient bytes besides and none of the layers' own (what they keep and
+//     their scratch is in the arena), and a smaller batch reallocates nothing.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -101,40 +101,45 @@ TEST_P(StepArena, PoisonedArenaTrainsTheCnnToTheSameBits) { expect_poison_change
 TEST_P(StepArena, PoisonedArenaTrainsTheResnetToTheSameBits) { expect_poison_changes_nothing(resnet(), GetParam()); }
 TEST_P(StepArena, PoisonedArenaTrainsTheGptToTheSameBits) { expect_poison_changes_nothing(gpt(), GetParam()); }
 
-// The account's activation bytes grow by the planned arena and nothing else of the graph's.
-TEST_P(StepArena, MeasuredActivationBytesAreThePlannedArena) {
-  const Model m = cnn();
+// The account's activation bytes grow by the planned arena and nothing else of the graph's or its
+// layers'.
+void expect_measured_is_planned(const Model& m, CpuBackend backend) {
   auto g = models::build_model(m.mc, m.sample, /*seed=*/5);
-  g->set_cpu_backend(GetParam());
+  g->set_cpu_backend(backend);
   const MemoryBreakdown before = memory_breakdown();
   const StepContext ctx{true, 0, 0};
   const Tensor& y = g->forward(ctx, input(m, m.batch, 0));
   g->backward(ctx, Tensor::zeros(y.shape()));
   const MemoryBreakdown after = memory_breakdown();
-  const MemoryPath path = GetParam() == CpuBackend::OneDnn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference;
+  const MemoryPath path = backend == CpuBackend::OneDnn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference;
   StepMemoryQuery q{.batch = m.batch, .activations = DType::F32, .path = path, .alignment = 256};
   q.fusion = device_fusion_plan(*g, path, DType::F32, false, false);
-  const size_t planned = graph_arena(plan_step_memory(*g, q), q.alignment).bytes;
+  const size_t planned = plan_step_memory(*g, q).packing.arena_bytes;
   const auto cat = [](MemoryCategory c) { return static_cast<size_t>(c); };
   EXPECT_EQ(after.live[cat(MemoryCategory::Activations)] - before.live[cat(MemoryCategory::Activations)], planned);
   EXPECT_EQ(after.live[cat(MemoryCategory::InputGradients)], before.live[cat(MemoryCategory::InputGradients)]);
+  EXPECT_EQ(after.live[cat(MemoryCategory::LayerState)], before.live[cat(MemoryCategory::LayerState)]);
   EXPECT_EQ(g->step_arena_bytes(), planned);
   // Tensors whose lifetimes do not overlap share bytes: the arena is below the sum of the graph's.
   const StepMemoryPlan plan = plan_step_memory(*g, q);
   size_t sum = 0;
-  for (int t : plan.output_of)
-    if (t >= 0) sum += plan.tensors[static_cast<size_t>(t)].bytes;
-  for (size_t t = plan.gradients_begin; t < plan.gradients_end; ++t) sum += plan.tensors[t].bytes;
+  for (const PlanTensor& t : plan.tensors) sum += t.bytes;
   EXPECT_LT(planned, sum);
 
   // A smaller batch is placed in the same bytes.
-  q.batch = m.batch - 3;
-  EXPECT_LE(graph_arena(plan_step_memory(*g, q), q.alignment).bytes, planned);
-  const Tensor& y2 = g->forward(ctx, input(m, m.batch - 3, 1));
+  const int64_t smaller = m.batch > 3 ? m.batch - 3 : 1;
+  q.batch = smaller;
+  EXPECT_LE(plan_step_memory(*g, q).packing.arena_bytes, planned);
+  const Tensor& y2 = g->forward(ctx, input(m, smaller, 1));
   g->backward(ctx, Tensor::zeros(y2.shape()));
   EXPECT_EQ(memory_breakdown().live[cat(MemoryCategory::Activations)], after.live[cat(MemoryCategory::Activations)]);
+  EXPECT_EQ(memory_breakdown().live[cat(MemoryCategory::LayerState)], before.live[cat(MemoryCategory::LayerState)]);
   EXPECT_EQ(g->step_arena_bytes(), planned);
 }
+
+TEST_P(StepArena, MeasuredActivationBytesAreThePlannedArenaCnn) { expect_measured_is_planned(cnn(), GetParam()); }
+TEST_P(StepArena, MeasuredActivationBytesAreThePlannedArenaResnet) { expect_measured_is_planned(resnet(), GetParam()); }
+TEST_P(StepArena, MeasuredActivationBytesAreThePlannedArenaGpt) { expect_measured_is_planned(gpt(), GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StepArena, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
                          [](const auto& info) { return std::string(enum_name(info.param)); });

@@ -106,9 +106,10 @@ TEST(StepMemory, AFoldedReluSharesItsHostsOutput) {
   EXPECT_EQ(g.nodes()[0].layer->epilogue(), Epilogue::None);  // put back
 }
 
-// What the CPU graph places itself (graph_arena): its outputs and input gradients, packed alone;
-// not fc2's scratch (the layer's) nor the loss's gradient (the caller's).
-TEST(StepMemory, TheGraphsArenaHoldsItsOutputsAndInputGradientsOnly) {
+// What the CPU graph places (graph_arena): every tensor of the plan at the plan's own offset, the
+// layers' kept bytes and scratch (fc2's 1000 bytes, one span per call) and the loss's gradient
+// included, so the arena is the plan's activations exactly.
+TEST(StepMemory, TheGraphsArenaIsThePlansPacking) {
   Graph g = chain();
   StepMemoryQuery q{.batch = 4, .fusion = unfused_plan(3), .alignment = 64};
   const StepMemoryPlan p = plan_step_memory(g, q);
@@ -117,25 +118,28 @@ TEST(StepMemory, TheGraphsArenaHoldsItsOutputsAndInputGradientsOnly) {
     EXPECT_EQ(p.tensors[static_cast<size_t>(p.output_of[i])].name, g.nodes()[i].layer->name() + ".out");
   ASSERT_EQ(p.gradients_end - p.gradients_begin, 2u);  // relu.dout, fc1.dout
   EXPECT_EQ(p.tensors[p.gradients_begin].name, "relu.dout");
-  const GraphArena a = graph_arena(p, 64);
+  EXPECT_EQ(p.kept_of, (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(p.forward_scratch_of[0], -1);
+  ASSERT_GE(p.forward_scratch_of[2], 0);
+  ASSERT_GE(p.backward_scratch_of[2], 0);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(p.forward_scratch_of[2])].first, 2);   // fc2's forward
+  EXPECT_EQ(p.tensors[static_cast<size_t>(p.backward_scratch_of[2])].first, 4);  // fc2's backward
+  EXPECT_EQ(p.tensors[static_cast<size_t>(p.loss_gradient)].name, "loss.dlogits_f32");
+  EXPECT_EQ(p.input_copy, -1);  // a 1-D input is never copied
+
+  const GraphArena a = graph_arena(p);
+  EXPECT_EQ(a.bytes, p.packing.arena_bytes);
   ASSERT_EQ(a.gradient_offset.size(), 2u);
   EXPECT_EQ(a.gradient_bytes, (std::vector<size_t>{128, 128}));
-  // fc1.out [0, 1], relu.out [1, 5], fc2.out [2, 3], relu.dout [4, 5], fc1.dout [5, 6], 128 bytes
-  // each: at most three live at once (event 5: relu.out, relu.dout, fc1.dout).
-  EXPECT_EQ(a.bytes, 3u * 128);
-  EXPECT_LT(a.bytes, p.packing.arena_bytes);  // fc2's 1000 bytes of scratch are not in it
-  std::vector<PlanTensor> own;
-  Packing placed;
-  for (size_t i = 0; i < 3; ++i) {
-    own.push_back(p.tensors[static_cast<size_t>(p.output_of[i])]);
-    placed.offsets.push_back(a.output_offset[i]);
-  }
-  for (size_t b = 0; b < 2; ++b) {
-    own.push_back(p.tensors[p.gradients_begin + b]);
-    placed.offsets.push_back(a.gradient_offset[b]);
-  }
-  placed.arena_bytes = a.bytes;
-  EXPECT_EQ(check_packing(own, placed, 64), "");
+  EXPECT_EQ(a.gradient_offset[0], p.packing.offsets[p.gradients_begin]);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a.output_offset[i], p.packing.offsets[static_cast<size_t>(p.output_of[i])]);
+  EXPECT_EQ(a.forward_scratch[2].bytes, 1000u);
+  EXPECT_EQ(a.forward_scratch[2].offset, p.packing.offsets[static_cast<size_t>(p.forward_scratch_of[2])]);
+  EXPECT_EQ(a.backward_scratch[2].offset, p.packing.offsets[static_cast<size_t>(p.backward_scratch_of[2])]);
+  EXPECT_EQ(a.kept[0].offset, GraphArena::kNone);
+  EXPECT_EQ(a.loss_gradient.bytes, 4u * 8 * 4);
+  EXPECT_EQ(a.input_copy.offset, GraphArena::kNone);
+  EXPECT_EQ(check_packing(p.tensors, p.packing, 64), "");
 }
 
 }  // namespace

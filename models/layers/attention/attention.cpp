@@ -76,7 +76,7 @@ void CausalSelfAttention::backward_cpu(const StepContext& ctx, const std::vector
 void CausalSelfAttention::forward_ref(const StepContext& ctx, const Tensor& x, Tensor* y) {
   Saved& s = saved();
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
-  s.prepare(x.dtype(), {{N, T_, 3 * C_}, {N, o_.n_head, T_, T_}, {N, T_, C_}});
+  s.prepare(x.dtype(), {{N, T_, 3 * C_}, {N, o_.n_head, T_, T_}, {N, T_, C_}}, ctx.mem);
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const Tensor* b = o_.bias ? &params_[1] : nullptr;
   const Tensor& wp = params_[o_.bias ? 2 : 1];
@@ -99,7 +99,7 @@ void CausalSelfAttention::backward_ref(const StepContext& ctx, const Tensor& x, 
   if (!saved_for(ctx, x, false)) forward_ref(ctx, x, nullptr);
   Saved& s = saved();
   const int64_t N = x.dim(0), M = N * T_;
-  s.prepare_grads(x.dtype());
+  s.prepare_grads(x.dtype(), ctx.mem, ctx.training && o_.resid_dropout > 0);
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const size_t wp = o_.bias ? 2 : 1;
   dispatch_float(*this, x.dtype(), [&](auto tag) {

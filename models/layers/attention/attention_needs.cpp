@@ -3,14 +3,16 @@
 // of width C in H heads (dt: the activations' dtype):
 //   every path: its input (c_attn's weight gradient: dqkv^T x), qkv (N, T, 3C) and the heads'
 //     output att (N, T, C), not its output;
-//   CPU (reference and oneDNN's flash tiles): the probabilities P (N, H, T, T) in dt; scratch dy
-//     after the residual dropout, d att and d qkv (N, T, C + C + 3C);
+//   CPU: the probabilities P, (N, H, T, T) in dt on the reference path, (N, H, FlashKept(T).packed)
+//     f32 in oneDNN's flash tiles; scratch d att, d qkv and with resid_dropout the dropped dy
+//     (N, T, C + 3C + C), in that order (attention_saved.h);
 //   CUDA on cuDNN's fused attention: each query row's log-sum-exp (N, H, T) f32; scratch the
 //     dropped dy (with resid_dropout), d att and d qkv in dt;
 //   CUDA on the own kernel (f32, or attention dropout, or a head dim cuDNN refuses): P (N, H, T, T)
 //     f32; scratch d att and d qkv in dt and their f32 copies with qkv's (C + 3C + 3C f32 a token)
 //     and the rows' dot products (N, H, T) f32.
 #include "models/layers/attention/attention.h"
+#include "models/layers/attention/flash_core.h"
 
 namespace dp::models {
 
@@ -20,8 +22,9 @@ BackwardNeeds CausalSelfAttention::backward_needs(const NeedsQuery& q) const {
   BackwardNeeds n{.input = true};
   n.kept_bytes = tokens * 4 * C * el;  // qkv, att
   if (q.path != MemoryPath::Cuda) {
-    n.kept_bytes += N * H * T * T * el;
-    n.scratch_bytes = tokens * 5 * C * el;
+    const size_t P = q.path == MemoryPath::CpuOnednn ? static_cast<size_t>(kernels::cpu::FlashKept(T_).packed) : T * T;
+    n.kept_bytes += N * H * P * el;
+    n.scratch_bytes = tokens * (o_.resid_dropout > 0 ? 5 : 4) * C * el;
     return n;
   }
   const bool cudnn = choose_attention_gpu_core(q.dtype, D_, o_.dropout, true, o_.sdpa).core == AttentionGpuCore::CudnnSdpa;

@@ -2,9 +2,9 @@
 // LinearMatmul over the (N T, C) rows, the attention core on flash_core.h (FlashAttention's tiles
 // on or below the diagonal only, an online softmax; the probabilities kept in its packed layout:
 // measured faster than recomputing them, docs/cpu-performance.md). The forward keeps
-// qkv, the packed probabilities and the heads' output; the backward's buffers (d att, d qkv, the
-// dropped dy) are the shared scratch slots of kernels/cpu/onednn.h, so layers after layers reuse
-// one allocation.
+// qkv, the packed probabilities and the heads' output (in a CPU graph in the step plan's kept
+// bytes); the backward's buffers (d att, d qkv, the dropped dy) are the plan's scratch, or, for a
+// layer run alone, the shared scratch slots of kernels/cpu/onednn.h.
 #include "kernels/cpu/onednn_matmul.h"
 #include "models/layers/attention/attention.h"
 #include "models/layers/attention/attention_saved.h"
@@ -37,7 +37,7 @@ void CausalSelfAttention::forward_onednn(const StepContext& ctx, const Tensor& x
   Saved& s = saved();
   OnednnState& st = onednn_state();
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
-  s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, kernels::cpu::FlashKept(T_).packed}, {N, T_, C_}});
+  s.prepare(DType::F32, {{N, T_, 3 * C_}, {N, H, kernels::cpu::FlashKept(T_).packed}, {N, T_, C_}}, ctx.mem);
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const dn::GemmLibrary lib = linear_gemm(ctx);
   st.c_attn.forward(lib, s.qkv.data<float>(), x.data<float>(), params_[0].data<float>(),
@@ -60,11 +60,16 @@ void CausalSelfAttention::backward_onednn(const StepContext& ctx, const Tensor& 
   const int64_t N = x.dim(0), M = N * T_, H = o_.n_head;
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
   const dn::GemmLibrary lib = linear_gemm(ctx);
-  float* datt = slot_floats(dn::Slot::A, M * C_);
-  float* dqkv = slot_floats(dn::Slot::B, M * 3 * C_);
+  // The step plan's scratch (d att, d qkv, the dropped dy: backward_needs), else the shared slots.
+  const bool planned = ctx.mem.arena != nullptr;
+  const auto buffer = [&](dn::Slot slot, int64_t floats, size_t at) {
+    return planned ? ctx.mem.scratch({floats}, DType::F32, at).data<float>() : slot_floats(slot, floats);
+  };
+  float* datt = buffer(dn::Slot::A, M * C_, 0);
+  float* dqkv = buffer(dn::Slot::B, M * 3 * C_, static_cast<size_t>(M * C_) * sizeof(float));
   const float* g = dy.data<float>();
   if (ctx.training && o_.resid_dropout > 0) {
-    float* gd = slot_floats(dn::Slot::C, M * C_);
+    float* gd = buffer(dn::Slot::C, M * C_, static_cast<size_t>(M * 4 * C_) * sizeof(float));
     kernels::cpu::dropout_backward<float>(gd, g, dy.numel(), o_.resid_dropout, ctx.seed, resid_stream(ctx.step));
     g = gd;
   }

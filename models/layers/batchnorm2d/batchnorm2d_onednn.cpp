@@ -6,7 +6,9 @@
 // updated here from oneDNN's batch mean and biased variance exactly as the reference does
 // (momentum, unbiased variance). Unlike the reference, the backward reuses the forward's
 // statistics and workspace when it is for that forward's input (the same tensor in the same
-// step), else it recomputes them with a forward into scratch.
+// step), else it recomputes them with a forward into scratch. The statistics and the workspace
+// live in the step plan's kept bytes (StepContext::mem; backward_needs), or the layer's own when
+// it runs alone.
 // Determinism: oneDNN reduces the statistics per thread and then in a fixed order.
 #include <map>
 #include <tuple>
@@ -29,12 +31,14 @@ struct BatchNorm2d::OnednnState {
     memory src, dst, scale, shift, mean, var, ws, scratch, scratch_bwd;
     memory diff_src, diff_dst, diff_scale, diff_shift;
     memory dst_scratch, dx_scratch;  // made on first need: a backward of another input, no dx wanted
+    Tensor own_kept;  // the statistics and the workspace of a layer run alone (no step plan)
     // Which input the statistics and workspace in this entry belong to.
     const void* x = nullptr;
     uint64_t step = 0;
   };
   std::map<std::tuple<int64_t, bool, bool, bool>, Entry> entries;  // (batch, nhwc, training, relu)
   Entry& entry(const BatchNorm2d& bn, int64_t batch, bool nhwc, bool training);
+  void bind_kept(const BatchNorm2d& bn, Entry& e, const LayerMemory& mem, bool training);
   void make_backward(const BatchNorm2d& bn, Entry& e, bool training);
   void run_forward(const BatchNorm2d& bn, Entry& e, const Tensor& x, void* dst, bool training);
 };
@@ -65,12 +69,23 @@ BatchNorm2d::OnednnState::Entry& BatchNorm2d::OnednnState::entry(const BatchNorm
     e.fwd = dnnl::batch_normalization_forward(e.fpd);
     e.src = dn::unbound(data), e.dst = dn::unbound(data), e.diff_src = dn::unbound(data), e.diff_dst = dn::unbound(data);
     e.scale = dn::unbound(vec), e.shift = dn::unbound(vec);
-    e.mean = training ? dn::owned(vec) : dn::unbound(vec);
-    e.var = training ? dn::owned(vec) : dn::unbound(vec);
-    if (relu) e.ws = dn::owned(e.fpd.workspace_desc());
+    e.mean = dn::unbound(vec), e.var = dn::unbound(vec);  // bound per call: bind_kept
+    if (relu) e.ws = dn::unbound(e.fpd.workspace_desc());
     e.scratch = dn::unbound(e.fpd.scratchpad_desc());
     return entries.emplace(key, std::move(e)).first->second;
   });
+}
+
+// The kept bytes (backward_needs: the batch mean and variance, then the ReLU's workspace): the
+// step plan's, or the entry's own; in eval the statistics are the running ones.
+void BatchNorm2d::OnednnState::bind_kept(const BatchNorm2d& bn, Entry& e, const LayerMemory& mem, bool training) {
+  const size_t stats = 2 * static_cast<size_t>(bn.C_) * sizeof(float);
+  const size_t bytes = stats + (e.ws ? e.ws.get_desc().get_size() : 0);
+  const Shape shape{static_cast<int64_t>(bytes)};
+  auto* base = static_cast<unsigned char*>(planned_or_own(mem.kept(shape, DType::U8), e.own_kept, shape, DType::U8).raw());
+  if (training) dn::bind(e.mean, base), dn::bind(e.var, base + stats / 2);
+  else dn::bind(e.mean, bn.buffers_[0].raw()), dn::bind(e.var, bn.buffers_[1].raw());
+  if (e.ws) dn::bind(e.ws, base + stats);
 }
 
 void BatchNorm2d::OnednnState::make_backward(const BatchNorm2d& bn, Entry& e, bool training) {
@@ -93,7 +108,6 @@ void BatchNorm2d::OnednnState::make_backward(const BatchNorm2d& bn, Entry& e, bo
 void BatchNorm2d::OnednnState::run_forward(const BatchNorm2d& bn, Entry& e, const Tensor& x, void* dst,
                                            bool training) {
   const auto& params_ = bn.params_;
-  if (!training) dn::bind(e.mean, bn.buffers_[0].raw()), dn::bind(e.var, bn.buffers_[1].raw());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, dn::bind(e.src, x.raw())},
                                        {DNNL_ARG_DST, dn::bind(e.dst, dst)},
                                        {DNNL_ARG_SCALE, dn::bind(e.scale, params_[0].raw())},
@@ -113,6 +127,7 @@ void BatchNorm2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor
     DP_THROW_USER("{}: training needs more than 1 value per channel, got a batch of {} with {}x{} pixels",
                   layer_str(*this), N, H_, W_);
   OnednnState::Entry& e = onednn_state().entry(*this, N, is_channels_last(ctx, x), ctx.training);
+  onednn_state().bind_kept(*this, e, ctx.mem, ctx.training);
   onednn_state().run_forward(*this, e, x, y.raw(), ctx.training);
   e.x = x.raw(), e.step = ctx.step;
   if (!ctx.training) return;
@@ -132,13 +147,13 @@ void BatchNorm2d::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor
 void BatchNorm2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx) {
   OnednnState::Entry& e = onednn_state().entry(*this, x.dim(0), is_channels_last(ctx, x), ctx.training);
   if (!e.have_bwd) onednn_state().make_backward(*this, e, ctx.training);
+  onednn_state().bind_kept(*this, e, ctx.mem, ctx.training);
   // The statistics (training) and the ReLU's workspace must be this input's.
   if ((ctx.training || epilogue() == Epilogue::Relu) && (e.x != x.raw() || e.step != ctx.step)) {
     if (!e.dst_scratch) e.dst_scratch = dn::owned(e.fpd.dst_desc());  // made only when needed
     onednn_state().run_forward(*this, e, x, e.dst_scratch.get_data_handle(), ctx.training);
     e.x = x.raw(), e.step = ctx.step;
   }
-  if (!ctx.training) dn::bind(e.mean, buffers_[0].raw()), dn::bind(e.var, buffers_[1].raw());
   if (!dx.defined() && !e.dx_scratch) e.dx_scratch = dn::owned(e.fpd.src_desc());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, dn::bind(e.src, x.raw())},       {DNNL_ARG_DIFF_DST, dn::bind(e.diff_dst, dy.raw())},

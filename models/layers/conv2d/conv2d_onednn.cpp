@@ -44,6 +44,7 @@ struct Conv2d::OnednnState {
     dnnl::convolution_backward_data data;
     dnnl::convolution_backward_weights weights;
     memory src, diff_src, diff_dst, w_user, w, diff_w, diff_w_user, diff_bias, scratch_d, scratch_w, masked_dy;
+    Tensor own_masked_dy;  // a fused ReLU's masked dy when the step plans no scratch (a layer run alone)
     dn::Reorder w_reorder, diff_w_accumulate;
     bool blocked = false;  // Winograd: dy, x and dx pass through blocked copies (scratch slots A, B, C)
     memory diff_dst_blk, src_blk, diff_src_blk;
@@ -190,7 +191,7 @@ Conv2d::OnednnState::Bwd& Conv2d::OnednnState::backward_entry(const Conv2d& c, c
     if (bias) b.diff_bias = dn::owned(g.bias);
     b.scratch_d = dn::unbound(dpd.scratchpad_desc());
     b.scratch_w = dn::unbound(wpd.scratchpad_desc());
-    if (relu) b.masked_dy = dn::owned(g.dst);
+    if (relu) b.masked_dy = dn::unbound(g.dst);  // the step plan's scratch, or own_masked_dy
     b.blocked = g.alg == dnnl::algorithm::convolution_winograd;
     if (b.blocked) {
       b.diff_dst_blk = dn::unbound(g.dst_blk), b.src_blk = dn::unbound(g.src_blk), b.diff_src_blk = dn::unbound(g.src_blk);
@@ -208,9 +209,9 @@ void Conv2d::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   OnednnState::Bwd& b = onednn_state().backward_entry(*this, {x.dim(0), is_channels_last(ctx, x), relu, winograd});
   const memory* diff_dst = &dn::bind(b.diff_dst, dy.raw());
   if (relu) {
-    kernels::cpu::relu_backward<float>(static_cast<float*>(b.masked_dy.get_data_handle()), dy.data<float>(),
-                                       y.data<float>(), dy.numel());
-    diff_dst = &b.masked_dy;
+    const Tensor m = planned_or_own(ctx.mem.scratch(dy.shape(), DType::F32), b.own_masked_dy, dy.shape());
+    kernels::cpu::relu_backward<float>(m.data<float>(), dy.data<float>(), y.data<float>(), dy.numel());
+    diff_dst = &dn::bind(b.masked_dy, m.raw());
   }
   const memory* src = &dn::bind(b.src, x.raw());
   if (b.blocked) {

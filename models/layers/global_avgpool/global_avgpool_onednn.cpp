@@ -19,7 +19,7 @@ bool GlobalAvgPool::forward_onednn(const StepContext& ctx, const Tensor& x, Tens
   }
   if (!dnnl_) dnnl_ = std::make_unique<kernels::cpu::onednn::OnednnPool>(layer_str(*this));
   dnnl_->forward(plane_geometry(x.dim(0), C_, H_, W_, is_channels_last(ctx, x)), x.data<float>(), y.data<float>(),
-                 ctx.step);
+                 ctx.step, nullptr);  // average: no workspace
   return true;
 }
 
@@ -30,7 +30,7 @@ bool GlobalAvgPool::backward_onednn(const StepContext& ctx, const Tensor& x, con
   }
   if (!dnnl_) dnnl_ = std::make_unique<kernels::cpu::onednn::OnednnPool>(layer_str(*this));
   dnnl_->backward(plane_geometry(x.dim(0), C_, H_, W_, is_channels_last(ctx, x)), x.data<float>(), dy.data<float>(),
-                  dx.data<float>(), ctx.step);
+                  dx.data<float>(), ctx.step, nullptr);
   return true;
 }
 

@@ -2,7 +2,9 @@
 // view, forward (training: it writes the rows' mean and variance, kept for the backward) and
 // backward (data, scale and, with a bias, shift). The backward reuses the forward's statistics
 // when it is for that forward's input (the same tensor in the same step), else it recomputes them
-// with a forward into scratch. Primitives and their buffers are made once per row count.
+// with a forward into scratch. The statistics live in the step plan's kept bytes
+// (StepContext::mem; backward_needs), or the layer's own when it runs alone. Primitives and their
+// buffers are made once per row count.
 #include <map>
 
 #include "kernels/cpu/onednn.h"
@@ -21,12 +23,19 @@ struct LayerNorm::OnednnState {
     dnnl::layer_normalization_backward bwd;
     memory src, dst, scale, shift, mean, var, scratch_f, scratch_b, diff_src, diff_dst, diff_scale, diff_shift;
     memory dst_scratch, dx_scratch;  // made on first need
+    Tensor own_stats;                // mean and variance of a layer run alone (no step plan)
     const void* x = nullptr;         // whose statistics mean/var hold
     uint64_t step = 0;
   };
   std::map<int64_t, Entry> entries;  // by row count
   Entry& entry(const LayerNorm& l, int64_t rows);
   void run_forward(const LayerNorm& l, Entry& e, const Tensor& x, void* dst);
+  // mean, then variance (rows f32 each): the step plan's kept bytes, or the entry's own.
+  static void bind_stats(Entry& e, const LayerMemory& mem, int64_t rows) {
+    const Shape shape{2 * rows};
+    auto* p = static_cast<float*>(planned_or_own(mem.kept(shape, DType::F32), e.own_stats, shape).raw());
+    dn::bind(e.mean, p), dn::bind(e.var, p + rows);
+  }
 };
 
 namespace {
@@ -52,7 +61,7 @@ LayerNorm::OnednnState::Entry& LayerNorm::OnednnState::entry(const LayerNorm& l,
     e.bwd = dnnl::layer_normalization_backward(bpd);
     e.src = dn::unbound(data), e.dst = dn::unbound(data), e.diff_src = dn::unbound(data), e.diff_dst = dn::unbound(data);
     e.scale = dn::unbound(vec), e.shift = dn::unbound(vec);
-    e.mean = dn::owned(e.fpd.mean_desc()), e.var = dn::owned(e.fpd.variance_desc());
+    e.mean = dn::unbound(e.fpd.mean_desc()), e.var = dn::unbound(e.fpd.variance_desc());  // bind_stats
     e.diff_scale = dn::owned(vec), e.diff_shift = dn::owned(vec);
     e.scratch_f = dn::unbound(e.fpd.scratchpad_desc());
     e.scratch_b = dn::unbound(bpd.scratchpad_desc());
@@ -73,12 +82,14 @@ void LayerNorm::OnednnState::run_forward(const LayerNorm& l, Entry& e, const Ten
 
 void LayerNorm::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
   OnednnState::Entry& e = onednn_state().entry(*this, x.numel() / C_);
+  OnednnState::bind_stats(e, ctx.mem, x.numel() / C_);
   onednn_state().run_forward(*this, e, x, y.raw());
   e.x = x.raw(), e.step = ctx.step;
 }
 
 void LayerNorm::backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx) {
   OnednnState::Entry& e = onednn_state().entry(*this, x.numel() / C_);
+  OnednnState::bind_stats(e, ctx.mem, x.numel() / C_);
   if (e.x != x.raw() || e.step != ctx.step) {  // the statistics are another input's
     if (!e.dst_scratch) e.dst_scratch = dn::owned(e.fpd.dst_desc());
     onednn_state().run_forward(*this, e, x, e.dst_scratch.get_data_handle());

@@ -1,7 +1,8 @@
 // Linear's oneDNN path: kernels/cpu/onednn_matmul.h's LinearMatmul over the (rows, in) view of
 // the input (rows = samples x positions), on the library linear_gemm_choice.h picks, with a ReLU
 // post-op when the graph folded a relu into this layer; the weight and bias gradients are added (+=) into the gradient arena. With a fused
-// ReLU the backward first masks dy by the output (the output is zero where the ReLU cut). A padded
+// ReLU the backward first masks dy by the output (the output is zero where the ReLU cut), into the
+// step plan's scratch (backward_needs). A padded
 // output (pad_out_to) is written and read in rows of ld_out_.
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -16,7 +17,7 @@ namespace dn = kernels::cpu::onednn;
 struct Linear::OnednnState {
   explicit OnednnState(dn::LinearMatmul m) : mm(std::move(m)) {}
   dn::LinearMatmul mm;
-  Tensor masked_dy;  // fused ReLU: dy masked by the output, allocated once per shape
+  Tensor masked_dy;  // fused ReLU: dy masked by the output, once per shape when the step plans none
 };
 
 void Linear::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y) {
@@ -35,9 +36,9 @@ void Linear::backward_onednn(const StepContext& ctx, const Tensor& x, const Tens
   OnednnState& s = onednn_state();
   const float* g = dy.data<float>();
   if (epilogue() == Epilogue::Relu) {
-    ensure_tensor(s.masked_dy, dy.shape());
-    kernels::cpu::relu_backward<float>(s.masked_dy.data<float>(), g, y.data<float>(), dy.numel());
-    g = s.masked_dy.data<float>();
+    const Tensor m = planned_or_own(ctx.mem.scratch(dy.shape(), DType::F32), s.masked_dy, dy.shape());
+    kernels::cpu::relu_backward<float>(m.data<float>(), g, y.data<float>(), dy.numel());
+    g = m.data<float>();
   }
   s.mm.backward_weights(lib, grads_[0].data<float>(), bias_ ? grads_[1].data<float>() : nullptr, g,
                         x.data<float>(), rows(x));

@@ -62,6 +62,7 @@ class Pool2dLayer : public Layer {
   PimplPtr<CudaState> cuda_;
   std::unique_ptr<kernels::cpu::onednn::OnednnPool> dnnl_;  // made on the first oneDNN call
   kernels::cpu::onednn::OnednnPool& onednn_pool();
+  void* planned_workspace(const StepContext& ctx, const kernels::cpu::onednn::PoolGeometry& g);
 };
 
 }  // namespace dp::models

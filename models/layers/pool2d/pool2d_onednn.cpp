@@ -16,13 +16,21 @@ kernels::cpu::onednn::OnednnPool& Pool2dLayer::onednn_pool() {
   return *dnnl_;
 }
 
+// Max pooling's workspace in the step plan's kept bytes (backward_needs), or null: the pool's own.
+void* Pool2dLayer::planned_workspace(const StepContext& ctx, const kernels::cpu::onednn::PoolGeometry& g) {
+  const size_t bytes = onednn_pool().workspace_bytes(g);
+  if (bytes == 0) return nullptr;
+  const Tensor kept = ctx.mem.kept({static_cast<int64_t>(bytes)}, DType::U8);
+  return kept.defined() ? kept.raw() : nullptr;
+}
+
 bool Pool2dLayer::forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y, const kernels::cpu::Pool2dDims& d) {
   if (!use_onednn(ctx, x.dtype())) {
     check_reference_layout(*this, ctx, x);
     return false;
   }
-  onednn_pool().forward(pool_geometry(d, is_channels_last(ctx, x), kind() == PoolKind::Max), x.data<float>(),
-                        y.data<float>(), ctx.step);
+  const kernels::cpu::onednn::PoolGeometry g = pool_geometry(d, is_channels_last(ctx, x), kind() == PoolKind::Max);
+  onednn_pool().forward(g, x.data<float>(), y.data<float>(), ctx.step, planned_workspace(ctx, g));
   return true;
 }
 
@@ -32,8 +40,8 @@ bool Pool2dLayer::backward_onednn(const StepContext& ctx, const Tensor& x, const
     check_reference_layout(*this, ctx, x);
     return false;
   }
-  onednn_pool().backward(pool_geometry(d, is_channels_last(ctx, x), kind() == PoolKind::Max), x.data<float>(),
-                         dy.data<float>(), dx.data<float>(), ctx.step);
+  const kernels::cpu::onednn::PoolGeometry g = pool_geometry(d, is_channels_last(ctx, x), kind() == PoolKind::Max);
+  onednn_pool().backward(g, x.data<float>(), dy.data<float>(), dx.data<float>(), ctx.step, planned_workspace(ctx, g));
   return true;
 }
 

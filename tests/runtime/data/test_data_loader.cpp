@@ -15,6 +15,7 @@
 #include "runtime/data/loader.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/u8_dataset.h"
+#include "runtime/memory_account.h"
 
 using dp::data::Batch;
 using dp::data::Loader;
@@ -288,4 +289,36 @@ TEST(DataLoader, WorkersGiveTheSameBatches) {
   ASSERT_TRUE(l.next(b));
   EXPECT_EQ(b.indices, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_THROW(l.next(b), dp::UserError);
+}
+
+// The batches are charged to the account's input category (whichever thread holds them), each
+// batch_bytes of its format: 11 rows of 18 floats in batches of 4 are two batches of 4 x 18 x 4 +
+// 4 x 4 = 304 bytes and one of 3 x 18 x 4 + 3 x 4 = 228; freed with them. The depth is the
+// prefetch raised to the workers.
+TEST(DataLoader, BatchesAreChargedToInputAtBatchBytes) {
+  using dp::MemoryCategory;
+  using dp::data::BatchFormat;
+  const auto input = [] { return dp::memory_breakdown().live[static_cast<size_t>(MemoryCategory::Input)]; };
+  EXPECT_EQ(dp::data::batch_bytes(BatchFormat::Transformed, 18, 4), 304u);
+  EXPECT_EQ(dp::data::batch_bytes(BatchFormat::RawF32, 18, 3), 228u);
+  EXPECT_EQ(dp::data::batch_bytes(BatchFormat::RawU8, 18, 4), 4u * 18 + 4 * 4);
+  EXPECT_EQ(dp::data::batch_bytes(BatchFormat::Tokens, 8, 2), 2u * 2 * 8 * 4);  // x and y i32 (2, 8)
+  EXPECT_EQ(dp::data::batch_bytes(BatchFormat::RawTokens, 8, 2), 2u * 9 * 2);   // 9 uint16 a row
+  EXPECT_EQ(dp::data::loader_depth(3, 1), 3);
+  EXPECT_EQ(dp::data::loader_depth(3, 8), 8);
+  IndexDataset ds(20);
+  const size_t before = input();
+  {
+    std::vector<Batch> batches;
+    {
+      Loader l(ds, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 4, false, Transform{}, 0, 0, 2);
+      batches = drain(l);
+    }
+    ASSERT_EQ(batches.size(), 3u);
+    for (const Batch& b : batches)
+      EXPECT_EQ(b.x.nbytes() + b.y.nbytes(), dp::data::batch_bytes(BatchFormat::Transformed, 18, b.x.dim(0)));
+    EXPECT_EQ(input() - before, 304u + 304u + 228u);
+    EXPECT_EQ(dp::current_memory_category(), MemoryCategory::Other);  // the consumer's thread is untouched
+  }
+  EXPECT_EQ(input(), before);
 }

@@ -106,6 +106,7 @@ TEST(DataLoaderRaw, TwinOnRawBatchesEqualsTheCpuLoader) {
       EXPECT_EQ(g.indices, w.indices);
       ASSERT_EQ(g.x.dtype(), format == BatchFormat::RawU8 ? DType::U8 : DType::F32);
       ASSERT_EQ(g.x.shape(), w.x.shape());
+      EXPECT_EQ(g.x.nbytes() + g.y.nbytes(), batch_bytes(format, numel, rows));
       ASSERT_EQ(std::memcmp(g.y.raw(), w.y.raw(), w.y.nbytes()), 0) << "labels of batch " << b;
       std::vector<int32_t> packed(static_cast<size_t>(rows * kPackedChoiceInts));
       pack_augment_choices(t, seed, epoch, g.indices.data(), rows, packed.data());

@@ -202,6 +202,7 @@ TEST(TokenLoader, BatchesHoldInputsAndNextTokenTargets) {
             (std::vector<int32_t>{104, 105, 106, 107, 0, 1, 2, 3}));
   EXPECT_EQ(std::vector<int32_t>(b.y.data<int32_t>(), b.y.data<int32_t>() + 8),
             (std::vector<int32_t>{105, 106, 107, 108, 1, 2, 3, 4}));
+  EXPECT_EQ(b.x.nbytes() + b.y.nbytes(), batch_bytes(BatchFormat::Tokens, 4, 2));
   ASSERT_TRUE(host.next(b));
   EXPECT_EQ(b.x.dim(0), 1);
   EXPECT_EQ(b.y.data<int32_t>()[3], 16);
@@ -211,6 +212,7 @@ TEST(TokenLoader, BatchesHoldInputsAndNextTokenTargets) {
   ASSERT_TRUE(raw.next(b));
   ASSERT_EQ(b.x.shape(), (Shape{3, 10}));  // 5 uint16 tokens as bytes
   EXPECT_FALSE(b.y.defined());
+  EXPECT_EQ(b.x.nbytes(), batch_bytes(BatchFormat::RawTokens, 4, 3));
   const auto* t = reinterpret_cast<const uint16_t*>(b.x.data<uint8_t>());
   EXPECT_EQ(std::vector<uint16_t>(t, t + 15),
             (std::vector<uint16_t>{104, 105, 106, 107, 108, 0, 1, 2, 3, 4, 12, 13, 14, 15, 16}));
