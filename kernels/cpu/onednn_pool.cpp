@@ -19,23 +19,45 @@ OnednnPool::~OnednnPool() = default;
 OnednnPool::OnednnPool(OnednnPool&&) noexcept = default;
 OnednnPool& OnednnPool::operator=(OnednnPool&&) noexcept = default;
 
+namespace {
+dnnl::algorithm pool_algorithm(const PoolGeometry& g) {
+  return g.max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+}
+
+// The forward and backward op descriptors of g (floor mode: the right padding that makes oneDNN's
+// output size ours).
+struct PoolDescs {
+  dnnl::pooling_forward::desc fwd;
+  dnnl::pooling_backward::desc bwd;
+};
+PoolDescs pool_descs(const PoolGeometry& g) {
+  const memory::desc src = act_md(g.N, g.C, g.H, g.W, g.nhwc), dst = act_md(g.N, g.C, g.OH, g.OW, g.nhwc);
+  const memory::dims strides{g.stride, g.stride}, kernel{g.KH, g.KW}, pad_l{g.pad, g.pad};
+  const memory::dims pad_r{(g.OH - 1) * g.stride + g.KH - g.H - g.pad, (g.OW - 1) * g.stride + g.KW - g.W - g.pad};
+  return {dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, pool_algorithm(g), src, dst, strides, kernel,
+                                      pad_l, pad_r),
+          dnnl::pooling_backward::desc(pool_algorithm(g), src, dst, strides, kernel, pad_l, pad_r)};
+}
+}  // namespace
+
+size_t pool_workspace_bytes(const PoolGeometry& g) {
+  if (!g.max) return 0;
+  return onednn_call("pooling workspace", [&] {
+    return dnnl::pooling_forward::primitive_desc(pool_descs(g).fwd, scratch_attr(), engine()).workspace_desc().get_size();
+  });
+}
+
 OnednnPool::Entry& OnednnPool::entry(const PoolGeometry& g) {
   if (auto it = entries_.find(g); it != entries_.end()) return *it->second;
   return onednn_call(where_, [&]() -> Entry& {
     auto e = std::make_unique<Entry>();
-    const memory::desc src = act_md(g.N, g.C, g.H, g.W, g.nhwc), dst = act_md(g.N, g.C, g.OH, g.OW, g.nhwc);
-    const memory::dims strides{g.stride, g.stride}, kernel{g.KH, g.KW}, pad_l{g.pad, g.pad};
-    // Floor mode: the right padding that makes oneDNN's output size ours.
-    const memory::dims pad_r{(g.OH - 1) * g.stride + g.KH - g.H - g.pad, (g.OW - 1) * g.stride + g.KW - g.W - g.pad};
-    const auto alg = g.max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+    const PoolDescs d = pool_descs(g);
     const dnnl::primitive_attr attr = scratch_attr();
-    e->fpd = dnnl::pooling_forward::primitive_desc(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, src, dst, strides, kernel, pad_l, pad_r),
-        attr, engine());
-    dnnl::pooling_backward::primitive_desc bpd(
-        dnnl::pooling_backward::desc(alg, src, dst, strides, kernel, pad_l, pad_r), attr, engine(), e->fpd);
+    e->fpd = dnnl::pooling_forward::primitive_desc(d.fwd, attr, engine());
+    dnnl::pooling_backward::primitive_desc bpd(d.bwd, attr, engine(), e->fpd);
     e->fwd = dnnl::pooling_forward(e->fpd);
     e->bwd = dnnl::pooling_backward(bpd);
+    const memory::desc src = e->fpd.src_desc(), dst = e->fpd.dst_desc();
     e->src = unbound(src), e->dst = unbound(dst), e->diff_src = unbound(src), e->diff_dst = unbound(dst);
     if (g.max) e->ws = unbound(e->fpd.workspace_desc());
     e->scratch = unbound(e->fpd.scratchpad_desc());

@@ -21,6 +21,10 @@ struct PoolGeometry {
   auto operator<=>(const PoolGeometry&) const = default;
 };
 
+// Max pooling's forward workspace for g as oneDNN sizes it (its primitive descriptor: u8 or s32
+// indices by the implementation it picks), 0 for average pooling. For the memory plan.
+size_t pool_workspace_bytes(const PoolGeometry& g);
+
 class OnednnPool {
  public:
   explicit OnednnPool(std::string where);  // "layer 'pool1' (maxpool2d)", for errors
