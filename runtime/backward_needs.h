@@ -31,6 +31,9 @@ struct NeedsQuery {
   MemoryPath path = MemoryPath::CpuReference;
   Epilogue epilogue = Epilogue::None;
   bool training = true;
+  // 4-D activations stored NHWC: a CPU graph under oneDNN whose layers all take it
+  // (runtime/step_memory.h cpu_channels_last); a library's workspace may depend on the layout.
+  bool channels_last = false;
 };
 
 }  // namespace dp

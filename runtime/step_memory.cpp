@@ -17,7 +17,10 @@ std::vector<int> sources_of(const Graph& g, const std::vector<NodePlan>& plan, s
 }
 
 NeedsQuery needs_query(const Graph& g, const StepMemoryQuery& q, size_t i) {
-  NeedsQuery nq{.dtype = q.activations, .path = q.path, .epilogue = q.fusion[i].epilogue};
+  NeedsQuery nq{.dtype = q.activations,
+                .path = q.path,
+                .epilogue = q.fusion[i].epilogue,
+                .channels_last = cpu_channels_last(g, q.path, q.activations)};
   for (int src : sources_of(g, q.fusion, i))
     nq.in.push_back(with_batch(q.batch, src < 0 ? g.input_shape() : g.nodes()[static_cast<size_t>(src)].out_shape));
   nq.out = with_batch(q.batch, g.nodes()[i].out_shape);
@@ -161,10 +164,14 @@ GraphArena graph_arena(const StepMemoryPlan& p) {
   return a;
 }
 
-bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations) {
+bool cpu_channels_last(const Graph& g, MemoryPath path, DType activations) {
   const auto nhwc = [](const Graph::Node& n) { return n.layer->cpu_channels_last(); };
-  return path == MemoryPath::CpuOnednn && activations == DType::F32 && g.input_shape().size() == 3 &&
-         g.input_shape()[0] > 1 && std::all_of(g.nodes().begin(), g.nodes().end(), nhwc);
+  return path == MemoryPath::CpuOnednn && activations == DType::F32 &&
+         std::all_of(g.nodes().begin(), g.nodes().end(), nhwc);
+}
+
+bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations) {
+  return cpu_channels_last(g, path, activations) && g.input_shape().size() == 3 && g.input_shape()[0] > 1;
 }
 
 std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,

@@ -55,8 +55,10 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q);
 // to write: Graph::loss_gradient). Pure.
 GraphArena graph_arena(const StepMemoryPlan& p);
 
-// Whether a CPU graph on `path` copies its model input channels last (Graph::model_input): f32 on
-// oneDNN, every layer taking NHWC, a 4-D input of more than one channel. Pure.
+// Whether a CPU graph on `path` stores its 4-D activations channels last (Graph::plan_cpu's rule:
+// f32 on oneDNN, every layer taking NHWC), and whether it then copies its model input channels
+// last (Graph::model_input: a 4-D input of more than one channel). Pure.
+bool cpu_channels_last(const Graph& g, MemoryPath path, DType activations);
 bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations);
 
 // The fusion plan the graph would run with: `gpu_fusion` on a GPU path (FusionPath::Gpu, or

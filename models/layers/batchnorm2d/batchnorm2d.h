@@ -110,9 +110,9 @@ class BatchNorm2d : public Layer {
   PimplPtr<OnednnState> dnnl_;
   OnednnState& onednn_state();
   void forward_onednn(const StepContext& ctx, const Tensor& x, Tensor& y);
-  // The fused ReLU's workspace for a batch of N as oneDNN sizes it (its primitive descriptor), the
-  // larger of NCHW and NHWC: for backward_needs.
-  size_t onednn_relu_workspace_bytes(int64_t N) const;
+  // The fused ReLU's workspace for a batch of N in that layout as oneDNN sizes it (its primitive
+  // descriptor): for backward_needs.
+  size_t onednn_relu_workspace_bytes(int64_t N, bool nhwc) const;
   void backward_onednn(const StepContext& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);
 };
 

@@ -1,7 +1,7 @@
 // defines: BatchNorm2d::backward_needs — what batch norm's backward reads of its forward.
 //   reference: its input only (the statistics are recomputed from it, batchnorm2d.cpp);
 //   oneDNN (not SyncBN): its input and the batch mean and variance (2 C f32), and with a folded
-//     ReLU oneDNN's ReLU workspace as oneDNN sizes it (a bit an element in its JIT kernels; the
+//     ReLU oneDNN's ReLU workspace as oneDNN sizes it for the graph's layout (a byte or a bit an element; the
 //     output itself is not read), in that order (batchnorm2d_onednn.cpp bind_kept);
 //   CUDA (cuDNN, own, cudnn_ex): its input and the saved mean and 1/std (2 C f32); with a folded
 //     ReLU or add+ReLU also its output (g = dy * (y > 0), batchnorm_relu_mask), and under a plain
@@ -17,7 +17,7 @@ BackwardNeeds BatchNorm2d::backward_needs(const NeedsQuery& q) const {
   const bool relu = q.epilogue == Epilogue::Relu || q.epilogue == Epilogue::AddRelu;
   if (q.path == MemoryPath::CpuOnednn && !sync_) {
     n.kept_bytes = stats;
-    if (relu) n.kept_bytes += onednn_relu_workspace_bytes(q.out.at(0));
+    if (relu) n.kept_bytes += onednn_relu_workspace_bytes(q.out.at(0), q.channels_last);
   } else if (q.path == MemoryPath::Cuda) {
     n.kept_bytes = stats;
     n.output = relu;

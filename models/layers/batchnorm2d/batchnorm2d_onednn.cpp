@@ -10,7 +10,6 @@
 // live in the step plan's kept bytes (StepContext::mem; backward_needs), or the layer's own when
 // it runs alone.
 // Determinism: oneDNN reduces the statistics per thread and then in a fixed order.
-#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -53,17 +52,11 @@ dnnl::normalization_flags bn_flags(bool training, bool relu) {
 }
 }  // namespace
 
-size_t BatchNorm2d::onednn_relu_workspace_bytes(int64_t N) const {
+size_t BatchNorm2d::onednn_relu_workspace_bytes(int64_t N, bool nhwc) const {
   return dn::onednn_call(layer_str(*this) + " workspace", [&] {
-    size_t bytes = 0;
-    for (bool nhwc : {false, true}) {
-      const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, dn::act_md(N, C_, H_, W_, nhwc),
-                                                      static_cast<float>(eps_), bn_flags(true, true));
-      bytes = std::max(bytes, dnnl::batch_normalization_forward::primitive_desc(d, dn::scratch_attr(), dn::engine())
-                                  .workspace_desc()
-                                  .get_size());
-    }
-    return bytes;
+    const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, dn::act_md(N, C_, H_, W_, nhwc),
+                                                    static_cast<float>(eps_), bn_flags(true, true));
+    return dnnl::batch_normalization_forward::primitive_desc(d, dn::scratch_attr(), dn::engine()).workspace_desc().get_size();
   });
 }
 

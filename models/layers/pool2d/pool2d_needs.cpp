@@ -1,12 +1,10 @@
 // defines: Pool2dLayer::backward_needs — what max and average pooling's backward read.
 //   max, reference: its input (the argmax is found again, pool2d_common.cpp);
-//   max, oneDNN: the argmax workspace of the forward (as oneDNN sizes it for these shapes: u8 or
-//     s32 indices; the larger of the NCHW and NHWC layouts, which the graph picks) and its input
+//   max, oneDNN: the argmax workspace of the forward (as oneDNN sizes it for these shapes and
+//     the graph's layout: u8 or s32 indices) and its input
 //     (the workspace is keyed on it, and recomputed from it for another input, onednn_pool.cpp);
 //   average, reference and oneDNN: nothing (dy spread over each window);
 //   CUDA, both: its input and its output (cudnnPoolingBackward takes y and x).
-#include <algorithm>
-
 #include "models/layers/pool2d/pool2d_common.h"
 
 namespace dp::models {
@@ -15,12 +13,11 @@ BackwardNeeds Pool2dLayer::backward_needs(const NeedsQuery& q) const {
   if (q.path == MemoryPath::Cuda) return {.input = true, .output = true};
   if (kind() != PoolKind::Max) return {};
   BackwardNeeds n{.input = true};
-  if (q.path == MemoryPath::CpuOnednn)
-    for (bool nhwc : {false, true}) {
-      const int64_t N = q.out.at(0);
-      const kernels::cpu::onednn::PoolGeometry g{N, d_.C, d_.H, d_.W, d_.K, d_.K, d_.stride, d_.pad, d_.OH, d_.OW, nhwc, true};
-      n.kept_bytes = std::max(n.kept_bytes, kernels::cpu::onednn::pool_workspace_bytes(g));
-    }
+  if (q.path == MemoryPath::CpuOnednn) {
+    const kernels::cpu::onednn::PoolGeometry g{q.out.at(0), d_.C,  d_.H,   d_.W,  d_.K,           d_.K,
+                                               d_.stride,   d_.pad, d_.OH, d_.OW, q.channels_last, true};
+    n.kept_bytes = kernels::cpu::onednn::pool_workspace_bytes(g);
+  }
   return n;
 }
 
