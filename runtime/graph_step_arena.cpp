@@ -29,7 +29,8 @@ void Graph::place_step_arena(int64_t batch, DType act) {
                             .activations = act,
                             .path = onednn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference,
                             .fusion = plan_,
-                            .alignment = kStepArenaAlignment};
+                            .alignment = kStepArenaAlignment,
+                            .channels_last = cpu_channels_last_ && act == DType::F32};  // cpu_context's
     const StepMemoryPlan plan = plan_step_memory(*this, q);
     GraphArena places = graph_arena(plan);
     // A single output beyond the machine is named as the allocation of that output would name it.

@@ -16,11 +16,15 @@ std::vector<int> sources_of(const Graph& g, const std::vector<NodePlan>& plan, s
   return s;
 }
 
+bool nhwc_of(const Graph& g, const StepMemoryQuery& q) {
+  return q.channels_last.value_or(cpu_channels_last(g, q.path, q.activations));
+}
+
 NeedsQuery needs_query(const Graph& g, const StepMemoryQuery& q, size_t i) {
   NeedsQuery nq{.dtype = q.activations,
                 .path = q.path,
                 .epilogue = q.fusion[i].epilogue,
-                .channels_last = cpu_channels_last(g, q.path, q.activations)};
+                .channels_last = nhwc_of(g, q)};
   for (int src : sources_of(g, q.fusion, i))
     nq.in.push_back(with_batch(q.batch, src < 0 ? g.input_shape() : g.nodes()[static_cast<size_t>(src)].out_shape));
   nq.out = with_batch(q.batch, g.nodes()[i].out_shape);
@@ -133,7 +137,7 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
   p.gradients_end = p.tensors.size();
   p.loss_gradient = static_cast<int>(p.tensors.size());
   add_loss_tensors(g, q, p.tensors);
-  if (cpu_input_copied(g, q.path, q.activations)) {
+  if (nhwc_of(g, q) && g.input_shape().size() == 3 && g.input_shape()[0] > 1) {  // cpu_input_copied
     p.input_copy = static_cast<int>(p.tensors.size());
     add_input_copy(g, q, nodes, p.tensors);
   }

@@ -10,6 +10,7 @@
 // host's layer declares what it keeps with its epilogue set (set here for the query, and put back).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct StepMemoryQuery {
   MemoryPath path = MemoryPath::CpuReference;
   std::vector<NodePlan> fusion;    // the device's folding plan (unfused_plan when nothing folds)
   size_t alignment = 256;          // each tensor's offset (the input-gradient arena's)
+  // The CPU graph's layout when the caller knows it (Graph::place_step_arena: its own plan's);
+  // unset: cpu_channels_last's rule, what the graph would plan.
+  std::optional<bool> channels_last;
 };
 
 struct StepMemoryPlan {
