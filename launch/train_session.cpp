@@ -562,13 +562,7 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   const Tensor z = score_rows(logits), y = label_rows(b.y);
   const int64_t classes = models::output_width(*model_);  // V; a padded LM head's rows are longer
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
-  if (!gpu_) {  // on the CPU the step plan's place for it (Graph::loss_gradient), when it has one
-    const Tensor planned = model_->loss_gradient();
-    const bool use = planned.defined() && planned.shape() == logits.shape();
-    if (use) dz = planned;
-    else if (dlogits_planned_) dz = Tensor();  // a view of an earlier plan's bytes: not ours any more
-    dlogits_planned_ = use;
-  }
+  if (!gpu_) dz = model_->loss_gradient();  // on the CPU the step plan's place for it (a view of the arena)
   ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
@@ -1040,17 +1034,20 @@ void TrainSession::report_memory_breakdown() {
              plan_.batch_size, memory_vs_plan_table(planned, measured_by_planned_category(b, master, gpu_ != nullptr)));
   // On a GPU the account by layer; on the CPU every activation is in the step plan's arena, so its
   // largest tensors (bytes shared by lifetime).
-  std::string top = gpu_ ? "the layers holding the most (their outputs, their backward's input gradients, their own "
-                           "tensors):"
-                         : "the step plan's largest tensors (in one arena: tensors that are never live together share "
-                           "bytes):";
-  if (!gpu_)
-    for (const LargeTensor& t : planned.largest)
-      top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", t.name, t.layer, static_cast<double>(t.bytes) / 1048576.0);
-  for (const auto& [node, bytes] : gpu_ ? memory_by_node(10) : std::vector<std::pair<int, size_t>>{}) {
-    if (node >= static_cast<int>(model_->nodes().size())) continue;
-    const Layer& l = *model_->nodes()[static_cast<size_t>(node)].layer;
-    top += fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", l.name(), l.type(), static_cast<double>(bytes) / 1048576.0);
+  const auto line = [](const std::string& name, const std::string& kind, size_t bytes) {
+    return fmt::format("\n  {:<28} {:<16} {:>10.1f} MiB", name, kind, static_cast<double>(bytes) / 1048576.0);
+  };
+  std::string top;
+  if (gpu_) {
+    top = "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
+    for (const auto& [node, bytes] : memory_by_node(10))
+      if (node < static_cast<int>(model_->nodes().size())) {
+        const Layer& l = *model_->nodes()[static_cast<size_t>(node)].layer;
+        top += line(l.name(), l.type(), bytes);
+      }
+  } else {
+    top = "the step plan's largest tensors (in one arena: tensors that are never live together share bytes):";
+    for (const LargeTensor& t : planned.largest) top += line(t.name, t.layer, t.bytes);
   }
   lg()->info("{}", top);
   // On a GPU the same figures go to metrics.jsonl (beside the run's "device" line); a CPU run's

@@ -221,7 +221,6 @@ class TrainSession {
   std::optional<StopRequest> stop_request_;
   // The loss gradient w.r.t. the logits (on the CPU; on the GPU).
   Tensor dlogits_, dlogits_dev_;
-  bool dlogits_planned_ = false;  // dlogits_ is the model's step arena's (Graph::loss_gradient)
   DeviceInputPtr train_input_;  // the GPU's input pipeline (pinned slots, device slots)
   std::unique_ptr<SyntheticInput> synth_input_;  // or synthetic batches made on the GPU
 };

@@ -3,13 +3,13 @@
 // into their producers on FusionPath::CpuOnednn (the GPU plan's rules, adopted the same way:
 // graph_fusion.cpp); the step context that carries the plan to the layers; the layout changes at
 // the graph's edges.
-#include <algorithm>
 
 #include "kernels/cpu/bf16_isa.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/layout.h"
 #include "runtime/cpu_gemm_choice.h"
 #include "runtime/graph.h"
+#include "runtime/step_memory.h"
 
 namespace dp {
 
@@ -25,8 +25,7 @@ void Graph::plan_cpu(DType dtype) {
   DP_CHECK(device_.is_cpu(), "CPU plan of a graph on {}", device_.str());
   const bool onednn = cpu_backend_ == CpuBackend::OneDnn && dtype == DType::F32;
   adopt_plan(onednn ? plan_fusion(fusion_wiring(FusionPath::CpuOnednn)) : unfused_plan(nodes_.size()));
-  cpu_channels_last_ = onednn && std::all_of(nodes_.begin(), nodes_.end(),
-                                             [](const Node& n) { return n.layer->cpu_channels_last(); });
+  cpu_channels_last_ = cpu_channels_last(*this, onednn ? MemoryPath::CpuOnednn : MemoryPath::CpuReference, dtype);
   cpu_plan_dtype_ = dtype;
   cpu_planned_ = true;
 }
@@ -78,7 +77,7 @@ StepContext Graph::cpu_context(const StepContext& ctx) {
 }
 
 const Tensor& Graph::model_input(const Tensor& x) {
-  if (!cpu_channels_last_ || x.ndim() != 4 || x.dim(1) == 1) return x;  // one channel: NHWC is NCHW
+  if (!input_copied_channels_last(input_shape_, cpu_channels_last_)) return x;
   if (Tensor place = input_copy_place(x.shape(), x.dtype()); place.defined()) input_nhwc_ = place;  // the plan's
   change_layout(input_nhwc_, x, true);
   return input_nhwc_;

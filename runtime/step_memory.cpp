@@ -137,7 +137,7 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
   p.gradients_end = p.tensors.size();
   p.loss_gradient = static_cast<int>(p.tensors.size());
   add_loss_tensors(g, q, p.tensors);
-  if (nhwc_of(g, q) && g.input_shape().size() == 3 && g.input_shape()[0] > 1) {  // cpu_input_copied
+  if (input_copied_channels_last(g.input_shape(), nhwc_of(g, q))) {
     p.input_copy = static_cast<int>(p.tensors.size());
     add_input_copy(g, q, nodes, p.tensors);
   }
@@ -174,8 +174,8 @@ bool cpu_channels_last(const Graph& g, MemoryPath path, DType activations) {
          std::all_of(g.nodes().begin(), g.nodes().end(), nhwc);
 }
 
-bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations) {
-  return cpu_channels_last(g, path, activations) && g.input_shape().size() == 3 && g.input_shape()[0] > 1;
+bool input_copied_channels_last(const Shape& input, bool channels_last) {
+  return channels_last && input.size() == 3 && input[0] > 1;
 }
 
 std::vector<NodePlan> device_fusion_plan(const Graph& g, MemoryPath path, DType activations, bool gpu_fusion,

@@ -59,11 +59,12 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q);
 // to write: Graph::loss_gradient). Pure.
 GraphArena graph_arena(const StepMemoryPlan& p);
 
-// Whether a CPU graph on `path` stores its 4-D activations channels last (Graph::plan_cpu's rule:
-// f32 on oneDNN, every layer taking NHWC), and whether it then copies its model input channels
-// last (Graph::model_input: a 4-D input of more than one channel). Pure.
+// Whether a CPU graph on `path` stores its 4-D activations channels last (the rule Graph::plan_cpu
+// runs: f32 on oneDNN, every layer taking NHWC), and whether a graph with that layout copies a
+// model input of per-sample shape `input` (Graph::model_input: 4-D with more than one channel;
+// one channel: NHWC is NCHW). Pure.
 bool cpu_channels_last(const Graph& g, MemoryPath path, DType activations);
-bool cpu_input_copied(const Graph& g, MemoryPath path, DType activations);
+bool input_copied_channels_last(const Shape& input, bool channels_last);
 
 // The fusion plan the graph would run with: `gpu_fusion` on a GPU path (FusionPath::Gpu, or
 // GpuCudnnGraph when `cudnn_graph`), oneDNN's on the CPU with f32; else nothing folded.
