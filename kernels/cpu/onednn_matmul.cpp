@@ -116,10 +116,17 @@ namespace {
 
 // acc (n) += columns [c0, c0 + n) of each of dy's M rows (M, O), the rows in order. Vectorised
 // over the columns only: every column's sum is the same additions in the same order on any clone.
+// A slab narrower than the row reads a piece of each row and jumps: the hardware prefetcher loses
+// the stream at every page (9-10 GB/s against 34 for whole rows, one Zen 5 core), so such a slab
+// asks for the piece kAhead rows on itself (22-28 GB/s).
 [[gnu::always_inline]] inline void add_rows_f64_body(double* acc, const float* dy, int64_t M, int64_t O, int64_t c0,
                                                      int64_t n) {
+  constexpr int64_t kAhead = 4, kLine = 16;  // rows ahead; floats in a 64-byte line
+  const bool piece = n < O;
   for (int64_t m = 0; m < M; ++m) {
     const float* row = dy + m * O + c0;
+    if (piece && m + kAhead < M)
+      for (int64_t c = 0; c < n; c += kLine) __builtin_prefetch(row + kAhead * O + c);
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) acc[c] += row[c];
   }
@@ -130,11 +137,12 @@ DP_VECTOR_CLONES(void, add_rows_f64, (double* acc, const float* dy, int64_t M, i
 }  // namespace
 
 void bias_grad_add(float* db, const float* dy, int64_t M, int64_t O) {
-  // Slabs of columns, one per thread where O allows (at most kSlab, so the f64 sums stay in L1):
-  // each slab streams the rows in order, contiguous reads, and no two threads share a column.
-  // A column's sum does not depend on the slab width, so the result is the same on any thread
-  // count. (Blocks of 64 columns read the rows 256 bytes at a time, 3-4x slower at M = 4096.)
-  constexpr int64_t kSlab = 512, kAlign = 16;
+  // Slabs of columns, one per thread where O allows (at most kSlab: the f64 sums, 16 KiB, stay in
+  // any of these cores' L1): each slab streams the rows in order, and no two threads share a
+  // column. One thread takes whole rows up to kSlab columns (GPT's widest, 1,536, 3.5x faster than
+  // in slabs of 512). A column's sum does not depend on the slab width, so the result is the same
+  // on any thread count. (Blocks of 64 columns read the rows 256 bytes at a time, 3-4x slower.)
+  constexpr int64_t kSlab = 2048, kAlign = 16;
   const int64_t threads = M * O > (1 << 15) ? omp_get_max_threads() : 1;
   const int64_t even = ((O + threads - 1) / threads + kAlign - 1) / kAlign * kAlign;
   const int64_t width = std::clamp<int64_t>(even, kAlign, kSlab), slabs = (O + width - 1) / width;

@@ -1,6 +1,7 @@
 // The linear layer's bias gradient on the oneDNN backend: column sums of dy in f64, the rows in
 // order, added to db. Checked against the plain loop bit for bit, on shapes that cover a partial
-// slab, several slabs and the single-threaded small case, at 1 and 2 threads.
+// slab, whole rows on one thread, several slabs (wider than a slab: 4,133 columns) and the
+// single-threaded small case, at 1 and 2 threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -27,7 +28,7 @@ TEST(OneDnnBiasGrad, EqualsTheRowOrderF64SumBitForBitOnAnyThreadCount) {
   const int saved = omp_get_max_threads();
   Rng rng(5, 1);
   for (const auto& [M, O] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {64, 65}, {257, 384},
-                                                                     {300, 1153}, {4096, 1536}}) {
+                                                                     {300, 1153}, {4096, 1536}, {40, 4133}}) {
     std::vector<float> dy(M * O), db0(O);
     for (float& v : dy) v = static_cast<float>(rng.uniform() * 2 - 1) * 1e3f;  // cancellation shows order
     for (float& v : db0) v = static_cast<float>(rng.uniform());
