@@ -13,9 +13,10 @@ using I = dnnl::cpu_isa;
 // oneDNN's ISA values are bit sets, each containing the bits of what it extends.
 bool has(I isa, I want) { return (static_cast<unsigned>(isa) & static_cast<unsigned>(want)) == static_cast<unsigned>(want); }
 
-CloneIsa from_onednn(I isa) {
+// The AVX2 clones use FMA too (isa.h), so a CPU with AVX2 and without FMA runs the baseline ones.
+CloneIsa from_onednn(I isa, bool fma) {
   if (has(isa, I::avx512_core)) return CloneIsa::Avx512;
-  if (has(isa, I::avx2)) return CloneIsa::Avx2;
+  if (has(isa, I::avx2) && fma) return CloneIsa::Avx2;
   return CloneIsa::Baseline;
 }
 
@@ -25,7 +26,7 @@ std::atomic<int> g_limit{-1};  // a ScopedCloneIsa's, or -1
 
 CloneIsa cpu_clone_isa() {
   // oneDNN reads ONEDNN_MAX_CPU_ISA (DNNL_MAX_CPU_ISA) on this first query and keeps it.
-  static const CloneIsa isa = from_onednn(dnnl::get_effective_cpu_isa());
+  static const CloneIsa isa = from_onednn(dnnl::get_effective_cpu_isa(), __builtin_cpu_supports("fma"));
   return isa;
 }
 

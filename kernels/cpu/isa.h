@@ -1,12 +1,15 @@
 // defines: CloneIsa (the instruction sets the CPU loops of our own are compiled for), clone_isa()
 // (the one this process runs: oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA limits both),
 // clone_isa_name, onednn_isa_name, and the two macros that give a host loop its clones:
-//   DP_VECTOR_CLONES(ret, name, params, args)  AVX-512, AVX2 and baseline clones of name##_body
+//   DP_VECTOR_CLONES(ret, name, params, args)  AVX-512, AVX2 (with FMA) and baseline clones of name##_body
 //   DP_FMA_CLONES(ret, name, params, args)     x86-64-v3 (AVX2 + FMA) and baseline clones
 // Each macro defines `ret name params`, which calls the clone for clone_isa(), and
 // `name##_clone(CloneIsa)`, the clone for a given ISA, so a test can run every clone the CPU has
 // and compare them. The body is an always-inline function, `name##_body`, written before the
 // macro: inlined into each clone, it is compiled (vectorised) for that clone's instruction set.
+// The AVX2 clone has FMA too: every AVX2 CPU has it (Haswell, Zen and after) and oneDNN's avx2
+// kernels use it; a body that wants the same bits on every clone writes its multiply-adds as
+// fp::fma (kernels/host_device.h) and is built with -ffp-contract=off, or has none.
 //
 // Why not GCC's target_clones: its resolver picks the clone from the CPU alone, at load time, and
 // nothing can pin it; a CI run on an AVX-512 machine could then never run the AVX2 clones that an
@@ -55,7 +58,7 @@ bool onednn_has_avx512_core();
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
 #define DP_VECTOR_CLONES(ret, name, params, args)                                               \
   __attribute__((target("avx512f"))) inline ret name##_avx512_ params { return name##_body args; } \
-  __attribute__((target("avx2"))) inline ret name##_avx2_ params { return name##_body args; }      \
+  __attribute__((target("avx2,fma"))) inline ret name##_avx2_ params { return name##_body args; }  \
   inline ret name##_baseline_ params { return name##_body args; }                               \
   DP_ISA_CLONE_DISPATCH_(ret, name, params)                                                     \
   inline ret name params { return name##_clone(::dp::kernels::cpu::clone_isa()) args; }

@@ -4,6 +4,7 @@
 
 #include "base/half.h"
 #include "kernels/cpu/exp_nonpositive.h"
+#include "kernels/host_device.h"
 
 namespace dp::kernels::cpu {
 namespace {
@@ -25,12 +26,16 @@ struct Sigmoid {
   return {f32_from_bits((ib & ~negative) | (sb & negative)), f32_from_bits((sb & ~negative) | (ib & negative))};
 }
 
+// u = sqrt(2/pi) (v + 0.044715 v^3), v2 = v^2; the multiply-adds fused (fp::fma, as in
+// exp_nonpositive): the same bits on every clone, one instruction each on AVX2 and AVX-512.
+[[gnu::always_inline]] inline float inner(float v, float v2) { return kSqrt2OverPi * fp::fma(kCubic * v2, v, v); }
+
 [[gnu::always_inline]] inline void forward_body(float* y, const float* x, int64_t n) {
   // simd: y may alias x; each element is read before it is written, so no check for overlap.
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    y[i] = v * sigmoid_2u(kSqrt2OverPi * (v + kCubic * v * v * v)).s;
+    y[i] = v * sigmoid_2u(inner(v, v * v)).s;
   }
 }
 DP_VECTOR_CLONES(void, forward, (float* y, const float* x, int64_t n), (y, x, n))
@@ -39,9 +44,9 @@ DP_VECTOR_CLONES(void, forward, (float* y, const float* x, int64_t n), (y, x, n)
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i], v2 = v * v;
-    const Sigmoid g = sigmoid_2u(kSqrt2OverPi * (v + kCubic * v2 * v));
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v2);
-    dx[i] = dy[i] * (g.s + 2.0f * v * g.s * g.one_minus_s * du);
+    const Sigmoid g = sigmoid_2u(inner(v, v2));
+    const float du = kSqrt2OverPi * fp::fma(3.0f * kCubic, v2, 1.0f);
+    dx[i] = dy[i] * fp::fma(2.0f * v * g.s * g.one_minus_s, du, g.s);
   }
 }
 DP_VECTOR_CLONES(void, backward, (float* dx, const float* dy, const float* x, int64_t n), (dx, dy, x, n))

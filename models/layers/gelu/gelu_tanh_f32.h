@@ -8,7 +8,8 @@
 //   dy/dx = s + 2 x s (1 - s) du/dx,   du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // with e = e^(-2|u|) <= 1: s = 1/(1+e) and 1 - s = e/(1+e) for u >= 0, swapped for u < 0, so
 // neither cancels. Each element's result is the same bits on every ISA clone (kernels/cpu/isa.h:
-// no fused multiply-adds, the file is built with -ffp-contract=off) and for any thread count;
+// the multiply-adds are explicit fused ones, fp::fma, and the file is built with -ffp-contract=off
+// so the compiler fuses nothing else) and for any thread count;
 // within 4e-7 (1 + x^2) of the f64 reference (tests/models/layers/gelu/test_gelu_tanh_f32.cpp).
 // A NaN input gives NaN.
 #pragma once
