@@ -9,11 +9,13 @@ namespace {
 
 // buf is read and written only with momentum (the CUDA kernel's rule too), and not read on the
 // first step, when it is (re)initialised.
+// The scalars copied first, as in optim_adamw.cpp, so the loop vectorises.
 [[gnu::always_inline]] inline void sgd_chunk_body(float* p, const float* g, float* buf, int64_t n, const SgdScalars& s) {
-  if (s.momentum == 0.0f) buf = nullptr;
+  const SgdScalars sc = s;
+  if (sc.momentum == 0.0f) buf = nullptr;
   for (int64_t i = 0; i < n; ++i) {
-    float b = buf && !s.first_step ? buf[i] : 0.0f;
-    sgd_update(p[i], g[i], b, s);
+    float b = buf && !sc.first_step ? buf[i] : 0.0f;
+    sgd_update(p[i], g[i], b, sc);
     if (buf) buf[i] = b;
   }
 }
