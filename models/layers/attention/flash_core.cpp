@@ -109,9 +109,10 @@ struct FwdBufs {
 
 // The kept probabilities of query tile [q0, q0 + rq): row i's piece of key tile kb in s (row
 // stride ld, as P's) holds e^(scale s - mt) with mt the running max then; P = that e^(mt - m) / l
-// now that the tile's m and l are final.
-void store_kept(float* P, const float* s, int64_t ld, const float* mt, const float* m, const float* l, int64_t rq,
-                int64_t q0) {
+// now that the tile's m and l are final. Inline, so each clone compiles it with its own vectors and
+// FMA (out of line it was baseline code, and exp_nonpositive's fp::fma a libm call there).
+[[gnu::always_inline]] inline void store_kept(float* P, const float* s, int64_t ld, const float* mt, const float* m,
+                                             const float* l, int64_t rq, int64_t q0) {
   for (int64_t i = 0; i < rq; ++i)
     for (int64_t k0 = 0; k0 <= q0; k0 += kTile) {
       const float f = exp_nonpositive(mt[k0 + i] - m[i]) / l[i];
