@@ -14,18 +14,27 @@
 namespace dp::data {
 namespace {
 
-// The value of `key` in the header dict: a quoted string, True/False, or a parenthesised tuple.
+// The value of `key` in the header dict as written: a quoted string, True/False, or a parenthesised tuple.
 std::string dict_value(const std::string& header, const std::string& key, const std::string& path) {
   const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
   std::smatch m;
   if (!std::regex_search(header, m, re))
     DP_THROW_USER("{}: the .npy header has no '{}' (header: {})", path, key, header);
-  std::string v = m[1].str();
-  if (v.front() == '\'' || v.front() == '"') v = v.substr(1, v.size() - 2);
-  return v;
+  return m[1].str();
 }
 
+// The header's `descr`: a quoted string (numpy writes no other form for the dtypes we read).
+std::string descr_value(const std::string& header, const std::string& path) {
+  const std::string v = dict_value(header, "descr", path);
+  if (v.front() != '\'' && v.front() != '"')
+    DP_THROW_USER("{}: the descr {} in the .npy header is not a quoted dtype string", path, v);
+  return v.substr(1, v.size() - 2);
+}
+
+// The header's `shape`: a tuple of non-negative integers, "()" for a scalar.
 std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& path) {
+  if (tuple.front() != '(')  // the regex ends a tuple at its ')': only a quoted string can get here
+    DP_THROW_USER("{}: the shape {} in the .npy header is not a tuple", path, tuple);
   std::vector<int64_t> out;
   std::string num;
   for (char c : tuple.substr(1, tuple.size() - 2) + ",") {
@@ -108,8 +117,11 @@ NpyArray read_npy(const std::string& path) {
   if (b.size() < data_at) DP_THROW_USER("{}: truncated: the .npy header needs {} bytes, the file has {}", path, data_at, b.size());
   const std::string header(b.begin() + 8 + len_bytes, b.begin() + data_at);
   NpyArray a;
-  a.descr = dict_value(header, "descr", path);
-  if (dict_value(header, "fortran_order", path) == "True")
+  a.descr = descr_value(header, path);
+  const std::string fortran = dict_value(header, "fortran_order", path);
+  if (fortran != "True" && fortran != "False")
+    DP_THROW_USER("{}: the fortran_order {} in the .npy header is not True or False", path, fortran);
+  if (fortran == "True")
     DP_THROW_USER("{}: the array is in Fortran order; save it in C order (numpy.ascontiguousarray)", path);
   a.shape = parse_shape(dict_value(header, "shape", path), path);
   const int item = a.descr == "<f4" ? 4 : a.descr == "<f2" ? 2 : a.descr == "|u1" ? 1 : int_bytes(a.descr);

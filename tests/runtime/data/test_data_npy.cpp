@@ -131,3 +131,31 @@ TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
                                                           "header is damaged");
   }
 }
+
+// Header values of the wrong kind (CI's fuzz_npy, 2026-11-30): a shape written as the empty string
+// '' threw std::out_of_range from std::string::substr and aborted dptrain; a shape, descr or
+// fortran_order of another kind than numpy writes is an error naming the file and the value.
+TEST(Npy, HeaderValuesOfTheWrongKindAreErrorsNamingTheFile) {
+  TempDir d("dp-test-npy");
+  const auto raw = [&](const std::string& header) {
+    std::string h = header;
+    h.append(64 - (10 + h.size() + 1) % 64, ' ');
+    h += '\n';
+    {
+      std::ofstream f(d / "kind.npy", std::ios::binary);
+      f.write("\x93NUMPY\x01\x00", 8);
+      const uint16_t len = static_cast<uint16_t>(h.size());
+      f.write(reinterpret_cast<const char*>(&len), 2);
+      f << h << std::string(12, '\0');
+    }
+    return user_error([&] { dp::data::read_npy(d / "kind.npy"); });
+  };
+  for (const std::string shape : {"''", "'x'", "'(3,)'", "\"\""})
+    EXPECT_EQ(raw("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }"),
+              d / "kind.npy" + ": the shape " + shape + " in the .npy header is not a tuple");
+  EXPECT_EQ(raw("{'descr': True, 'fortran_order': False, 'shape': (3,), }"),
+            d / "kind.npy" + ": the descr True in the .npy header is not a quoted dtype string");
+  EXPECT_EQ(raw("{'descr': '<f4', 'fortran_order': 'True', 'shape': (3,), }"),
+            d / "kind.npy" + ": the fortran_order 'True' in the .npy header is not True or False");
+  EXPECT_EQ(raw("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"), "no error");  // the same file, well formed
+}
