@@ -84,6 +84,15 @@ std::unique_ptr<Dataset> open_fashion_mnist(const std::string& dir, bool train);
 // test_batch.bin, or the tarball's cifar-10-batches-bin/ folder. Samples (3, 32, 32).
 std::unique_ptr<Dataset> open_cifar10(const std::string& dir, bool train);
 
+// The most values one sample of a data set read from a file may hold: 2^32 (16 GiB in f32). A
+// file of n samples holds n x that many values, so only a header that says "no samples" can name a
+// larger one, and then it is damaged; dptrain would fail later, planning the model's shapes.
+inline constexpr int64_t kMaxSampleValues = int64_t{1} << 32;
+
+// UserError naming `path` when one sample of `shape` (each dimension >= 0 and below 2^63) holds
+// more than kMaxSampleValues values; the count is exact (no int64 product that could wrap).
+void check_sample_values(const std::string& path, const Shape& shape);
+
 // n samples of `sample_shape` computed on the fly from (seed, index): deterministic, no memory
 // per sample, learnable (the label decides the mean of the inputs). See synthetic.cpp.
 std::unique_ptr<Dataset> make_synthetic(int64_t n, Shape sample_shape, int num_classes, uint64_t seed);

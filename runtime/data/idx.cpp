@@ -144,6 +144,7 @@ std::unique_ptr<Dataset> open_idx(const std::string& images_path, const std::str
   IdxFile im = read_idx(images_path, kIdxImagesMagic, kIdxColourImagesMagic, "an IDX image file");
   bool channels_last = false;
   const Shape shape = idx_sample_shape(images_path, im, channels_last);
+  check_sample_values(images_path, shape);
   check_payload(images_path, im, "pixels");
   IdxFile lb = read_idx(labels_path, kIdxLabelsMagic, kIdxIntLabelsMagic, "an IDX label file");
   check_payload(labels_path, lb, "labels", lb.magic == kIdxIntLabelsMagic ? 4 : 1);

@@ -164,6 +164,7 @@ std::unique_ptr<Dataset> open_npy(const std::string& x_path, const std::string& 
   if (num_classes == 0) num_classes = static_cast<int>(most + 1);
   Shape shape(x.shape.begin() + 1, x.shape.end());
   if (shape.empty()) shape = {1};
+  check_sample_values(x_path, shape);
   const std::string what = fmt::format("arrays {} + {}", x_path, y_path);
   std::unique_ptr<Dataset> ds;
   if (x.descr == "|u1") {

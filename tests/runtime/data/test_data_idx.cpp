@@ -207,6 +207,27 @@ TEST(DataIdx, DimensionMismatch) {
             d / "im" + ": dimension mismatch: images are 0 x 4, expected both dimensions > 0");
 }
 
+// A file of no images bounds nothing by its size (fuzz_idx): colour images of 4 x (2^32 - 1)^2 made
+// an int64 product wrap (UBSan) where the pixels are transposed, and a grey 65535 x 65535 image,
+// 4 G values, was taken as the model's input. One sample is at most 2^32 values.
+TEST(DataIdx, NoImagesOfImpossibleSizeAreRefused) {
+  TempDir d;
+  write_bytes(d / "lb", labels_file(0, {}), false);
+  std::vector<uint8_t> col;
+  put_be32(col, 0x00000804);
+  for (uint32_t v : {0u, 0xffffffffu, 0xffffffffu, 4u}) put_be32(col, v);
+  write_bytes(d / "col", col, false);
+  EXPECT_EQ(user_error([&] { open_idx(d / "col", d / "lb"); }),
+            d / "col" + ": one sample of shape [4, 4294967295, 4294967295] holds more than 2^32 values (the most "
+                        "dptrain reads): the header is damaged");
+  write_bytes(d / "im", images_file(0, 65536, 65537, {}), false);
+  EXPECT_EQ(user_error([&] { open_idx(d / "im", d / "lb"); }),
+            d / "im" + ": one sample of shape [1, 65536, 65537] holds more than 2^32 values (the most dptrain "
+                       "reads): the header is damaged");
+  write_bytes(d / "im", images_file(0, 65536, 65536, {}), false);  // 2^32 values: the most, still read
+  EXPECT_EQ(open_idx(d / "im", d / "lb")->sample_shape(), (dp::Shape{1, 65536, 65536}));
+}
+
 TEST(DataIdx, GzipThatInflatesFarBeyondItsHeaderIsRefusedEarly) {
   // A ~300 KB gzip inflating to 300 MB behind a header that declares 24 bytes of pixels: refused
   // after 16 MiB past the declared size, not after inflating (and holding) all of it.

@@ -159,3 +159,17 @@ TEST(Npy, HeaderValuesOfTheWrongKindAreErrorsNamingTheFile) {
             d / "kind.npy" + ": the fortran_order 'True' in the .npy header is not True or False");
   EXPECT_EQ(raw("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"), "no error");  // the same file, well formed
 }
+
+// An array of no samples bounds nothing by its size (the same rule as IDX, fuzz_idx): one sample is
+// at most 2^32 values, checked without an int64 product that could wrap.
+TEST(Npy, NoSamplesOfImpossibleSizeAreRefused) {
+  TempDir d;
+  const int64_t none = 0;
+  save(d / "y.npy", "<i8", "(0,)", &none, 0);
+  save(d / "x.npy", "<f4", "(0, 1000000000000000, 1000000000000000, 1000)", nullptr, 0);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "x.npy", d / "y.npy"); }),
+            d / "x.npy" + ": one sample of shape [1000000000000000, 1000000000000000, 1000] holds more than 2^32 "
+                          "values (the most dptrain reads): the header is damaged");
+  save(d / "x.npy", "|u1", "(0, 4, 1073741824)", nullptr, 0);  // 2^32 values: the most, still read
+  EXPECT_EQ(dp::data::open_npy(d / "x.npy", d / "y.npy")->sample_shape(), (dp::Shape{4, 1073741824}));
+}
