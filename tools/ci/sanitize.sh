@@ -27,7 +27,7 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DDPTRAIN_FUZZ=ON "${launcher[@]}" > /dev/null
 # Only what the labels above run (and the binaries their tests start), plus the fuzzers.
 targets=(test_base test_kernels test_runtime test_collectives test_models test_tools test_launch dptrain ckptinfo diffckpt collbench
-         dptrain_probe fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config fuzz_npy fuzz_tar_index)
+         dptrain_probe fuzz_store_protocol fuzz_ring_frames fuzz_safetensors_header fuzz_config fuzz_npy fuzz_tar_index fuzz_idx fuzz_image)
 echo "[sanitize] building in $build with $jobs jobs (clang-14, ASan + UBSan, fuzzers)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 t1=$(date +%s)

@@ -75,7 +75,8 @@ void read_rows(jpeg_decompress_struct* ci, const Region& want, int components, u
   if (ci->output_scanline < ci->output_height) jpeg_skip_scanlines(ci, ci->output_height - ci->output_scanline);
 }
 
-// The decode, between setjmp and the end: false with err->message on a libjpeg error. Only
+// The decode, between setjmp and the end: false with err->message on a libjpeg error, or with no
+// message and the full size in `out` for an image beyond kMaxImagePixels. Only
 // trivially destructible locals live here (a longjmp skips destructors); out and scratch belong to
 // the caller.
 bool decode_into(jpeg_decompress_struct* ci, JpegError* err, const uint8_t* data, size_t size,
@@ -83,6 +84,10 @@ bool decode_into(jpeg_decompress_struct* ci, JpegError* err, const uint8_t* data
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(ci, data, static_cast<unsigned long>(size));
   jpeg_read_header(ci, TRUE);
+  if (static_cast<int64_t>(ci->image_width) * ci->image_height > kMaxImagePixels) {  // before any allocation
+    out->full_height = static_cast<int>(ci->image_height), out->full_width = static_cast<int>(ci->image_width);
+    return false;  // with no libjpeg message: decode_jpeg names the limit
+  }
   const bool cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
   const bool gray = ci->jpeg_color_space == JCS_GRAYSCALE;
   ci->out_color_space = cmyk ? JCS_CMYK : (gray ? JCS_GRAYSCALE : JCS_RGB);
@@ -100,11 +105,6 @@ bool decode_into(jpeg_decompress_struct* ci, JpegError* err, const uint8_t* data
   if (w < ci->output_width) jpeg_crop_scanline(ci, &x0, &w);  // moves x0 left, widens w to iMCUs
   out->x0 = static_cast<int>(x0), out->width = static_cast<int>(w);
   out->y0 = want.y0, out->height = want.y1 - want.y0;
-  if (static_cast<int64_t>(out->width) * out->height > kMaxImagePixels) {
-    std::snprintf(err->message, sizeof(err->message), "image of %dx%d pixels is larger than the limit of %lld",
-                  out->width, out->height, static_cast<long long>(kMaxImagePixels));
-    return false;
-  }
   const int components = ci->output_components;
   out->rgb.resize(static_cast<size_t>(out->width) * out->height * 3);
   scratch->resize(static_cast<size_t>(ci->output_width) * components);
@@ -130,7 +130,9 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   DecodedImage out;
   std::vector<uint8_t> scratch;
   const bool ok = decode_into(&ci, &err, data, size, &planner, &out, &scratch);
-  if (!ok) DP_THROW_USER("{}: cannot decode this JPEG: {}", name, err.message);
+  if (!ok)
+    DP_THROW_USER("{}: cannot decode this JPEG: {}", name,
+                  err.message[0] != '\0' ? std::string(err.message) : pixel_limit_error(out.full_width, out.full_height));
   return out;
 }
 

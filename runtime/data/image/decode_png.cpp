@@ -25,9 +25,7 @@ DecodedImage decode_png(const uint8_t* data, size_t size, const std::string& nam
   check(spng_set_png_buffer(ctx.get(), data, size), name, "reading");
   spng_ihdr ihdr{};
   check(spng_get_ihdr(ctx.get(), &ihdr), name, "header");
-  if (static_cast<int64_t>(ihdr.width) * ihdr.height > kMaxImagePixels)
-    DP_THROW_USER("{}: image of {}x{} pixels is larger than the limit of {}", name, ihdr.width, ihdr.height,
-                  kMaxImagePixels);
+  if (const std::string e = pixel_limit_error(ihdr.width, ihdr.height); !e.empty()) DP_THROW_USER("{}: {}", name, e);
   size_t bytes = 0;
   check(spng_decoded_image_size(ctx.get(), SPNG_FMT_RGB8, &bytes), name, "size");
   DecodedImage out;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace dp::data::image {
@@ -31,7 +32,17 @@ struct DecodedImage {
   std::vector<uint8_t> rgb;             // (height, width, 3)
 };
 
-// Images above this many pixels (decoded) are refused, as PIL refuses decompression bombs.
-inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// Images of more pixels than this (their full size, whatever part or scale is decoded) are
+// refused, as PIL refuses them at open: twice its Image.MAX_IMAGE_PIXELS (89,478,485), beyond which
+// it raises DecompressionBombError. A 472-byte JPEG can claim 1 G pixels: its decoded crop and the
+// resize over it took seconds a sample and a GiB (fuzz_image).
+inline constexpr int64_t kMaxImagePixels = 2 * int64_t{89'478'485};
+
+// The error text of an image of width x height beyond kMaxImagePixels, "" within it.
+inline std::string pixel_limit_error(int64_t width, int64_t height) {
+  if (width * height <= kMaxImagePixels) return "";
+  return "image of " + std::to_string(width) + "x" + std::to_string(height) + " pixels is larger than the limit of " +
+         std::to_string(kMaxImagePixels) + " (PIL's decompression-bomb limit)";
+}
 
 }  // namespace dp::data::image
