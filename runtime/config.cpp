@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -729,13 +730,22 @@ struct TomlValue {
 
 std::string toml_value(const FieldPtr& p) { return std::visit(TomlValue{}, p); }
 
+// A layer argument's key in TOML syntax: bare where TOML allows it (A-Za-z0-9_-), else quoted, so
+// that a key such as "a b" reads back as itself.
+std::string toml_key(const std::string& k) {
+  const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+  });
+  return bare ? k : toml_scalar(k);
+}
+
 std::string arg_value(const ArgValue& v) {
   std::ostringstream os;
   switch (v.index()) {
     case 0: os << std::get<int64_t>(v); break;
     case 1: os << toml_scalar(std::get<double>(v)); break;
     case 2: os << (std::get<bool>(v) ? "true" : "false"); break;
-    default: os << toml::value<std::string>(std::get<std::string>(v)); break;
+    default: os << toml_scalar(std::get<std::string>(v)); break;
   }
   return os.str();
 }
@@ -787,13 +797,15 @@ std::string to_toml(const Config& cfg) {
     out += fmt::format("{} = {}\n", f.key, toml_value(f.ptr));
   }
   for (const auto& l : c.model.layers) {
-    out += fmt::format("\n[[layer]]\ntype = \"{}\"\nname = \"{}\"\n", l.type, l.name);
+    // Quoted and escaped as TOML: a backslash or a quote in a layer's type, name or input reads back
+    // as itself (fuzz_config: "add\\\\" came back as "add\\").
+    out += fmt::format("\n[[layer]]\ntype = {}\nname = {}\n", toml_scalar(l.type), toml_scalar(l.name));
     if (!l.inputs.empty()) {
       std::vector<std::string> q;
-      for (const auto& i : l.inputs) q.push_back("\"" + i + "\"");
+      for (const auto& i : l.inputs) q.push_back(toml_scalar(i));
       out += fmt::format("inputs = [{}]\n", join(q));
     }
-    for (const auto& [k, v] : l.args) out += fmt::format("{} = {}\n", k, arg_value(v));
+    for (const auto& [k, v] : l.args) out += fmt::format("{} = {}\n", toml_key(k), arg_value(v));
   }
   return out;
 }

@@ -251,6 +251,28 @@ TEST(Config, ResolvedConfigRoundTrips) {
   EXPECT_EQ(std::get<bool>(lb.model.layers[0].args.at("bias")), false);
 }
 
+// A layer's type, name, inputs and argument keys are written as TOML strings, escaped and quoted
+// where needed (CI's fuzz_config: a type of "add" and two backslashes was written raw inside quotes
+// and read back with one; a key "a b" was written bare and did not parse).
+TEST(Config, LayerStringsWithBackslashesAndQuotesRoundTrip) {
+  Config c = parse_config(
+      "[[layer]]\ntype = \"add\\\\\\\\\"\nname = \"a'b\\\"c\"\ninputs = [\"x\\\\y\", \"input\"]\nlabel = \"q\\\"\"\n"
+      "\"a b\" = 3\n'x=y' = true\n",
+      "m.cfg");
+  ASSERT_EQ(c.model.layers.size(), 1u);
+  EXPECT_EQ(c.model.layers[0].type, "add\\\\");
+  EXPECT_EQ(c.model.layers[0].name, "a'b\"c");
+  Config back = parse_config(to_toml(c), "resolved.toml");
+  ASSERT_EQ(back.model.layers.size(), 1u);
+  EXPECT_EQ(back.model.layers[0].type, "add\\\\");
+  EXPECT_EQ(back.model.layers[0].name, "a'b\"c");
+  EXPECT_EQ(back.model.layers[0].inputs, (std::vector<std::string>{"x\\y", "input"}));
+  EXPECT_EQ(std::get<std::string>(back.model.layers[0].args.at("label")), "q\"");
+  EXPECT_EQ(std::get<int64_t>(back.model.layers[0].args.at("a b")), 3);  // keys no bare key can write
+  EXPECT_EQ(std::get<bool>(back.model.layers[0].args.at("x=y")), true);
+  EXPECT_EQ(to_toml(back).substr(to_toml(back).find('\n')), to_toml(c).substr(to_toml(c).find('\n')));
+}
+
 // Floats print as the shortest text that reads back as the same double, and stay floats.
 TEST(Config, FloatsPrintShortestAndRoundTripExactly) {
   Config c = parse_config(std::string(kMin) + "[train]\nlr = 0.1\nweight_decay = 1e-08\n", "m.cfg");
