@@ -21,11 +21,9 @@ using dp::data::testing::user_error;
 
 namespace {
 
-// A version-1 .npy file as numpy.save writes it: the header padded with spaces to 64 bytes.
-void save(const std::string& path, const std::string& descr, const std::string& shape, const void* data, size_t n,
-          bool fortran = false) {
-  std::string h = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
-                  ", 'shape': " + shape + ", }";
+// A version-1 .npy file: `header` padded with spaces to 64 bytes as numpy.save pads it, then n bytes of data.
+void write_npy(const std::string& path, const std::string& header, const void* data, size_t n) {
+  std::string h = header;
   h.append(64 - (10 + h.size() + 1) % 64, ' ');
   h += '\n';
   std::ofstream f(path, std::ios::binary);
@@ -34,6 +32,15 @@ void save(const std::string& path, const std::string& descr, const std::string& 
   f.write(reinterpret_cast<const char*>(&len), 2);
   f << h;
   f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+// A version-1 .npy file as numpy.save writes it.
+void save(const std::string& path, const std::string& descr, const std::string& shape, const void* data, size_t n,
+          bool fortran = false) {
+  write_npy(path,
+            "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape +
+                ", }",
+            data, n);
 }
 
 }  // namespace
@@ -138,16 +145,8 @@ TEST(Npy, ImpossibleHeadersAreErrorsNamingTheFile) {
 TEST(Npy, HeaderValuesOfTheWrongKindAreErrorsNamingTheFile) {
   TempDir d("dp-test-npy");
   const auto raw = [&](const std::string& header) {
-    std::string h = header;
-    h.append(64 - (10 + h.size() + 1) % 64, ' ');
-    h += '\n';
-    {
-      std::ofstream f(d / "kind.npy", std::ios::binary);
-      f.write("\x93NUMPY\x01\x00", 8);
-      const uint16_t len = static_cast<uint16_t>(h.size());
-      f.write(reinterpret_cast<const char*>(&len), 2);
-      f << h << std::string(12, '\0');
-    }
+    const char zeros[12] = {};
+    write_npy(d / "kind.npy", header, zeros, sizeof zeros);
     return user_error([&] { dp::data::read_npy(d / "kind.npy"); });
   };
   for (const std::string shape : {"''", "'x'", "'(3,)'", "\"\""})
