@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "runtime/data/npy.h"
+#include "tests/npy_file.h"
 #include "tests/runtime/data/data_test_util.h"
 
 namespace fs = std::filesystem;
@@ -21,18 +22,7 @@ using dp::data::testing::user_error;
 
 namespace {
 
-// A version-1 .npy file: `header` padded with spaces to 64 bytes as numpy.save pads it, then n bytes of data.
-void write_npy(const std::string& path, const std::string& header, const void* data, size_t n) {
-  std::string h = header;
-  h.append(64 - (10 + h.size() + 1) % 64, ' ');
-  h += '\n';
-  std::ofstream f(path, std::ios::binary);
-  f.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t len = static_cast<uint16_t>(h.size());
-  f.write(reinterpret_cast<const char*>(&len), 2);
-  f << h;
-  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-}
+using dp::test::write_npy;
 
 // A version-1 .npy file as numpy.save writes it.
 void save(const std::string& path, const std::string& descr, const std::string& shape, const void* data, size_t n,
