@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/layers/softmax_cross_entropy/softmax_cross_entropy.h"
 #include "runtime/config.h"
@@ -38,19 +39,26 @@ class GpuRun {
   // fp16 only: the loss is multiplied by loss_scale() (1 otherwise) through its gradient.
   bool scaling() const { return compute_ == DType::F16; }
   float loss_scale() const;
-  // One micro-batch's loss on the device: logits (N, K) f32 and labels (N) i32 on this GPU;
-  // dlogits (made or resized here, on the GPU) gets the loss gradient times `weight` times the
-  // loss scale. Returns the mean loss (the host waits for it).
-  // classes: as SoftmaxCrossEntropy's (the classes of padded rows; 0: every column).
-  double loss_and_grad(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
-                       Tensor& dlogits, double weight, int64_t classes = 0) const;
+  // One micro-batch of a training step, enqueued on the compute stream with no host wait: the loss
+  // of logits (N, K) f32 against labels (N) i32 (both on this GPU), its gradient times `weight`
+  // times the loss scale into dlogits (made or resized here, on the GPU), and the rows' label ranks
+  // for the hits (kernels/cpu/label_rank.h's rule); the mean loss, the ranks and the labels are
+  // copied to pinned memory in the stream's order. slot: the micro-batch's index in the step
+  // (0 starts a new step, then 1, 2, ...). classes: as SoftmaxCrossEntropy's (the classes of
+  // padded rows; 0: every column).
+  void enqueue_micro_batch(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
+                           Tensor& dlogits, double weight, int64_t classes, int slot);
+  // The step's one host wait, once its backward is enqueued: the mean loss of each micro-batch
+  // enqueued since slot 0 (in slot order), their hits added to top1/top5. A NaN loss whose
+  // micro-batch has a label outside [0, K) is SoftmaxCrossEntropy's DpError naming it.
+  std::vector<double> read_step(int64_t& top1, int64_t& top5);
   // The same mean loss without a gradient (evaluation).
   double mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                    int64_t classes = 0) const;
 
   // Top-1 and top-5 hits (kernels/cpu/label_rank.h's rule) of scores (rows, K) f32 against labels
-  // (rows) i32, both on this GPU, counted there (the logits stay on the device); the host waits for
-  // the counts.
+  // (rows) i32, both on this GPU, ranked there (the logits stay on the device); the host waits for
+  // the ranks (evaluation: a batch at a time).
   // classes: as launch/evaluate.h count_hits's.
   void count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes = 0);
 

@@ -496,7 +496,9 @@ void TrainSession::train_step(EpochData& data, int64_t epoch, Clock::time_point 
 // zero_grad, then the step's micro-batches (accum_steps; the epoch's last step may have fewer):
 // forward, loss and backward each, the last one's backward reducing the gradients over the ranks.
 // Each micro-batch's loss gradient is weighted by its share of the step's samples, so the
-// accumulated gradient is that of the mean over all of them.
+// accumulated gradient is that of the mean over all of them. The losses and hits are read after
+// the last backward (on a GPU: the step's one host wait, so the host enqueues backward while the
+// GPU runs forward), and a loss that is not finite stops the run before the optimizer step.
 StepTally TrainSession::compute_gradients(EpochData& data) {
   const uint64_t step = static_cast<uint64_t>(step_);
   const StepContext ctx = gpu_ ? gpu_->context(true, seed_, step, comm_.get()) : StepContext{true, seed_, step, comm_.get()};
@@ -504,25 +506,32 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   step_data_s_ = 0;
   const int64_t step_samples = std::min(plan_.accum * plan_.batch_size, data.samples - data.taken);
   int64_t n = 0, top1 = 0, top5 = 0;
-  double l = 0;
+  std::vector<double> losses;  // per micro-batch: the CPU's at once, the GPU's after backward
+  std::vector<int64_t> sizes;
   while (n < step_samples) {
     const auto t_fwd = next_batch(data, n);
     const BatchFeed::Item& b = data.batch;
-    double lb = 0;
     {
       cuda::NvtxRange r("forward", gpu_ != nullptr);
       const Tensor& logits = model_->forward(ctx, b.x);
       layers_->begin(metrics::Phase::Loss);
-      lb = loss_and_grad(logits, b, static_cast<double>(b.n) / static_cast<double>(step_samples), top1, top5);
+      const double weight = static_cast<double>(b.n) / static_cast<double>(step_samples);
+      loss_and_grad(logits, b, weight, static_cast<int>(sizes.size()), losses, top1, top5);
       layers_->end();
     }
+    sizes.push_back(b.n);
     n += b.n;
-    l += lb * static_cast<double>(b.n);
     const auto t_bwd = Clock::now();
     tel_->phase("forward", t_fwd, t_bwd);
     backward(ctx, n == step_samples, t_bwd);
   }
+  if (gpu_) losses = gpu_->read_step(top1, top5);
   data.taken += n;
+  double l = 0;
+  for (size_t k = 0; k < losses.size(); ++k) {
+    check_loss(losses[k]);
+    l += losses[k] * static_cast<double>(sizes[k]);
+  }
   StepTally tally;
   tally.loss = l / static_cast<double>(n);
   tally.samples = n, tally.top1 = top1;
@@ -530,6 +539,16 @@ StepTally TrainSession::compute_gradients(EpochData& data) {
   if (reducer_) tally.comm_s = reducer_->last_step().comm_s, tally.exposed_s = reducer_->last_step().exposed_s;
   tally.data_s = step_data_s_;
   return tally;
+}
+
+// A micro-batch's loss that is not finite ends the run (this rank's error; the others stop at
+// their next collective, and no rank has saved this step: a save begins with every rank's barrier).
+// Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
+// inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
+void TrainSession::check_loss(double loss) const {
+  if (std::isfinite(loss) || (gpu_ && gpu_->scaling())) return;
+  throw DpError(fmt::format("the loss became {} in step {} [{}]; lower train.lr or check the data",
+                            std::isnan(loss) ? "NaN" : (loss > 0 ? "inf" : "-inf"), step_ + 1, identity_string()));
 }
 
 // The step's next micro-batch into data.batch (step_taken: the samples the step has so far);
@@ -552,13 +571,13 @@ Clock::time_point TrainSession::next_batch(EpochData& data, int64_t step_taken) 
   return t_got;
 }
 
-// One micro-batch's loss (returned), its gradient w.r.t. the logits weighted by `weight` (its
-// share of the step; on fp16 also times the loss scale) into dlogits() on the model's device,
-// and its hits. On a GPU the loss and the hits are computed there. A language model's logits
-// (N, T, V) and targets (N, T) count as N T rows: the mean over every position.
-double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int64_t& top1,
-                                   int64_t& top5) {
-  double lb = 0;
+// One micro-batch's loss, its gradient w.r.t. the logits weighted by `weight` (its share of the
+// step; on fp16 also times the loss scale) into dlogits() on the model's device, and its hits. On
+// the CPU the loss goes onto `losses` and the hits are counted now; on a GPU both are enqueued
+// there as micro-batch `slot` of the step (GpuRun::read_step reads them). A language model's
+// logits (N, T, V) and targets (N, T) count as N T rows: the mean over every position.
+void TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int slot,
+                                 std::vector<double>& losses, int64_t& top1, int64_t& top5) {
   const Tensor z = score_rows(logits), y = label_rows(b.y);
   const int64_t classes = models::output_width(*model_);  // V; a padded LM head's rows are longer
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
@@ -566,19 +585,12 @@ double TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& 
   ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
-    lb = gpu_->loss_and_grad(*loss_, z, y, dz_rows, weight, classes);  // waits for the forward
-    gpu_->count_hits(z, y, top1, top5, classes);
-  } else {
-    lb = loss_->forward_backward(z, y, &dz_rows, classes);
-    if (weight != 1.0) kernels::cpu::scale(dz.data<float>(), dz.data<float>(), static_cast<float>(weight), dz.numel());
-    count_hits(z, y, top1, top5, classes);
+    gpu_->enqueue_micro_batch(*loss_, z, y, dz_rows, weight, classes, slot);
+    return;
   }
-  // Under fp16 loss scaling an inf/NaN loss is an overflow like any other: its gradients are
-  // inf/NaN too, so the step is skipped and the scale lowered (GradScaler's behaviour).
-  if (!std::isfinite(lb) && !(gpu_ && gpu_->scaling()))
-    throw DpError(fmt::format("loss became {} at step {} [{}]; lower train.lr or check the data", lb, step_,
-                              identity_string()));
-  return lb;
+  losses.push_back(loss_->forward_backward(z, y, &dz_rows, classes));
+  if (weight != 1.0) kernels::cpu::scale(dz.data<float>(), dz.data<float>(), static_cast<float>(weight), dz.numel());
+  count_hits(z, y, top1, top5, classes);
 }
 
 // The step's weight update (launch/weight_update.h). train.zero = 1, 2 on several ranks: the
@@ -724,8 +736,9 @@ void TrainSession::or_abort_all(const std::string& what, const std::function<voi
   }
 }
 
-// Collective (a barrier): rank 0 writes the checkpoint (after a background write in flight) and
-// every rank waits for it; with checkpoint.replicas every rank then writes its own replica.
+// Collective (barriers): once every rank has finished the step, rank 0 writes the checkpoint (after
+// a background write in flight) and every rank waits for it; with checkpoint.replicas every rank
+// then writes its own replica.
 void TrainSession::save_checkpoint() {
   const std::string path = ckpts_->file_for(step_);
   if (update_->shard()) {
@@ -790,9 +803,12 @@ std::string TrainSession::replica_path() const {
 // What both saves do around their write when every rank holds the whole optimizer state
 // (train.zero = 0; the sharded state is streamed: save_checkpoint_streamed*): the save's time
 // (checkpoint.every_s counts from it), its metadata and the state handed to `write`, then the
-// replicas and last_saved_.
+// replicas and last_saved_. Collective: a barrier first, so nothing is written unless every rank
+// finished the step (a rank whose loss was not finite stops after its backward, when the others
+// may have updated with its gradients; the streamed saves are collective from their first bucket).
 void TrainSession::save_checkpoint_with(
     const std::function<void(const CheckpointMeta&, const optim::Optimizer&)>& write) {
+  if (world_ > 1) comm_->barrier();
   last_ckpt_time_ = Clock::now();
   const CheckpointMeta m = checkpoint_meta();
   const optim::Optimizer& opt = update_->optimizer();
@@ -808,9 +824,10 @@ void TrainSession::checkpoint_during_training() {
 }
 
 // checkpoint.async: rank 0 copies the state into its host snapshot and a thread writes the file
-// while every rank goes on (no barrier: nobody waits for the file; a failed write is reported by
-// rank 0 and training goes on). Every rank still counts it saved: the decisions that read
-// last_saved_ (a stop's checkpoint) stay the same on every rank. Replicas are written now.
+// while every rank goes on (save_checkpoint_with's barrier before the snapshot, none after it:
+// nobody waits for the file; a failed write is reported by rank 0 and training goes on). Every
+// rank still counts it saved: the decisions that read last_saved_ (a stop's checkpoint) stay the
+// same on every rank. Replicas are written now.
 void TrainSession::save_checkpoint_in_background() {
   if (update_->shard()) {
     save_checkpoint_streamed_in_background();

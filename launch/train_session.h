@@ -121,7 +121,9 @@ class TrainSession {
   void train_step(EpochData& data, int64_t epoch, Clock::time_point t_step);
   StepTally compute_gradients(EpochData& data);
   Clock::time_point next_batch(EpochData& data, int64_t step_taken);
-  double loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int64_t& top1, int64_t& top5);
+  void loss_and_grad(const Tensor& logits, const BatchFeed::Item& b, double weight, int slot,
+                     std::vector<double>& losses, int64_t& top1, int64_t& top5);
+  void check_loss(double loss) const;
   const Tensor& dlogits() const { return gpu_ ? dlogits_dev_ : dlogits_; }
   void backward(const StepContext& ctx, bool last_micro_batch, Clock::time_point t_bwd);
   double optimizer_step(double lr);

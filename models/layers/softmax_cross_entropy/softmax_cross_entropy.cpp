@@ -10,6 +10,11 @@ void SoftmaxCrossEntropy::throw_bad_label(int32_t label, int64_t index, int64_t 
                             label, index, K, K));
 }
 
+void SoftmaxCrossEntropy::check_labels(const int32_t* labels, int64_t n, int64_t K) {
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] < 0 || labels[i] >= K) throw_bad_label(labels[i], i, K);
+}
+
 int64_t SoftmaxCrossEntropy::classes_of(const Tensor& logits, int64_t classes) {
   const int64_t width = logits.dim(1);
   DP_CHECK(classes >= 0 && classes <= width,
@@ -34,8 +39,7 @@ double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor&
     DP_CHECK(dlogits->dtype() == logits.dtype() && dlogits->shape() == logits.shape() && dlogits->device().is_cpu(),
              "softmax cross entropy: dlogits is {}, expected {}", dlogits->describe(), logits.describe());
   const int32_t* y = labels.data<int32_t>();
-  for (int64_t n = 0; n < N; ++n)
-    if (y[n] < 0 || y[n] >= K) throw_bad_label(y[n], n, K);
+  check_labels(y, N, K);
   if (logits.dtype() == DType::F32)
     return kernels::cpu::softmax_xent<float>(logits.data<float>(), y, want_grad ? dlogits->data<float>() : nullptr, N,
                                              K, smoothing_, ld);

@@ -21,16 +21,23 @@ class SoftmaxCrossEntropy {
 
   // The device twin (softmax_cross_entropy_cuda.cpp, CUDA builds only): logits (N, K) f32,
   // labels (N) i32 and dlogits (f32 (N, K), or null / undefined: loss only) are device tensors.
-  // Enqueues kernels/cuda/softmax_xent on `stream` (a cudaStream_t, passed as void* so that this
-  // header compiles without CUDA: the caller's compute stream), copies the mean loss to pinned
-  // memory and synchronises `stream` once to return it: one host synchronisation per call (per
-  // micro-batch). dlogits is complete when this returns. The row-loss scratch is kept in this
-  // object, sized once per N (allocated and freed in `stream`'s order, so the object must go
-  // before the stream): use one object per stream at a time. A label outside [0, K) makes the
-  // loss NaN on the device; this call then reads the labels back and throws the CPU path's
-  // DpError naming the label and its index.
+  // enqueue: kernels/cuda/softmax_xent on `stream` (a cudaStream_t, passed as void* so that this
+  // header compiles without CUDA: the caller's compute stream), then the mean loss (f32) copied to
+  // host_mean (pinned memory) in the stream's order; no host wait: host_mean and dlogits are
+  // complete once the stream is synchronised. A label outside [0, K) makes the mean NaN; whoever
+  // reads it then checks a host copy of the labels with check_labels. The row-loss scratch is
+  // kept in this object, sized once per N (allocated and freed in `stream`'s order, so the object
+  // must go before the stream): use one object per stream at a time.
+  void enqueue(const Tensor& logits, const Tensor& labels, const Tensor* dlogits, void* stream, float* host_mean,
+               int64_t classes = 0) const;
+  // enqueue, then one host synchronisation of `stream` to return the mean loss, with the CPU
+  // path's DpError for a label outside [0, K) (the labels are read back when the mean is NaN).
   double forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits, void* stream,
                           int64_t classes = 0) const;
+
+  // The CPU path's DpError naming the first of labels[0, n) (host memory) outside [0, K); none
+  // when every label is inside.
+  static void check_labels(const int32_t* labels, int64_t n, int64_t K);
 
   double label_smoothing() const { return smoothing_; }
 

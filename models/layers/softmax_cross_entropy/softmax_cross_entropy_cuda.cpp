@@ -12,8 +12,8 @@
 
 namespace dp::models {
 
-// Device scratch of the GPU call: row losses (N) then the mean (1), f32, on `stream`; and the
-// pinned float the mean is read back through.
+// Device scratch of the GPU calls: row losses (N) then the mean (1), f32, on `stream`; and the
+// pinned float forward_backward reads the mean back through.
 struct SoftmaxCrossEntropy::DeviceScratch {
   cudaStream_t stream = nullptr;
   int64_t rows = -1;
@@ -21,8 +21,8 @@ struct SoftmaxCrossEntropy::DeviceScratch {
   cuda::PinnedBuffer host{sizeof(float)};
 };
 
-double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
-                                             void* stream_ptr, int64_t classes) const {
+void SoftmaxCrossEntropy::enqueue(const Tensor& logits, const Tensor& labels, const Tensor* dlogits, void* stream_ptr,
+                                  float* host_mean, int64_t classes) const {
   const auto stream = static_cast<cudaStream_t>(stream_ptr);
   DP_CHECK(logits.defined() && logits.ndim() == 2 && logits.dim(0) >= 1 && logits.dim(1) >= 1 &&
                logits.dtype() == DType::F32 && logits.device().is_cuda(),
@@ -51,16 +51,23 @@ double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor&
   CHECK_CUDA(kernels::cuda::softmax_xent(logits.data<float>(), labels.data<int32_t>(),
                                          want_grad ? dlogits->data<float>() : nullptr, row_loss, mean, N, K,
                                          smoothing_, stream, ld));
-  CHECK_CUDA(cudaMemcpyAsync(s.host.data(), mean, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CHECK_CUDA(cudaMemcpyAsync(host_mean, mean, sizeof(float), cudaMemcpyDeviceToHost, stream));
+}
+
+double SoftmaxCrossEntropy::forward_backward(const Tensor& logits, const Tensor& labels, const Tensor* dlogits,
+                                             void* stream_ptr, int64_t classes) const {
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (!scratch_) scratch_.emplace();
+  float* host = scratch_->host.as<float>();
+  enqueue(logits, labels, dlogits, stream_ptr, host, classes);
   CHECK_CUDA(cudaStreamSynchronize(stream));
-  const double loss = *s.host.as<float>();
+  const double loss = *host;
   if (std::isnan(loss)) {
     // NaN logits, or a label out of range (the kernel's NaN): name the label as the CPU path does.
-    std::vector<int32_t> y(static_cast<size_t>(N));
+    std::vector<int32_t> y(static_cast<size_t>(logits.dim(0)));
     CHECK_CUDA(cudaMemcpyAsync(y.data(), labels.raw(), y.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
-    for (int64_t n = 0; n < N; ++n)
-      if (y[n] < 0 || y[n] >= K) throw_bad_label(y[n], n, K);
+    check_labels(y.data(), logits.dim(0), classes_of(logits, classes));
   }
   return loss;
 }
