@@ -39,13 +39,12 @@ class GpuRun {
   // fp16 only: the loss is multiplied by loss_scale() (1 otherwise) through its gradient.
   bool scaling() const { return compute_ == DType::F16; }
   float loss_scale() const;
-  // One micro-batch of a training step, enqueued on the compute stream with no host wait: the loss
-  // of logits (N, K) f32 against labels (N) i32 (both on this GPU), its gradient times `weight`
-  // times the loss scale into dlogits (made or resized here, on the GPU), and the rows' label ranks
-  // for the hits (kernels/cpu/label_rank.h's rule); the mean loss, the ranks and the labels are
-  // copied to pinned memory in the stream's order. slot: the micro-batch's index in the step
-  // (0 starts a new step, then 1, 2, ...). classes: as SoftmaxCrossEntropy's (the classes of
-  // padded rows; 0: every column).
+  // One micro-batch of a training step, enqueued on the compute stream with no host wait
+  // (launch/step_readback.h): the loss of logits (N, K) f32 against labels (N) i32 (both on this
+  // GPU), its gradient times `weight` times the loss scale into dlogits (made or resized here, on
+  // the GPU), and the rows' label ranks for the hits. slot: the micro-batch's index in the step (0
+  // starts a new step, then 1, 2, ...). classes: as SoftmaxCrossEntropy's (the classes of padded
+  // rows; 0: every column).
   void enqueue_micro_batch(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                            Tensor& dlogits, double weight, int64_t classes, int slot);
   // The step's one host wait, once its backward is enqueued: the mean loss of each micro-batch

@@ -3,15 +3,12 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cuda/cast.h"
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/label_rank.h"
 #include "launch/gpu_run.h"
+#include "launch/step_readback.h"
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/exec_context.h"
@@ -25,7 +22,7 @@ namespace dp::launch {
 struct GpuRun::Impl {
   Impl(const TrainConfig& t, int device)
       : exec(device, static_cast<size_t>(t.workspace_mb) << 20), scaler(scale_options(t)),
-        found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)) {
+        found_inf(sizeof(float), exec.compute()), found_host(sizeof(float)), readback(exec.compute()) {
     exec.set_cudnn_api(t.cudnn_api);
     exec.set_tf32(t.tf32);
   }
@@ -39,57 +36,12 @@ struct GpuRun::Impl {
   cuda::LossScaler scaler;
   cuda::DeviceBuffer found_inf;  // one float: GradScaler's found_inf flag
   cuda::PinnedBuffer found_host;
-  // The rows' label ranks of one batch on the device (grown as needed; count_hits and each
-  // micro-batch copy them to the host before the next batch's ranks are written, in stream order).
+  // count_hits: the rows' label ranks on the device and their host copy (grown as needed).
   cuda::DeviceBuffer ranks;
-  cuda::PinnedBuffer ranks_host;  // count_hits's
-  // The step's micro-batches enqueued so far (enqueue_micro_batch, read by read_step): per slot its
-  // rows, classes and mean loss; the rows' ranks and labels one slot after another.
-  struct Step {
-    std::vector<int64_t> rows, classes;
-    int64_t used_rows = 0;
-    cuda::PinnedBuffer losses, ranks, labels;
-  } step;
+  cuda::PinnedBuffer ranks_host;
+  StepReadback readback;  // a training step's losses and hits, read once after its backward
   std::unique_ptr<metrics::CaptureRange> capture;
-
-  // The device buffer of `rows` label ranks (grown in `s`'s order).
-  int32_t* ranks_for(int64_t rows, cudaStream_t s) {
-    const size_t bytes = static_cast<size_t>(rows) * sizeof(int32_t);
-    if (ranks.bytes() < bytes) ranks = cuda::DeviceBuffer(bytes, s);
-    return ranks.as<int32_t>();
-  }
-  // `buf` with room for `need` bytes, its first `used` bytes kept. Growing waits for the stream
-  // (copies into the old buffer may be in flight): only while the step's sizes are new.
-  static void reserve(cuda::PinnedBuffer& buf, size_t used, size_t need, cudaStream_t s) {
-    if (buf.bytes() >= need) return;
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    cuda::PinnedBuffer bigger(std::max(need, 2 * buf.bytes()));
-    if (used > 0) std::memcpy(bigger.data(), buf.data(), used);
-    buf = std::move(bigger);
-  }
 };
-
-namespace {
-
-// The label ranks of scores (rows, ld) f32 against labels (rows) i32, both on the GPU, into
-// `ranks` (device, rows) on stream s.
-void enqueue_label_ranks(const Tensor& scores, const Tensor& labels, int64_t classes, int32_t* ranks,
-                         cudaStream_t s) {
-  const int64_t rows = scores.dim(0), ld = scores.dim(1), k = classes > 0 ? classes : ld;
-  DP_CHECK(k <= ld, "count_hits: {} classes in rows of {} scores", k, ld);
-  DP_CHECK(scores.ndim() == 2 && scores.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
-               labels.numel() == rows && scores.device().is_cuda() && labels.device().is_cuda(),
-           "count_hits of scores {} and labels {}: want f32 (rows, K) and i32 (rows) on the GPU", scores.describe(),
-           labels.describe());
-  CHECK_CUDA(kernels::cuda::label_ranks(static_cast<const float*>(scores.raw()),
-                                        static_cast<const int32_t*>(labels.raw()), rows, k, 5, ranks, s, ld));
-}
-
-void add_hits(const int32_t* ranks, int64_t rows, int64_t& top1, int64_t& top5) {
-  for (int64_t i = 0; i < rows; ++i) top1 += ranks[i] < 1, top5 += ranks[i] < 5;
-}
-
-}  // namespace
 
 GpuRun::GpuRun(const TrainConfig& t, int device)
     : impl_(std::make_unique<Impl>(t, device)), compute_(compute_dtype_of(t.precision)) {}
@@ -110,50 +62,11 @@ float GpuRun::loss_scale() const { return scaling() ? impl_->scaler.scale() : 1.
 
 void GpuRun::enqueue_micro_batch(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                                  Tensor& dlogits, double weight, int64_t classes, int slot) {
-  Impl::Step& st = impl_->step;
-  DP_CHECK(slot == static_cast<int>(st.rows.size()) || slot == 0, "GpuRun: micro-batch slot {} after {} slots", slot,
-           st.rows.size());
-  if (slot == 0) st.rows.clear(), st.classes.clear(), st.used_rows = 0;
   ensure_tensor(dlogits, logits.shape(), DType::F32, logits.device());
-  const cudaStream_t s = impl_->exec.compute();
-  const int64_t rows = logits.dim(0);
-  const size_t row_bytes = sizeof(int32_t), used = static_cast<size_t>(st.used_rows) * row_bytes;
-  const size_t need = used + static_cast<size_t>(rows) * row_bytes;
-  Impl::reserve(st.losses, static_cast<size_t>(slot) * sizeof(float), static_cast<size_t>(slot + 1) * sizeof(float), s);
-  Impl::reserve(st.ranks, used, need, s);
-  Impl::reserve(st.labels, used, need, s);
-  loss.enqueue(logits, labels, &dlogits, s, st.losses.as<float>() + slot, classes);
-  const double f = weight * loss_scale();
-  if (f != 1.0) {
-    auto* g = static_cast<float*>(dlogits.raw());
-    CHECK_CUDA(kernels::cuda::scale(g, g, static_cast<float>(f), dlogits.numel(), s));
-  }
-  int32_t* ranks = impl_->ranks_for(rows, s);
-  enqueue_label_ranks(logits, labels, classes, ranks, s);
-  const size_t bytes = static_cast<size_t>(rows) * row_bytes;
-  CHECK_CUDA(cudaMemcpyAsync(st.ranks.as<int32_t>() + st.used_rows, ranks, bytes, cudaMemcpyDeviceToHost, s));
-  CHECK_CUDA(cudaMemcpyAsync(st.labels.as<int32_t>() + st.used_rows, labels.raw(), bytes, cudaMemcpyDeviceToHost, s));
-  st.rows.push_back(rows);
-  st.classes.push_back(classes > 0 ? classes : logits.dim(1));
-  st.used_rows += rows;
+  impl_->readback.enqueue(loss, logits, labels, dlogits, static_cast<float>(weight * loss_scale()), classes, slot);
 }
 
-std::vector<double> GpuRun::read_step(int64_t& top1, int64_t& top5) {
-  const Impl::Step& st = impl_->step;
-  CHECK_CUDA(cudaStreamSynchronize(impl_->exec.compute()));  // the step's one wait
-  std::vector<double> losses;
-  int64_t row = 0;
-  for (size_t k = 0; k < st.rows.size(); ++k) {
-    const double l = st.losses.as<float>()[k];
-    // NaN logits, or a label out of range (the kernel's NaN): name the label as the CPU path does.
-    if (std::isnan(l))
-      models::SoftmaxCrossEntropy::check_labels(st.labels.as<int32_t>() + row, st.rows[k], st.classes[k]);
-    losses.push_back(l);
-    row += st.rows[k];
-  }
-  add_hits(st.ranks.as<int32_t>(), st.used_rows, top1, top5);
-  return losses;
-}
+std::vector<double> GpuRun::read_step(int64_t& top1, int64_t& top5) { return impl_->readback.read(top1, top5); }
 
 double GpuRun::mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                          int64_t classes) const {
@@ -161,15 +74,24 @@ double GpuRun::mean_loss(const models::SoftmaxCrossEntropy& loss, const Tensor& 
 }
 
 void GpuRun::count_hits(const Tensor& scores, const Tensor& labels, int64_t& top1, int64_t& top5, int64_t classes) {
+  const int64_t rows = scores.dim(0), ld = scores.dim(1), k = classes > 0 ? classes : ld;
+  DP_CHECK(k <= ld, "count_hits: {} classes in rows of {} scores", k, ld);
+  DP_CHECK(scores.ndim() == 2 && scores.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
+               labels.numel() == rows && scores.device().is_cuda() && labels.device().is_cuda(),
+           "count_hits of scores {} and labels {}: want f32 (rows, K) and i32 (rows) on the GPU", scores.describe(),
+           labels.describe());
   const cudaStream_t s = impl_->exec.compute();
-  const int64_t rows = scores.dim(0);
   const size_t bytes = static_cast<size_t>(rows) * sizeof(int32_t);
-  int32_t* ranks = impl_->ranks_for(rows, s);
-  enqueue_label_ranks(scores, labels, classes, ranks, s);
-  if (impl_->ranks_host.bytes() < bytes) impl_->ranks_host = cuda::PinnedBuffer(bytes);  // nothing in flight into it
-  CHECK_CUDA(cudaMemcpyAsync(impl_->ranks_host.data(), ranks, bytes, cudaMemcpyDeviceToHost, s));
+  if (impl_->ranks.bytes() < bytes) {
+    impl_->ranks = cuda::DeviceBuffer(bytes, s);
+    impl_->ranks_host = cuda::PinnedBuffer(bytes);
+  }
+  CHECK_CUDA(kernels::cuda::label_ranks(static_cast<const float*>(scores.raw()), static_cast<const int32_t*>(labels.raw()),
+                                        rows, k, 5, impl_->ranks.as<int32_t>(), s, ld));
+  CHECK_CUDA(cudaMemcpyAsync(impl_->ranks_host.data(), impl_->ranks.data(), bytes, cudaMemcpyDeviceToHost, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
-  add_hits(impl_->ranks_host.as<int32_t>(), rows, top1, top5);
+  const int32_t* r = impl_->ranks_host.as<int32_t>();
+  for (int64_t i = 0; i < rows; ++i) top1 += r[i] < 1, top5 += r[i] < 5;
 }
 
 bool GpuRun::unscale_and_update(Graph& model) {
