@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <regex>
 
@@ -95,6 +96,38 @@ class F32Dataset : public Dataset {
   std::string what_;
 };
 
+// x's values as f32 samples of `sample_numel` values each (f16 widened), every one finite: a NaN or
+// an infinity in the inputs cannot be trained on, and it would not always stop the run (a ReLU
+// oneDNN fuses into the layer before it maps NaN to 0, where PyTorch's keeps it, so the loss stays
+// finite while the NaN gradients it leaves poison that layer's weights); UserError naming the first
+// such sample and counting the others.
+std::vector<float> finite_samples(const NpyArray& x, const std::string& path, int64_t sample_numel) {
+  const bool f32 = x.descr == "<f4";
+  std::vector<float> v(x.data.size() / (f32 ? 4 : 2));
+  if (f32) std::memcpy(v.data(), x.data.data(), x.data.size());
+  else
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, x.data.data() + 2 * i, 2);
+      v[i] = kernels::cpu::f16_to_f32(h);
+    }
+  const auto n = static_cast<size_t>(sample_numel);
+  int64_t bad = 0, first = -1, at = 0;
+  for (size_t s = 0; n > 0 && s < v.size() / n; ++s) {
+    const auto it = std::find_if(v.begin() + s * n, v.begin() + (s + 1) * n, [](float f) { return !std::isfinite(f); });
+    if (it == v.begin() + (s + 1) * n) continue;
+    if (bad++ == 0) first = static_cast<int64_t>(s), at = it - (v.begin() + s * n);
+  }
+  if (bad > 0) {
+    const float f = v[static_cast<size_t>(first) * n + static_cast<size_t>(at)];
+    DP_THROW_USER("{}: sample {} holds {} (value {} of its {}){}; a network cannot train on NaN or infinite inputs: "
+                  "replace or drop such samples (numpy: np.argwhere(~np.isfinite(x)) lists them)",
+                  path, first, std::isnan(f) ? "NaN" : f > 0 ? "inf" : "-inf", at, n,
+                  bad > 1 ? fmt::format(", and {} more samples hold NaN or infinite values", bad - 1) : "");
+  }
+  return v;
+}
+
 }  // namespace
 
 NpyArray read_npy(const std::string& path) {
@@ -170,14 +203,7 @@ std::unique_ptr<Dataset> open_npy(const std::string& x_path, const std::string& 
   if (x.descr == "|u1") {
     ds = std::make_unique<U8Dataset>(std::move(x.data), std::move(labels), shape, num_classes, what);
   } else if (x.descr == "<f4" || x.descr == "<f2") {
-    std::vector<float> v(x.data.size() / (x.descr == "<f4" ? 4 : 2));
-    if (x.descr == "<f4") std::memcpy(v.data(), x.data.data(), x.data.size());
-    else
-      for (size_t i = 0; i < v.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, x.data.data() + 2 * i, 2);
-        v[i] = kernels::cpu::f16_to_f32(h);
-      }
+    std::vector<float> v = finite_samples(x, x_path, shape_numel(shape));
     ds = std::make_unique<F32Dataset>(std::move(v), std::move(labels), shape, num_classes, what);
   } else {
     DP_THROW_USER("{}: samples must be uint8, float32 or float16, found '{}'", x_path, x.descr);

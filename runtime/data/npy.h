@@ -6,7 +6,7 @@
 // False, 'shape': (N, ...), } and the raw C-order data.
 //
 // x: u8 (a data set of bytes: values / 255, as images), f32 or f16 (values as they are, f16
-// widened); any sample shape (x.shape[1:]; a 1-dim x gives samples of shape [1]). y: any integer
+// widened; every one finite, else a UserError naming the first sample that is not); any sample shape (x.shape[1:]; a 1-dim x gives samples of shape [1]). y: any integer
 // type, values >= 0; the class count is the largest label + 1 (the caller takes the largest over
 // train and val). Every malformed input is a UserError naming the file.
 #pragma once

@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/data/npy.h"
 #include "tests/npy_file.h"
@@ -161,4 +164,38 @@ TEST(Npy, NoSamplesOfImpossibleSizeAreRefused) {
                           "values (the most dptrain reads): the header is damaged");
   save(d / "x.npy", "|u1", "(0, 4, 1073741824)", nullptr, 0);  // 2^32 values: the most, still read
   EXPECT_EQ(dp::data::open_npy(d / "x.npy", d / "y.npy")->sample_shape(), (dp::Shape{4, 1073741824}));
+}
+
+// A NaN or an infinity in x is refused when the arrays are opened, naming the first sample that
+// holds one and counting the others (f32 and f16 alike): on oneDNN a ReLU fused into the layer
+// before it maps NaN to 0, so such a sample did not stop the run; it left NaN in that layer's
+// weights and the model at chance, silently (a 2-epoch MLP run on 512 samples with one NaN value:
+// top-1 0.541 against 0.957 without it, and 32 NaN weights in fc1).
+TEST(Npy, NonFiniteSamplesAreRefusedNamingTheFirst) {
+  TempDir d;
+  const int64_t y[4] = {0, 1, 0, 1};
+  save(d / "y.npy", "<i8", "(4,)", y, sizeof y);
+  const std::string tail = "; a network cannot train on NaN or infinite inputs: replace or drop such samples "
+                           "(numpy: np.argwhere(~np.isfinite(x)) lists them)";
+  float x[4][3] = {{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {9, 10, 11}};
+  x[1][2] = std::nanf("");
+  save(d / "nan.npy", "<f4", "(4, 3)", x, sizeof x);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "nan.npy", d / "y.npy"); }),
+            d / "nan.npy" + ": sample 1 holds NaN (value 2 of its 3)" + tail);
+  x[3][0] = -std::numeric_limits<float>::infinity();
+  x[2][1] = std::numeric_limits<float>::infinity();
+  save(d / "three.npy", "<f4", "(4, 3, 1)", x, sizeof x);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "three.npy", d / "y.npy"); }),
+            d / "three.npy" + ": sample 1 holds NaN (value 2 of its 3), and 2 more samples hold NaN or infinite "
+                              "values" + tail);
+  const uint16_t h[4] = {0x3c00, 0x7c00, 0x0000, 0xfc00};  // f16: 1, inf, 0, -inf
+  save(d / "h.npy", "<f2", "(4,)", h, sizeof h);
+  EXPECT_EQ(user_error([&] { dp::data::open_npy(d / "h.npy", d / "y.npy"); }),
+            d / "h.npy" + ": sample 1 holds inf (value 0 of its 1), and 1 more samples hold NaN or infinite values" + tail);
+  // The largest finite values are data like any other.
+  const float big[4] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 0, 1e-45f};
+  save(d / "big.npy", "<f4", "(4,)", big, sizeof big);
+  std::vector<float> f(1);
+  EXPECT_EQ(dp::data::open_npy(d / "big.npy", d / "y.npy")->get(1, f.data()), 1);
+  EXPECT_EQ(f[0], -std::numeric_limits<float>::max());
 }
