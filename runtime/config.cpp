@@ -236,7 +236,8 @@ std::vector<Field> train_fields(Config& c) {
        "where that exceeds train.batch_size; an error when the world does not divide it), per_rank = "
        "train.batch_size per rank (the global batch changes with the world)", &c.train.elastic_batch},
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
-       "needing more are not chosen", &c.train.workspace_mb, 0, 1 << 20},
+       "needing more are not chosen (cuDNN's deterministic attention backward gets its need when larger)",
+       &c.train.workspace_mb, 0, 1 << 20},
       {"train", "cudnn_api", "GPU: the cuDNN API of the convolutions: legacy (cudnnConvolution*, algorithms found per "
        "shape) or graph (cuDNN's graph API: engine configs from heuristics timed per shape, bias and ReLU fused into "
        "the forward convolution; docs/cuda.md)", &c.train.cudnn_api},

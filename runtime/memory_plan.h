@@ -41,6 +41,10 @@ struct BackwardNeeds {
   bool output = false;  // the forward's output
   size_t kept_bytes = 0;     // kept from forward to backward besides them: a mask, statistics, a workspace
   size_t scratch_bytes = 0;  // transient inside forward or backward, gone when the call returns
+  // The library workspace (a GPU's, not the arena's) one call of its backward must have whatever
+  // train.workspace_mb says: cuDNN's deterministic attention backward (runtime/cuda/
+  // graph_plan_key.h plan_workspace_limit). The workspace is the larger of the cap and these.
+  size_t library_workspace = 0;
 };
 
 // One node of the static graph as the planner sees it: its inputs (earlier nodes; -1: the batch,

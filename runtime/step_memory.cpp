@@ -120,6 +120,7 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
   StepMemoryPlan p;
   const std::vector<PlanNode> nodes = plan_nodes(g, q);
   const size_t n = nodes.size();
+  for (const PlanNode& node : nodes) p.library_workspace = std::max(p.library_workspace, node.needs.library_workspace);
   p.output_of.assign(n, -1), p.kept_of.assign(n, -1);
   p.forward_scratch_of.assign(n, -1), p.backward_scratch_of.assign(n, -1);
   for (PlanTensor& t : step_lifetimes(nodes)) {

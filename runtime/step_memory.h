@@ -37,6 +37,7 @@ struct StepMemoryPlan {
   std::vector<PlanTensor> tensors;  // activations (.out), kept (.kept), scratch, gradients, the loss's
   Packing packing;                  // packing.arena_bytes: the planned activation arena
   size_t lower_bound = 0;           // peak_live_bytes: what no packing can beat
+  size_t library_workspace = 0;     // the largest BackwardNeeds::library_workspace of the nodes
   // Which of `tensors` are the graph's own: per node, its output (-1: a folded node, which shares
   // its host's, or none), and the input-gradient buffers of runtime/grad_plan.h's plan, buffer b
   // being tensors[gradients_begin + b], up to gradients_end.

@@ -44,6 +44,7 @@ struct GraphPlan::Impl {
   std::shared_ptr<fe::graph::Graph> graph;  // holds the built plan (and the other candidates built)
   int64_t index = 0;                        // the chosen plan's index in the graph
   int64_t workspace = 0;                    // bytes
+  size_t workspace_limit = 0;               // plan_workspace_limit of the key
   std::string engine;
 };
 
@@ -255,7 +256,7 @@ Described describe_and_list(ExecContext& gpu, const PlanRequest& r, int alternat
   std::vector<fe::NumericalNote_t> ruled_out;
   for (NumericNote n : deselected_notes(r.key.math)) ruled_out.push_back(fe_note(n));
   g->deselect_numeric_notes(ruled_out);
-  g->deselect_workspace_greater_than(static_cast<int64_t>(gpu.workspace_limit()));
+  g->deselect_workspace_greater_than(static_cast<int64_t>(plan_workspace_limit(r.key, gpu.workspace_limit())));
   d.graph = std::move(g);
   return d;
 }
@@ -270,7 +271,7 @@ std::unordered_map<int64_t, void*> variant_pack(std::span<void* const> ptrs) {
 // host waits once at the end. Empty with `failure` set when a run is refused.
 std::vector<float> time_plan(ExecContext& gpu, const Described& d, int64_t index, int64_t workspace, std::string& failure) {
   std::unordered_map<int64_t, void*> pack = variant_pack(d.request->ptrs);
-  void* ws = gpu.workspace(static_cast<size_t>(workspace));
+  void* ws = gpu.workspace(static_cast<size_t>(workspace), plan_workspace_limit(d.request->key, gpu.workspace_limit()));
   auto run = [&] { return attempt([&] { return d.graph->execute_plan_at_index(gpu.cudnn(), pack, ws, index); }); };
   if (failure = run(); !failure.empty()) return {};
   std::vector<CudaEvent> start, stop;
@@ -306,7 +307,8 @@ std::vector<CandidateTiming> build_and_time(ExecContext& gpu, const std::vector<
     int64_t ws = 0;
     t.failure = attempt([&] { return g.get_workspace_size_plan_at_index(c.index, ws); });
     t.candidate.workspace = ws;
-    if (t.failure.empty() && !fits_workspace(t.candidate, gpu.workspace_limit()))
+    const PlanKey& key = descs[static_cast<size_t>(c.alternative)].request->key;
+    if (t.failure.empty() && !fits_workspace(t.candidate, plan_workspace_limit(key, gpu.workspace_limit())))
       t.failure = fmt::format("needs {} bytes of workspace", ws);
     if (t.failure.empty()) {
       ++built;
@@ -327,7 +329,8 @@ std::shared_ptr<const GraphPlan> choose_in_tier(ExecContext& gpu, const std::vec
   for (size_t a = 0; a < tier.size(); ++a) {
     descs.push_back(describe_and_list(gpu, tier[a], static_cast<int>(a), notes));
     listed += descs.back().listed.size();
-    ordered.push_back(descs.back().graph ? order_candidates(descs.back().listed, gpu.workspace_limit())
+    ordered.push_back(descs.back().graph ? order_candidates(descs.back().listed,
+                                                           plan_workspace_limit(tier[a].key, gpu.workspace_limit()))
                                          : std::vector<EngineCandidate>{});
   }
   std::vector<CandidateTiming> timings = build_and_time(gpu, descs, interleave_alternatives(ordered));
@@ -343,6 +346,7 @@ std::shared_ptr<const GraphPlan> choose_in_tier(ExecContext& gpu, const std::vec
   impl->graph = d.graph;
   impl->index = won.candidate.index;
   impl->workspace = won.candidate.workspace.value_or(0);
+  impl->workspace_limit = plan_workspace_limit(impl->key, gpu.workspace_limit());
   impl->engine = won.name;
   log::get("cudnn")->debug("{}", describe_choice(impl->key, won, choice->median, timings, listed));
   return std::make_shared<const GraphPlan>(std::move(impl));
@@ -365,7 +369,7 @@ void GraphPlan::execute(ExecContext& gpu, std::span<void* const> ptrs) const {
              "cuDNN graph plan for {}: tensor {} at {} is less aligned than the {} bytes the plan was chosen for",
              k.str(), i, ptrs[i], k.tensors[i].align);
   std::unordered_map<int64_t, void*> pack = variant_pack(ptrs);
-  void* ws = gpu.workspace(static_cast<size_t>(impl_->workspace));
+  void* ws = gpu.workspace(static_cast<size_t>(impl_->workspace), impl_->workspace_limit);
   const std::string failed =
       attempt([&] { return impl_->graph->execute_plan_at_index(gpu.cudnn(), pack, ws, impl_->index); });
   if (!failed.empty())
@@ -391,7 +395,10 @@ std::shared_ptr<const GraphPlan> choose_graph_plan(ExecContext& gpu, const std::
     std::vector<std::string> notes;
     for (const auto& tier : tiers)
       if (auto plan = choose_in_tier(gpu, tier, tried, notes)) return plan;
-    throw NoGraphPlan(no_plan_message(who, key, gpu.workspace_limit(), tried, notes));
+    size_t limit = gpu.workspace_limit();  // the cap, or the attention backward's own limit
+    for (const auto& tier : key.tiers)
+      for (const PlanKey& k : tier) limit = std::max(limit, plan_workspace_limit(k, gpu.workspace_limit()));
+    throw NoGraphPlan(no_plan_message(who, key, limit, tried, notes));
   });
 }
 

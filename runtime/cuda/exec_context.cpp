@@ -1,5 +1,7 @@
 #include "runtime/cuda/exec_context.h"
 
+#include <algorithm>
+
 #include "runtime/cuda/memory_pool.h"
 #include "runtime/cuda/check.h"
 #include "runtime/device_error.h"
@@ -28,17 +30,18 @@ ExecContext::ExecContext(int device, size_t workspace_limit_bytes)
   cublaslt_ = CublasLtHandle::create();
 }
 
-void* ExecContext::workspace(size_t bytes) {
-  DP_CHECK(bytes <= workspace_limit_, "workspace of {} bytes asked for, above the limit of {}", bytes,
-           workspace_limit_);
+void* ExecContext::workspace(size_t bytes, size_t limit) {
+  DP_CHECK(bytes <= std::max(limit, workspace_limit_), "workspace of {} bytes asked for, above the limit of {}", bytes,
+           std::max(limit, workspace_limit_));
   if (bytes == 0) return nullptr;
   if (workspace_.bytes() < bytes) {
     workspace_ = DeviceBuffer();  // freed in stream order on compute(), before the new block
     try {
       workspace_ = DeviceBuffer(bytes, compute_.get());
     } catch (DeviceOutOfMemory& e) {
-      e.set_allocation(fmt::format("the cuDNN/cuBLASLt workspace (at most {} bytes: train.workspace_mb)",
-                                   workspace_limit_),
+      e.set_allocation(fmt::format("the cuDNN/cuBLASLt workspace ({} bytes; train.workspace_mb allows {}, more only for "
+                                   "the deterministic attention backward)",
+                                   bytes, workspace_limit_),
                        true);
       throw;
     }

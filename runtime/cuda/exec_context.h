@@ -45,7 +45,10 @@ class ExecContext {
   void set_tf32(Tf32 t) { tf32_ = t; }
   // Scratch memory of at least `bytes` (<= workspace_limit()) for work on the compute stream,
   // valid until the next call (it grows in stream order; the old block is freed on compute()).
-  void* workspace(size_t bytes);
+  void* workspace(size_t bytes) { return workspace(bytes, workspace_limit_); }
+  // The same for a call whose own limit is `limit` (runtime/cuda/graph_plan_key.h
+  // plan_workspace_limit: the deterministic attention backward's need, when above the cap).
+  void* workspace(size_t bytes, size_t limit);
 
   // train.cudnn_api: the API the convolutions run on (Legacy unless set). The graph reads it when
   // it is built, to fold ReLUs into convolutions under Graph (Graph::build), so set it first.

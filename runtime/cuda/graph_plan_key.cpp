@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <utility>
@@ -234,6 +235,18 @@ std::string check_sdpa_key(const PlanKey& k) {
 }
 
 }  // namespace
+
+int64_t sdpa_bprop_workspace_bytes(int64_t b, int64_t h, int64_t s_q, int64_t s_kv) {
+  const auto ceil64 = [](int64_t s) { return (s + 63) / 64 * 64; };
+  return b * h * ceil64(s_q) * ceil64(s_kv) * 2 + b * h * s_q * 4;
+}
+
+size_t plan_workspace_limit(const PlanKey& k, size_t cap) {
+  if (k.op != GraphOp::SdpaBprop || k.tensors.size() < 2) return cap;
+  const auto& q = k.tensors[0].dims;  // [B, H, S, D]
+  const auto need = static_cast<size_t>(sdpa_bprop_workspace_bytes(q[0], q[1], q[2], k.tensors[1].dims[2]));
+  return std::max(cap, need + need / 8);
+}
 
 std::string validate_plan_key(const PlanKey& k) {
   for (const GraphTensor& t : k.tensors) {

@@ -109,6 +109,21 @@ struct PlanChoiceKeyHash {
   size_t operator()(const PlanChoiceKey& k) const noexcept;
 };
 
+// The workspace of cuDNN's deterministic attention backward (SdpaBprop; dptrain always asks for
+// the deterministic one) for b samples of h heads, s_q queries and s_kv keys: on Hopper before
+// cuDNN 9.25 cudnn-frontend 1.32 keeps dP in the workspace, b h ceil64(s_q) ceil64(s_kv) 16-bit
+// values, beside the rows' softmax sums, b h s_q f32 (scaled_dot_product_flash_attention.h). It
+// grows with the batch: GPT-2 124M at batch 16 (h 12, s 1024) needs 403,439,616 bytes. Pure.
+int64_t sdpa_bprop_workspace_bytes(int64_t b, int64_t h, int64_t s_q, int64_t s_kv);
+
+// The most workspace a plan of `k` may use, given train.workspace_mb's `cap`: the cap, except for
+// the attention backward, whose deterministic engines are the only ones dptrain may run: capped
+// below their need they would all be deselected, and the layer would fall back to the own kernel
+// (f32 probabilities, (b, h, s, s) per layer: far more memory than the workspace). Its limit is
+// the larger of the cap and sdpa_bprop_workspace_bytes with an eighth more for the engine's own
+// buffers. Pure.
+size_t plan_workspace_limit(const PlanKey& k, size_t cap);
+
 // "" when `k` describes its op consistently; else what is wrong, e.g. "conv_fprop: y is
 // [2,4,5,5], the convolution gives [2,4,6,6]". Checks the tensor count and dtypes per op, the
 // shapes against each other (convolution output size, groups, attention heads), strides and

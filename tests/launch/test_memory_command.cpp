@@ -88,6 +88,24 @@ TEST(MemoryCommand, CategoriesSumToThePeakAndTheParametersAreTheModels) {
   EXPECT_GT(gpu["categories"]["activations"].get<size_t>(), 0u);
 }
 
+// cuDNN's deterministic attention backward needs a workspace that grows with the batch (dP, N H T T
+// 16-bit values, and the rows' softmax sums: runtime/cuda/graph_plan_key.h): the plan reserves
+// that need where it is above train.workspace_mb (the engines are not capped below it: they are
+// the only ones dptrain runs), the cap otherwise; the own kernel (f32, attention dropout) needs none.
+TEST(MemoryCommand, TheAttentionBackwardsWorkspaceIsPlannedAtItsNeedAboveTheCap) {
+  const auto workspace = [](const std::string& precision, const std::string& dropout, int mb) {
+    return memory_json({kGptTiny, "--set", "train.device=\"cuda\"", "train.precision=\"" + precision + "\"",
+                        "model.dropout=" + dropout, "train.workspace_mb=" + std::to_string(mb)})["categories"]
+                      ["workspace"]
+        .get<size_t>();
+  };
+  constexpr size_t kNeed = 32 * 4 * 128 * 128 * 2 + 32 * 4 * 128 * 4;  // batch 32, 4 heads, 128 tokens
+  EXPECT_EQ(workspace("bf16", "0", 1), kNeed);
+  EXPECT_EQ(workspace("bf16", "0", 8), 8u << 20);
+  EXPECT_EQ(workspace("fp32", "0", 1), 1u << 20);
+  EXPECT_EQ(workspace("bf16", "0.1", 1), 1u << 20);
+}
+
 TEST(MemoryCommand, ZeroOneShardsTheOptimizerStateOverTheWorld) {
   const nlohmann::json one = memory_json({kMlp, "--set", kCpu, "train.zero=1"});
   const nlohmann::json four = memory_json({kMlp, "--set", kCpu, "train.zero=1", "--world", "4"});

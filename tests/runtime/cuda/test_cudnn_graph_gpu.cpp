@@ -2,7 +2,8 @@
 // attention forward (with the log-sum-exp stats) and backward in bf16, in GPT's fused-QKV layout
 // and in contiguous [B, H, S, D] tensors, against a float64 reference computed here; a plan is
 // chosen once per key (the cache), a malformed key is refused before cuDNN sees it, and a plan
-// refuses pointers less aligned than it was chosen for. Skips without a GPU.
+// refuses pointers less aligned than it was chosen for, and the attention backward runs with a
+// workspace cap below its need. Skips without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 
 #ifdef DPTRAIN_HAVE_CUDA
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -232,6 +234,38 @@ DP_GPU_TEST(CudnnGraphGpu, AMalformedKeyAndAMisalignedPointerAreRefused) {
   } catch (const DpError& e) {
     EXPECT_THAT(e.what(), HasSubstr("is less aligned than the 16 bytes the plan was chosen for"));
   }
+}
+
+// The deterministic backward keeps dP in its workspace, N H ceil64(T)^2 16-bit values
+// (graph_plan_key.h sdpa_bprop_workspace_bytes): with train.workspace_mb below that need it still
+// gets a plan, under its own limit (plan_workspace_limit), where capping it left no engine and the
+// layer on the own kernel. Zero inputs give zero gradients.
+DP_GPU_TEST(CudnnGraphGpu, TheAttentionBackwardRunsWithAWorkspaceCapBelowItsNeed) {
+  SdpaShape s;
+  s.b = 2, s.h = 3, s.s_q = 256, s.d = 64;
+  const size_t cap = size_t{64} << 10;
+  ASSERT_GT(static_cast<size_t>(sdpa_bprop_workspace_bytes(s.b, s.h, s.s_q, s.s_q)), cap);
+  ExecContext gpu(0, cap);
+  const size_t n = static_cast<size_t>(s.b * s.h * s.s_q * s.d), hd = static_cast<size_t>(s.h * s.d);
+  DeviceBuffer qkv(3 * n * 2, gpu.compute()), dqkv(3 * n * 2, gpu.compute());
+  DeviceBuffer o(n * 2, gpu.compute()), d_o(n * 2, gpu.compute());
+  DeviceBuffer lse(static_cast<size_t>(s.b * s.h * s.s_q) * 4, gpu.compute());
+  for (const DeviceBuffer* b : {&qkv, &dqkv, &o, &d_o, &lse}) CHECK_CUDA(cudaMemset(b->data(), 0, b->bytes()));
+  char* q = static_cast<char*>(qkv.data());
+  char* dq = static_cast<char*>(dqkv.data());
+  std::vector<void*> bwd{q, q + hd * 2, q + 2 * hd * 2, o.data(), d_o.data(), lse.data(), dq, dq + hd * 2, dq + 2 * hd * 2};
+  const PlanKey key = sdpa_bprop_key(s, sdpa_fused_qkv(s), {true, 0.125f},
+                                     {bwd[0], bwd[1], bwd[2], bwd[3], bwd[4], bwd[5], bwd[6], bwd[7], bwd[8]}, 0);
+  auto plan = choose_graph_plan(gpu, {{{key, bwd}}}, "layer 'attn'");
+  EXPECT_LE(static_cast<size_t>(plan->workspace_bytes()), plan_workspace_limit(key, cap));
+  std::printf("attention backward at [2, 3, 256, 64]: %s, %lld bytes of workspace (cap %zu)\n", plan->engine().c_str(),
+              static_cast<long long>(plan->workspace_bytes()), cap);
+  CHECK_CUDA(cudaMemset(dqkv.data(), 0xFF, dqkv.bytes()));
+  plan->execute(gpu, bwd);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  size_t nonzero = 0;  // a zero of either sign
+  for (uint16_t v : to_host(dqkv)) nonzero += (v & 0x7FFF) != 0;
+  EXPECT_EQ(nonzero, 0u);
 }
 
 }  // namespace

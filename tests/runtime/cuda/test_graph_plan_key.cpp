@@ -158,5 +158,25 @@ TEST(GraphPlanKey, ConvKeysWithWrongShapesSayWhat) {
   EXPECT_EQ(validate_plan_key(k), "conv_dgrad: a fused epilogue is only for conv_fprop");
 }
 
+// The deterministic attention backward's workspace (cudnn-frontend 1.32 on Hopper before cuDNN
+// 9.25: dP in 16 bits over sequence lengths rounded up to 64, and the rows' f32 softmax sums), and
+// its limit: the cap for every other op, for the attention backward the larger of the cap and the
+// need with an eighth more (else every engine would be deselected at GPT-2's batch 16).
+TEST(GraphPlanKey, TheAttentionBackwardsWorkspaceLimitIsItsNeedWhenAboveTheCap) {
+  EXPECT_EQ(sdpa_bprop_workspace_bytes(16, 12, 1024, 1024), 403'439'616);  // GPT-2 124M, batch 16
+  EXPECT_EQ(sdpa_bprop_workspace_bytes(1, 1, 65, 1), 128 * 64 * 2 + 65 * 4);
+  PlanKey k;
+  k.op = GraphOp::SdpaBprop;
+  k.math = MathMode::Tensor16;
+  for (int i = 0; i < 9; ++i)
+    k.tensors.push_back(i == 5 ? packed({16, 12, 1024, 1}, DType::F32) : packed({16, 12, 1024, 64}));
+  const size_t cap = size_t{256} << 20, need = 403'439'616;
+  EXPECT_EQ(plan_workspace_limit(k, cap), need + need / 8);
+  EXPECT_EQ(plan_workspace_limit(k, size_t{1} << 30), size_t{1} << 30);
+  EXPECT_EQ(plan_workspace_limit(fprop(), cap), cap);
+  k.op = GraphOp::SdpaFprop;
+  EXPECT_EQ(plan_workspace_limit(k, cap), cap);
+}
+
 }  // namespace
 }  // namespace dp::cuda
