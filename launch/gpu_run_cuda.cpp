@@ -62,7 +62,7 @@ float GpuRun::loss_scale() const { return scaling() ? impl_->scaler.scale() : 1.
 
 void GpuRun::enqueue_micro_batch(const models::SoftmaxCrossEntropy& loss, const Tensor& logits, const Tensor& labels,
                                  Tensor& dlogits, double weight, int64_t classes, int slot) {
-  ensure_tensor(dlogits, logits.shape(), DType::F32, logits.device());
+  ensure_capacity(dlogits, logits.shape(), DType::F32, logits.device());
   impl_->readback.enqueue(loss, logits, labels, dlogits, static_cast<float>(weight * loss_scale()), classes, slot);
 }
 

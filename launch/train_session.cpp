@@ -582,7 +582,8 @@ void TrainSession::loss_and_grad(const Tensor& logits, const BatchFeed::Item& b,
   const int64_t classes = models::output_width(*model_);  // V; a padded LM head's rows are longer
   Tensor& dz = gpu_ ? dlogits_dev_ : dlogits_;  // (logits' shape); its row view gets the gradient
   if (!gpu_) dz = model_->loss_gradient();  // on the CPU the step plan's place for it (a view of the arena)
-  ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
+  if (gpu_) ensure_capacity(dz, logits.shape(), DType::F32, logits.device());  // its own: a smaller batch in its bytes
+  else ensure_tensor(dz, logits.shape(), DType::F32, logits.device());
   Tensor dz_rows = dz.reshape(z.shape());
   if (gpu_) {
     gpu_->enqueue_micro_batch(*loss_, z, y, dz_rows, weight, classes, slot);

@@ -17,7 +17,7 @@ void check_cuda(cudaError_t e, const char* what) {
 }
 }  // namespace
 
-// Storage is for long-lived tensors (arenas, activations sized once per batch shape, test
+// Storage is for long-lived tensors (arenas, activations sized once for the largest batch, test
 // data), not per-step scratch: allocation, copies and frees here are device-synchronous, so
 // they are safe against work still in flight on any stream (the layers' compute stream is
 // non-blocking and never synchronises with the legacy default stream). Per-step scratch comes

@@ -285,9 +285,10 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
   const Shape out = with_batch(batch, node.out_shape);
   Tensor& y = acts_[i];
-  if (!y.fits(out, act, dev)) {
+  if (!y.fits(out, act, dev)) {  // a GPU graph's own outputs (a CPU graph's are placed in its step arena)
     MemoryScope scope(MemoryCategory::Activations);
-    y = Tensor::zeros(out, act, dev);
+    if (dev.is_cpu()) y = Tensor::zeros(out, act, dev);
+    else ensure_capacity(y, out, act, dev);  // a smaller batch in the largest one's bytes
   }
   {
     MemoryScope scope(MemoryCategory::LayerState);  // what the layer saves for backward, its scratch

@@ -38,14 +38,14 @@ void Graph::accumulate_device(const Tensor& dst, const Tensor& src) const {
 
 const Tensor& Graph::output_f32() {
   const Tensor& y = acts_.back();
-  ensure_tensor(out32_, y.shape(), DType::F32, device_);
+  ensure_capacity(out32_, y.shape(), DType::F32, device_);
   CHECK_CUDA(kernels::cuda::widen_to_f32(compute_, static_cast<float*>(out32_.raw()), y.raw(), y.numel(),
                                           gpu_->compute()));
   return out32_;
 }
 
 const Tensor& Graph::output_grad_in_compute(const Tensor& dy) {
-  ensure_tensor(dy16_, dy.shape(), compute_, device_);
+  ensure_capacity(dy16_, dy.shape(), compute_, device_);
   CHECK_CUDA(kernels::cuda::narrow_from_f32(compute_, dy16_.raw(), static_cast<const float*>(dy.raw()), dy.numel(),
                                              gpu_->compute()));
   return dy16_;

@@ -6,7 +6,8 @@
 // whose lifetimes do not overlap share bytes, so a forward output no backward reads is transient.
 // The storage is made for the largest batch planned so far; a smaller batch (the last partial one,
 // an evaluation) is placed in the same bytes. A GPU graph allocates its activations one by one
-// (graph.cpp, forward_node) and its input gradients in grad_arena_.
+// (graph.cpp, forward_node), each for the largest batch so far (a smaller one is a view of its
+// bytes: ensure_capacity), and its input gradients in grad_arena_.
 #include <algorithm>
 #include <cstring>
 

@@ -131,4 +131,20 @@ inline Tensor& ensure_tensor(Tensor& t, const Shape& shape, DType dtype = DType:
   return t;
 }
 
+// As ensure_tensor, for a buffer its caller allocated itself (never a view of another's storage):
+// when the shape changes but the storage holds the new shape's bytes (a smaller batch: the last
+// partial one, an evaluation's), `t` becomes a view of that storage in the new shape, its values
+// as they are; only a larger shape, another dtype or device allocates. So a buffer sized once for
+// the largest batch serves every smaller one: on a GPU a free is a device synchronisation
+// (runtime/device_memory_cuda.cpp), and a partial batch must not reallocate the world.
+inline Tensor& ensure_capacity(Tensor& t, const Shape& shape, DType dtype, Device device) {
+  if (t.fits(shape, dtype, device)) return t;
+  if (t.defined() && t.dtype() == dtype && t.device() == device && t.byte_offset() == 0 &&
+      t.storage()->bytes() >= bytes_of(shape, dtype))
+    t = Tensor::view_of(t.storage(), 0, shape, dtype);
+  else
+    t = Tensor::zeros(shape, dtype, device);
+  return t;
+}
+
 }  // namespace dp

@@ -43,6 +43,36 @@ TEST(Tensor, BoundsAndTypesAreChecked) {
   }
 }
 
+// ensure_capacity (a GPU layer's and graph's own buffers): a smaller batch is a view of the
+// largest one's storage, values as they are, and so is a larger one within it; only a shape beyond
+// the storage, another dtype or device allocates (a new, zero-filled storage). ensure_tensor
+// allocates at every change of shape.
+TEST(Tensor, EnsureCapacityKeepsTheLargestStorageForSmallerShapes) {
+  Tensor t;
+  ensure_capacity(t, {8, 3}, DType::F32, Device::cpu());
+  const std::shared_ptr<Storage> first = t.storage();
+  t.data<float>()[4] = 7.0f;
+  ensure_capacity(t, {5, 3}, DType::F32, Device::cpu());  // the last partial batch
+  EXPECT_EQ(t.storage(), first);
+  EXPECT_EQ(t.shape(), (Shape{5, 3}));
+  EXPECT_EQ(t.data<float>()[4], 7.0f);
+  ensure_capacity(t, {8, 3}, DType::F32, Device::cpu());  // the next full one: the same bytes
+  EXPECT_EQ(t.storage(), first);
+  EXPECT_EQ(t.shape(), (Shape{8, 3}));
+  ensure_capacity(t, {2, 12}, DType::F32, Device::cpu());  // another shape of no more bytes
+  EXPECT_EQ(t.storage(), first);
+  ensure_capacity(t, {9, 3}, DType::F32, Device::cpu());  // larger: a new storage, zeros
+  EXPECT_NE(t.storage(), first);
+  EXPECT_EQ(t.data<float>()[4], 0.0f);
+  const std::shared_ptr<Storage> second = t.storage();
+  ensure_capacity(t, {9, 3}, DType::BF16, Device::cpu());  // another dtype
+  EXPECT_NE(t.storage(), second);
+  Tensor u = Tensor::zeros({8, 3});
+  const std::shared_ptr<Storage> own = u.storage();
+  ensure_tensor(u, {5, 3});
+  EXPECT_NE(u.storage(), own);
+}
+
 TEST(Arena, SlotsArePackedViews) {
   Arena a;
   EXPECT_EQ(a.add("w", {2, 3}), 0);

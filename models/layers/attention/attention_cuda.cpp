@@ -99,8 +99,8 @@ void CausalSelfAttention::forward_gpu(const StepContext& ctx, const Tensor& x, T
   if (!cuda_) cuda_.emplace();
   CudaState& s = *cuda_;
   s.x = nullptr;
-  ensure_tensor(s.qkv, {N, T_, 3 * C_}, dt, x.device());
-  ensure_tensor(s.att, {N, T_, C_}, dt, x.device());
+  ensure_capacity(s.qkv, {N, T_, 3 * C_}, dt, x.device());
+  ensure_capacity(s.att, {N, T_, C_}, dt, x.device());
   if (M == 0) return;
   cuda::lt_matmul(*ctx.gpu, gemm(dt, M, 3 * C_, C_, x.raw(), false, params_[0].raw(), true, s.qkv.raw(), 0.0f,
                                  o_.bias ? params_[1].raw() : nullptr));
@@ -125,7 +125,7 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
   s.core = s.cudnn_failed ? AttentionGpuCore::Own : choice.core;
   log_core_once(s.cores_logged, *this, s.core, s.cudnn_failed, choice.why);
   if (s.core == AttentionGpuCore::CudnnSdpa) {
-    ensure_tensor(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
+    ensure_capacity(s.stats, {N, H, T_}, DType::F32, s.qkv.device());
     const cuda::SdpaShape shape = sdpa_shape(dt, N, H, T_, D_);
     const size_t el = dtype_size(dt);
     char* qkv = static_cast<char*>(s.qkv.raw());
@@ -144,15 +144,15 @@ void CausalSelfAttention::core_forward_gpu(const StepContext& ctx) {
       s.core = AttentionGpuCore::Own;
     }
   }
-  ensure_tensor(s.P, {N, H, T_, T_}, DType::F32, s.qkv.device());
+  ensure_capacity(s.P, {N, H, T_, T_}, DType::F32, s.qkv.device());
   const kernels::cpu::AttnDropout drop{p, ctx.seed, attn_stream(ctx.step)};
   if (dt == DType::F32) {
     CHECK_CUDA(kernels::cuda::attention_forward(s.att.data<float>(), s.P.data<float>(), s.qkv.data<float>(), N, T_, H,
                                                 D_, drop, stream));
     return;
   }
-  ensure_tensor(s.qkv32, s.qkv.shape(), DType::F32, s.qkv.device());
-  ensure_tensor(s.att32, s.att.shape(), DType::F32, s.qkv.device());
+  ensure_capacity(s.qkv32, s.qkv.shape(), DType::F32, s.qkv.device());
+  ensure_capacity(s.att32, s.att.shape(), DType::F32, s.qkv.device());
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_forward(s.att32.data<float>(), s.P.data<float>(), s.qkv32.data<float>(), N, T_,
                                               H, D_, drop, stream));
@@ -180,13 +180,13 @@ void CausalSelfAttention::backward_cuda(const StepContext& ctx, const std::vecto
   const Device dev = x[0].device();
   const void* g = dy.raw();
   if (ctx.training && o_.resid_dropout > 0) {
-    ensure_tensor(s.gdrop, dy.shape(), dt, dev);
+    ensure_capacity(s.gdrop, dy.shape(), dt, dev);
     CHECK_CUDA(kernels::cuda::dropout_backward(dt, s.gdrop.raw(), dy.raw(), dy.numel(), o_.resid_dropout, ctx.seed,
                                                resid_stream(ctx.step), stream));
     g = s.gdrop.raw();
   }
   // c_proj: d att = g Wp; dWp += g^T att; dbp += column sums of g.
-  ensure_tensor(s.datt, s.att.shape(), dt, dev);
+  ensure_capacity(s.datt, s.att.shape(), dt, dev);
   cuda::lt_matmul(*ctx.gpu, gemm(dt, M, C_, C_, g, false, params_[wp].raw(), false, s.datt.raw()));
   cuda::lt_matmul(*ctx.gpu, gemm(dt, C_, C_, M, g, true, s.att.raw(), false, grads_[wp].raw(), 1.0f));
   if (o_.bias) CHECK_CUDA(kernels::cuda::bias_grad(dt, grads_[3].raw(), g, M, C_, 1, stream));
@@ -205,7 +205,7 @@ void CausalSelfAttention::core_backward_gpu(const StepContext& ctx) {
   const int64_t N = s.qkv.dim(0), H = o_.n_head;
   const Device dev = s.qkv.device();
   const cudaStream_t stream = ctx.gpu->compute();
-  ensure_tensor(s.dqkv, s.qkv.shape(), dt, dev);
+  ensure_capacity(s.dqkv, s.qkv.shape(), dt, dev);
   if (s.core == AttentionGpuCore::CudnnSdpa) {
     const cuda::SdpaShape shape = sdpa_shape(dt, N, H, T_, D_);
     const size_t el = dtype_size(dt);
@@ -231,15 +231,15 @@ void CausalSelfAttention::core_backward_gpu(const StepContext& ctx) {
     }
   }
   const kernels::cpu::AttnDropout drop{ctx.training ? o_.dropout : 0.0, ctx.seed, attn_stream(ctx.step)};
-  ensure_tensor(s.row_dot, {N, H, T_}, DType::F32, dev);
+  ensure_capacity(s.row_dot, {N, H, T_}, DType::F32, dev);
   if (dt == DType::F32) {
     CHECK_CUDA(kernels::cuda::attention_backward(s.dqkv.data<float>(), s.row_dot.data<float>(), s.datt.data<float>(),
                                                  s.qkv.data<float>(), s.P.data<float>(), N, T_, H, D_, drop, stream));
     return;
   }
-  ensure_tensor(s.qkv32, s.qkv.shape(), DType::F32, dev);
-  ensure_tensor(s.att32, s.att.shape(), DType::F32, dev);  // here: d att in f32
-  ensure_tensor(s.dqkv32, s.qkv.shape(), DType::F32, dev);
+  ensure_capacity(s.qkv32, s.qkv.shape(), DType::F32, dev);
+  ensure_capacity(s.att32, s.att.shape(), DType::F32, dev);  // here: d att in f32
+  ensure_capacity(s.dqkv32, s.qkv.shape(), DType::F32, dev);
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.qkv32.data<float>(), s.qkv.raw(), s.qkv.numel(), stream));
   CHECK_CUDA(kernels::cuda::widen_to_f32(dt, s.att32.data<float>(), s.datt.raw(), s.datt.numel(), stream));
   CHECK_CUDA(kernels::cuda::attention_backward(s.dqkv32.data<float>(), s.row_dot.data<float>(), s.att32.data<float>(),

@@ -45,7 +45,7 @@ void Linear::forward_cuda(const StepContext& ctx, const std::vector<Tensor>& x, 
   g.ldd = ld_out_;
   g.bias = bias_ ? params_[1].raw() : nullptr;
   if (epilogue() == Epilogue::Gelu) {
-    ensure_tensor(gelu_pre_, {M, out_}, dt, y.device());
+    ensure_capacity(gelu_pre_, {M, out_}, dt, y.device());
     g.gelu_pre = gelu_pre_.raw();
     gelu_pre_fresh_ = true;
   }
