@@ -15,7 +15,14 @@ std::string nccl_hint(ncclResult_t r) {
 bool cudnn_status_is_device_oom(cudnnStatus_t s) { return s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED; }
 bool cublas_status_is_device_oom(cublasStatus_t s) { return s == CUBLAS_STATUS_ALLOC_FAILED; }
 bool cudnn_status_is_not_supported(cudnnStatus_t s) {
-  return CUDNN_STATUS_CATEGORY(static_cast<int>(s)) == CUDNN_STATUS_NOT_SUPPORTED;
+  switch (s) {  // a broken installation, not a shape cuDNN lacks: the error, not a fallback
+    case CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER:
+    case CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART:
+    case CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH:
+    case CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING:
+    case CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE: return false;
+    default: return CUDNN_STATUS_CATEGORY(static_cast<int>(s)) == CUDNN_STATUS_NOT_SUPPORTED;
+  }
 }
 
 void fail_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) {

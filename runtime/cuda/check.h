@@ -24,6 +24,9 @@ bool cublas_status_is_device_oom(cublasStatus_t s);
 // "cuDNN cannot do this here": CUDNN_STATUS_NOT_SUPPORTED or any of cuDNN 9's sub-codes
 // (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, _DATA_TYPE, _LAYOUT, ... 3001-3014), classified by
 // CUDNN_STATUS_CATEGORY. Every call site with a documented fallback asks this, never == 3000.
+// Not the sub-codes of a broken installation (3005-3009: the driver, the CUDA runtime or the GPU's
+// architecture does not match, a prerequisite or sub-library is missing): falling back on those
+// would move every layer to the own kernels for good, with a warning each; they fail instead.
 // Pure.
 bool cudnn_status_is_not_supported(cudnnStatus_t s);
 }  // namespace dp

@@ -81,10 +81,12 @@ TEST(CudaErrors, OutOfMemoryFromAnyCallIsADeviceOutOfMemory) {
 }
 
 // cuDNN 9 answers "not supported" with sub-codes (3001 CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN ...
-// 3014 _INVALID_DYNAMIC_SHAPE); comparing with 3000 alone made the batch-norm fallbacks throw.
+// 3014 _INVALID_DYNAMIC_SHAPE); comparing with 3000 alone made the batch-norm fallbacks throw. The
+// sub-codes of a broken installation (3005-3009: driver, runtime, architecture, a missing
+// prerequisite or sub-library) are errors, not a reason to fall back.
 TEST(CudaErrors, EveryNotSupportedSubCodeIsNotSupported) {
   for (int code = 3000; code <= 3014; ++code)
-    EXPECT_TRUE(cudnn_status_is_not_supported(static_cast<cudnnStatus_t>(code))) << code;
+    EXPECT_EQ(cudnn_status_is_not_supported(static_cast<cudnnStatus_t>(code)), code < 3005 || code > 3009) << code;
   EXPECT_TRUE(cudnn_status_is_not_supported(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE));
   EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_SUCCESS));
   EXPECT_FALSE(cudnn_status_is_not_supported(CUDNN_STATUS_BAD_PARAM));                       // 2000
