@@ -91,7 +91,8 @@ size_t input_bytes(const Config& cfg, const Graph& g, int64_t batch, bool cuda, 
   return b + 2 * B * (sample * (raw_bytes ? 1 : 4) + sizeof(int64_t));
 }
 
-void fill_static(MemoryEstimate& e, const Config& cfg, const Graph& g, DType act) {
+// library_workspace: the step plan's (the attention backward's need, planned above the cap).
+void fill_static(MemoryEstimate& e, const Config& cfg, const Graph& g, DType act, size_t library_workspace) {
   using C = PlannedCategory;
   const size_t P = static_cast<size_t>(g.num_parameters());
   const bool mixed = act != DType::F32;
@@ -101,7 +102,8 @@ void fill_static(MemoryEstimate& e, const Config& cfg, const Graph& g, DType act
   b[static_cast<size_t>(C::MasterWeights)] = z.master_weights;
   b[static_cast<size_t>(C::Gradients)] = z.gradients + (mixed ? P * dtype_size(act) : 0);  // the 16-bit ones whole
   b[static_cast<size_t>(C::OptimizerState)] = z.optimizer_state;
-  b[static_cast<size_t>(C::Workspace)] = e.cuda ? static_cast<size_t>(cfg.train.workspace_mb) * kMiB : 0;  // the cap
+  const size_t cap = static_cast<size_t>(cfg.train.workspace_mb) * kMiB;
+  b[static_cast<size_t>(C::Workspace)] = e.cuda ? std::max(cap, library_workspace) : 0;
   const bool compressed = cfg.dist.compress != GradCompress::None;
   b[static_cast<size_t>(C::Buckets)] = e.world > 1 && compressed ? P * 2 : 0;
 }
@@ -154,9 +156,7 @@ MemoryEstimate estimate_memory(const Config& cfg, const Graph& g, int64_t batch,
   StepMemoryQuery q{.batch = batch, .activations = act, .path = path, .alignment = kAlignment};
   q.fusion = device_fusion_plan(g, path, act, cfg.train.gpu_fusion, cfg.train.cudnn_api == cuda::CudnnApi::Graph);
   const StepMemoryPlan plan = plan_step_memory(g, q);
-  fill_static(e, cfg, g, act);
-  size_t& workspace = e.bytes[static_cast<size_t>(PlannedCategory::Workspace)];
-  if (e.cuda) workspace = std::max(workspace, plan.library_workspace);  // the attention backward's need
+  fill_static(e, cfg, g, act, plan.library_workspace);
   e.bytes[static_cast<size_t>(PlannedCategory::Activations)] = plan.packing.arena_bytes;
   e.bytes[static_cast<size_t>(PlannedCategory::Input)] = input_bytes(cfg, g, batch, e.cuda, act, local_ranks);
   for (size_t b : e.bytes) e.peak += b;

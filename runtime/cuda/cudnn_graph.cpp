@@ -208,6 +208,7 @@ struct Described {
   const PlanRequest* request = nullptr;
   std::shared_ptr<fe::graph::Graph> graph;  // null: the frontend refused the description
   std::vector<EngineCandidate> listed;
+  size_t workspace_limit = 0;  // plan_workspace_limit of the request's key
 };
 
 EngineCandidate listed_config(const fe::graph::Graph& g, int alternative, int64_t index, HeurSource source) {
@@ -233,6 +234,7 @@ EngineCandidate listed_config(const fe::graph::Graph& g, int alternative, int64_
 Described describe_and_list(ExecContext& gpu, const PlanRequest& r, int alternative, std::vector<std::string>& notes) {
   Described d;
   d.request = &r;
+  d.workspace_limit = plan_workspace_limit(r.key, gpu.workspace_limit());
   auto g = describe(r.key);
   const std::string why = attempt([&] {
     fe::error_t st = g->validate();
@@ -256,7 +258,7 @@ Described describe_and_list(ExecContext& gpu, const PlanRequest& r, int alternat
   std::vector<fe::NumericalNote_t> ruled_out;
   for (NumericNote n : deselected_notes(r.key.math)) ruled_out.push_back(fe_note(n));
   g->deselect_numeric_notes(ruled_out);
-  g->deselect_workspace_greater_than(static_cast<int64_t>(plan_workspace_limit(r.key, gpu.workspace_limit())));
+  g->deselect_workspace_greater_than(static_cast<int64_t>(d.workspace_limit));
   d.graph = std::move(g);
   return d;
 }
@@ -271,7 +273,7 @@ std::unordered_map<int64_t, void*> variant_pack(std::span<void* const> ptrs) {
 // host waits once at the end. Empty with `failure` set when a run is refused.
 std::vector<float> time_plan(ExecContext& gpu, const Described& d, int64_t index, int64_t workspace, std::string& failure) {
   std::unordered_map<int64_t, void*> pack = variant_pack(d.request->ptrs);
-  void* ws = gpu.workspace(static_cast<size_t>(workspace), plan_workspace_limit(d.request->key, gpu.workspace_limit()));
+  void* ws = gpu.workspace(static_cast<size_t>(workspace), d.workspace_limit);
   auto run = [&] { return attempt([&] { return d.graph->execute_plan_at_index(gpu.cudnn(), pack, ws, index); }); };
   if (failure = run(); !failure.empty()) return {};
   std::vector<CudaEvent> start, stop;
@@ -307,8 +309,7 @@ std::vector<CandidateTiming> build_and_time(ExecContext& gpu, const std::vector<
     int64_t ws = 0;
     t.failure = attempt([&] { return g.get_workspace_size_plan_at_index(c.index, ws); });
     t.candidate.workspace = ws;
-    const PlanKey& key = descs[static_cast<size_t>(c.alternative)].request->key;
-    if (t.failure.empty() && !fits_workspace(t.candidate, plan_workspace_limit(key, gpu.workspace_limit())))
+    if (t.failure.empty() && !fits_workspace(t.candidate, descs[static_cast<size_t>(c.alternative)].workspace_limit))
       t.failure = fmt::format("needs {} bytes of workspace", ws);
     if (t.failure.empty()) {
       ++built;
@@ -329,8 +330,7 @@ std::shared_ptr<const GraphPlan> choose_in_tier(ExecContext& gpu, const std::vec
   for (size_t a = 0; a < tier.size(); ++a) {
     descs.push_back(describe_and_list(gpu, tier[a], static_cast<int>(a), notes));
     listed += descs.back().listed.size();
-    ordered.push_back(descs.back().graph ? order_candidates(descs.back().listed,
-                                                           plan_workspace_limit(tier[a].key, gpu.workspace_limit()))
+    ordered.push_back(descs.back().graph ? order_candidates(descs.back().listed, descs.back().workspace_limit)
                                          : std::vector<EngineCandidate>{});
   }
   std::vector<CandidateTiming> timings = build_and_time(gpu, descs, interleave_alternatives(ordered));
@@ -346,7 +346,7 @@ std::shared_ptr<const GraphPlan> choose_in_tier(ExecContext& gpu, const std::vec
   impl->graph = d.graph;
   impl->index = won.candidate.index;
   impl->workspace = won.candidate.workspace.value_or(0);
-  impl->workspace_limit = plan_workspace_limit(impl->key, gpu.workspace_limit());
+  impl->workspace_limit = d.workspace_limit;
   impl->engine = won.name;
   log::get("cudnn")->debug("{}", describe_choice(impl->key, won, choice->median, timings, listed));
   return std::make_shared<const GraphPlan>(std::move(impl));
