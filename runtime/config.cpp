@@ -737,7 +737,18 @@ std::string toml_key(const std::string& k) {
   const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char ch) {
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
   });
-  return bare ? k : toml_scalar(k);
+  if (bare) return k;
+  // A basic string on one line, escaped by hand: toml++ writes a string holding a newline as a
+  // multi-line string, which TOML does not allow as a key (fuzz_config: "xmo}\ntum=y" = 1 did not
+  // read back).
+  std::string q = "\"";
+  for (char ch : k) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') q += '\\', q += ch;
+    else if (u < 0x20 || u == 0x7F) q += fmt::format("\\u{:04X}", u);
+    else q += ch;
+  }
+  return q + "\"";
 }
 
 std::string arg_value(const ArgValue& v) {

@@ -273,6 +273,19 @@ TEST(Config, LayerStringsWithBackslashesAndQuotesRoundTrip) {
   EXPECT_EQ(to_toml(back).substr(to_toml(back).find('\n')), to_toml(c).substr(to_toml(c).find('\n')));
 }
 
+// A key holding a newline (CI's fuzz_config, 2026-11-30: [[layer]] ... "xmo}\ntum=y" = 1): toml++
+// wrote it as a multi-line string, which TOML does not allow as a key, and the resolved config did
+// not parse. Keys are quoted and escaped on one line: control characters as \uXXXX.
+TEST(Config, LayerKeysWithControlCharactersRoundTrip) {
+  const Config c = parse_config("[[layer]]\ntype = \"linear\"\n\"a b\" = 3\n\"xmo}\\ntum=y\" = 1\n\"t\\t\\\"q\\\\\" = 2\n", "m.cfg");
+  const Config back = parse_config(to_toml(c), "resolved.toml");
+  ASSERT_EQ(back.model.layers.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(back.model.layers[0].args.at("xmo}\ntum=y")), 1);
+  EXPECT_EQ(std::get<int64_t>(back.model.layers[0].args.at("t\t\"q\\")), 2);
+  const std::string a = to_toml(c), r = to_toml(back);
+  EXPECT_EQ(r.substr(r.find('\n')), a.substr(a.find('\n')));  // all but the first line, which names the source
+}
+
 // Floats print as the shortest text that reads back as the same double, and stay floats.
 TEST(Config, FloatsPrintShortestAndRoundTripExactly) {
   Config c = parse_config(std::string(kMin) + "[train]\nlr = 0.1\nweight_decay = 1e-08\n", "m.cfg");
