@@ -126,6 +126,8 @@ size_t device_bytes_in_use() {
   return registry().device_bytes;
 }
 
+bool is_device_range(const void* p, size_t bytes) { return registry().device_range(p, bytes == 0 ? 1 : bytes); }
+
 }  // namespace dp::emu
 
 using dp::emu::api_error;

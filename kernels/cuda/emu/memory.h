@@ -54,4 +54,7 @@ namespace dp::emu {
 inline constexpr size_t kDeviceCapacity = size_t{80} << 30;
 // Bytes of device memory now allocated (tests check that nothing leaks).
 size_t device_bytes_in_use();
+// Whether [p, p + bytes) lies inside one live device allocation (the emulated libraries check
+// their operands with it, as the copies do).
+bool is_device_range(const void* p, size_t bytes);
 }  // namespace dp::emu

@@ -458,6 +458,36 @@ DP_GPU_TEST(LtMatmulGpu, GeluEpilogueGivesTheTanhGeluAndKeepsItsInput) {
       }
 }
 
+// Operands at different alignments (A 4 bytes, B 16, D 8): the heuristic is told each operand's
+// own alignment (cuBLASLt's A is our B), so the algorithm fits the call; on the emulator an
+// operand less aligned than its algorithm was chosen for is refused, and the product must match.
+DP_GPU_TEST(LtMatmulGpu, OperandsOfDifferentAlignmentsGiveTheProduct) {
+  ExecContext ctx(0, size_t{32} << 20);
+  const cudaStream_t s = ctx.compute();
+  const int64_t m = 9, n = 12, k = 10;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+  DeviceBuffer da((a.size() + 1) * 4, s), db((b.size() + 4) * 4, s), dd((m * n + 2) * 4, s);
+  float* pa = static_cast<float*>(da.data()) + 1;  // 4-byte aligned
+  float* pb = static_cast<float*>(db.data()) + 4;  // 16
+  float* pd = static_cast<float*>(dd.data()) + 2;  // 8
+  CHECK_CUDA(cudaMemcpyAsync(pa, a.data(), a.size() * 4, cudaMemcpyHostToDevice, s));
+  CHECK_CUDA(cudaMemcpyAsync(pb, b.data(), b.size() * 4, cudaMemcpyHostToDevice, s));
+  for (bool tb : {false, true}) {  // B read as stored (k, n), then the same memory as (n, k) transposed
+    LtGemm g;
+    g.m = m, g.n = n, g.k = k, g.trans_b = tb;
+    g.a = pa, g.b = pb, g.d = pd;
+    lt_matmul(ctx, g);
+    std::vector<float> got(static_cast<size_t>(m * n));
+    CHECK_CUDA(cudaMemcpyAsync(got.data(), pd, got.size() * 4, cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    const auto want = row_major_product(std::vector<double>(a.begin(), a.end()),
+                                        std::vector<double>(b.begin(), b.end()), m, n, k, false, tb);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << "trans_b " << tb << " at " << i;
+  }
+}
+
 DP_GPU_TEST(LtMatmulGpu, OneHeuristicQueryPerKey) {
   ExecContext ctx(0, size_t{32} << 20);
   const cudaStream_t s = ctx.compute();
