@@ -31,18 +31,29 @@ struct Registry {
   std::mutex mu;
   std::map<const char*, Allocation> live;
   size_t device_bytes = 0, device_high = 0;
+  // The default pool's reserve: what it holds from the device, at least what is in use; a free
+  // keeps up to the release threshold (CUDA trims at synchronisations; here at once). Every
+  // device allocation counts as the pool's.
+  uint64_t release_threshold = 0;
+  size_t reserved = 0, reserved_high = 0;
 
   void add(void* p, size_t bytes, Kind kind) {
     std::lock_guard lock(mu);
     live.emplace(static_cast<const char*>(p), Allocation{bytes, kind});
-    if (kind == Kind::Device) device_high = std::max(device_high, device_bytes += bytes);
+    if (kind == Kind::Device) {
+      device_high = std::max(device_high, device_bytes += bytes);
+      reserved_high = std::max(reserved_high, reserved = std::max(reserved, device_bytes));
+    }
   }
   // Whether p is the base of a live allocation of this kind (then it is unregistered).
   bool remove(void* p, Kind kind) {
     std::lock_guard lock(mu);
     auto it = live.find(static_cast<const char*>(p));
     if (it == live.end() || it->second.kind != kind) return false;
-    if (kind == Kind::Device) device_bytes -= it->second.bytes;
+    if (kind == Kind::Device) {
+      device_bytes -= it->second.bytes;
+      reserved = std::max<size_t>(device_bytes, std::min<uint64_t>(reserved, release_threshold));
+    }
     live.erase(it);
     return true;
   }
@@ -186,16 +197,16 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
   auto& r = dp::emu::registry();
   std::lock_guard lock(r.mu);
   switch (attr) {
-    case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = 0; return cudaSuccess;
-    case cudaMemPoolAttrReservedMemCurrent:
+    case cudaMemPoolAttrReleaseThreshold: *static_cast<uint64_t*>(value) = r.release_threshold; return cudaSuccess;
+    case cudaMemPoolAttrReservedMemCurrent: *static_cast<uint64_t*>(value) = r.reserved; return cudaSuccess;
     case cudaMemPoolAttrUsedMemCurrent: *static_cast<uint64_t*>(value) = r.device_bytes; return cudaSuccess;
-    case cudaMemPoolAttrReservedMemHigh:
+    case cudaMemPoolAttrReservedMemHigh: *static_cast<uint64_t*>(value) = r.reserved_high; return cudaSuccess;
     case cudaMemPoolAttrUsedMemHigh: *static_cast<uint64_t*>(value) = r.device_high; return cudaSuccess;
   }
   return api_error(cudaErrorInvalidValue, "cudaMemPoolGetAttribute", "unknown attribute");
 }
 
-// Settable as in CUDA: the release threshold (ignored) and the high-water marks (reset to 0 only).
+// Settable as in CUDA: the release threshold and the high-water marks (reset to 0 only).
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
   if (pool != dp::emu::default_pool() || value == nullptr)
     return api_error(cudaErrorInvalidValue, "cudaMemPoolSetAttribute", "unknown pool or null value");
@@ -203,8 +214,14 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
   std::lock_guard lock(r.mu);
   const uint64_t v = *static_cast<uint64_t*>(value);
   switch (attr) {
-    case cudaMemPoolAttrReleaseThreshold: return cudaSuccess;
+    case cudaMemPoolAttrReleaseThreshold:
+      r.release_threshold = v;
+      r.reserved = std::max<size_t>(r.device_bytes, std::min<uint64_t>(r.reserved, v));
+      return cudaSuccess;
     case cudaMemPoolAttrReservedMemHigh:
+      if (v != 0) break;
+      r.reserved_high = r.reserved;
+      return cudaSuccess;
     case cudaMemPoolAttrUsedMemHigh:
       if (v != 0) break;
       r.device_high = r.device_bytes;

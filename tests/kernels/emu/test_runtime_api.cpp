@@ -75,6 +75,24 @@ TEST(EmuMemory, DefaultPoolReportsUsedBytesAndHighWater) {
   EXPECT_EQ(high, base + 4096);
 }
 
+// The reserve keeps freed memory up to the release threshold: all of it at UINT64_MAX (what
+// runtime/cuda/memory_pool.cpp configures), none at 0.
+TEST(EmuMemory, DefaultPoolReserveKeepsFreedMemoryUpToTheReleaseThreshold) {
+  cudaMemPool_t pool;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  uint64_t threshold = UINT64_MAX, reserved = 0, zero = 0;
+  const size_t base = device_bytes_in_use();
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, 1 << 20, 0), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(p, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  EXPECT_GE(reserved, base + (1 << 20));
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  EXPECT_EQ(reserved, base);  // trimmed to what is in use
+}
+
 TEST(EmuStreams, HandlesAreCheckedAndWorkIsDoneAtEnqueue) {
   cudaStream_t s;
   int least = 1, greatest = 1;

@@ -1,6 +1,6 @@
 // defines: the emulation build's stand-in for cuBLAS's API header: the handle, status, operation,
 // compute-type and GEMM-algorithm types, and the calls the project makes — cublasCreate,
-// cublasDestroy, cublasSetStream, cublasGetStatusString and cublasGemmEx (column-major, f32 /
+// cublasDestroy, cublasSetStream/GetStream, cublasGetStatusString and cublasGemmEx (column-major, f32 /
 // bf16 / f16 data, f32 compute and scalars) — run on the host by kernels/cuda/emu/libs/. Written
 // from the cuBLAS documentation with CUDA 12's numeric values, not copied from NVIDIA's headers.
 // On the include path of the emulation targets only (kernels/cuda/emu/README.md, "Libraries").
@@ -37,6 +37,7 @@ typedef struct cublasContext* cublasHandle_t;
 cublasStatus_t cublasCreate(cublasHandle_t* handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream);
 const char* cublasGetStatusString(cublasStatus_t status);
 
 // C (m, n) = alpha op(A) (m, k) op(B) (k, n) + beta C, column-major, host pointer scalars of the

@@ -1,6 +1,6 @@
 // defines: the emulation build's stand-in for <cudnn.h>, as far as the emulated sources use it:
 // the status codes (cuDNN 9's, with their sub-codes and CUDNN_STATUS_CATEGORY), the handle and
-// cudnnCreate / cudnnDestroy / cudnnSetStream / cudnnGetErrorString (kernels/cuda/emu/libs/
+// cudnnCreate / cudnnDestroy / cudnnSetStream / cudnnGetStream / cudnnGetErrorString (kernels/cuda/emu/libs/
 // cudnn.cpp). No cuDNN operation is emulated: a source that runs one is not built on the
 // emulator. Written from the cuDNN 9 documentation with its numeric values.
 #pragma once
@@ -39,4 +39,5 @@ typedef struct cudnnContext* cudnnHandle_t;
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle);
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle);
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream);
+cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream);
 const char* cudnnGetErrorString(cudnnStatus_t status);

@@ -65,6 +65,13 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr || stream == nullptr)
+    return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream", "null handle or result pointer");
+  *stream = handle->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 const char* cublasGetStatusString(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";

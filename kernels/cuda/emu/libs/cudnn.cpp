@@ -29,6 +29,13 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   return CUDNN_STATUS_SUCCESS;
 }
 
+cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr || stream == nullptr)
+    return library_refusal(CUDNN_STATUS_BAD_PARAM, "cudnnGetStream", "null handle or result pointer");
+  *stream = handle->stream;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 const char* cudnnGetErrorString(cudnnStatus_t status) {
   switch (CUDNN_STATUS_CATEGORY(static_cast<int>(status))) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
