@@ -9,7 +9,6 @@
 
 #include "kernels/cuda/emu/libs/elements.h"
 #include "kernels/cuda/emu/libs/gemm.h"
-#include "kernels/cuda/emu/streams.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -57,10 +56,7 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   if (handle == nullptr) return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream", "null handle");
-  if (dp::emu::check_stream(stream, "cublasSetStream") != cudaSuccess) {
-    (void)cudaGetLastError();  // a library status, not the runtime's error
-    return CUBLAS_STATUS_INVALID_VALUE;
-  }
+  if (!dp::emu::libs::known_stream(stream, "cublasSetStream")) return CUBLAS_STATUS_INVALID_VALUE;
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }

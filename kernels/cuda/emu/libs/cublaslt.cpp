@@ -18,7 +18,6 @@
 
 #include "kernels/cuda/emu/libs/elements.h"
 #include "kernels/cuda/emu/libs/gemm.h"
-#include "kernels/cuda/emu/streams.h"
 
 struct cublasLtContext {
   int unused = 0;
@@ -302,10 +301,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (handle == nullptr || desc == nullptr || Adesc == nullptr || Bdesc == nullptr || Cdesc == nullptr ||
       Ddesc == nullptr || alpha == nullptr || beta == nullptr)
     return library_refusal(CUBLAS_STATUS_INVALID_VALUE, kCall, "a null handle, descriptor or scalar");
-  if (dp::emu::check_stream(stream, kCall) != cudaSuccess) {
-    (void)cudaGetLastError();  // a library status, not the runtime's error
-    return CUBLAS_STATUS_INVALID_VALUE;
-  }
+  if (!L::known_stream(stream, kCall)) return CUBLAS_STATUS_INVALID_VALUE;
   const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   for (const std::string& why :
        {L::matmul_problem(*desc, *Adesc, *Bdesc, *Cdesc, *Ddesc),

@@ -2,7 +2,6 @@
 #include <cudnn.h>
 
 #include "kernels/cuda/emu/libs/elements.h"
-#include "kernels/cuda/emu/streams.h"
 
 struct cudnnContext {
   cudaStream_t stream = nullptr;
@@ -21,10 +20,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
 }
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   if (handle == nullptr) return library_refusal(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "null handle");
-  if (dp::emu::check_stream(stream, "cudnnSetStream") != cudaSuccess) {
-    (void)cudaGetLastError();  // a library status, not the runtime's error
-    return CUDNN_STATUS_BAD_PARAM;
-  }
+  if (!dp::emu::libs::known_stream(stream, "cudnnSetStream")) return CUDNN_STATUS_BAD_PARAM;
   handle->stream = stream;
   return CUDNN_STATUS_SUCCESS;
 }

@@ -5,6 +5,7 @@
 
 #include "base/half.h"
 #include "kernels/cuda/emu/memory.h"
+#include "kernels/cuda/emu/streams.h"
 
 namespace dp::emu::libs {
 
@@ -51,6 +52,12 @@ uint32_t alignment_of(const void* p) {
   uint32_t align = 256;
   while (align > 1 && a % align != 0) align /= 2;
   return align;
+}
+
+bool known_stream(cudaStream_t s, const char* call) {
+  if (check_stream(s, call) == cudaSuccess) return true;
+  (void)cudaGetLastError();  // the library's status says it, not the runtime's last error
+  return false;
 }
 
 void print_refusal(const char* call, const std::string& why, int code) {

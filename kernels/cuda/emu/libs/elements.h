@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include <cuda_runtime_api.h>
 #include <library_types.h>
 
 namespace dp::emu::libs {
@@ -22,6 +23,11 @@ int64_t matrix_span(int64_t rows, int64_t cols, int64_t ld);
 bool in_device_memory(const void* p, cudaDataType_t t, int64_t elements);
 // The largest power of two up to 256 dividing p's address (256 for null).
 uint32_t alignment_of(const void* p);
+
+// Whether `s` is a stream the runtime knows (the default ones or a live created one); a bad one
+// is reported as made by `call` and leaves no runtime error behind (a library returns its own
+// status for it).
+bool known_stream(cudaStream_t s, const char* call);
 
 // Prints "dp cuda emu: <call>: <why>" on stderr (as the runtime's refusals do) and returns
 // `status`, so that a refusal reads `return library_refusal(CUBLAS_STATUS_INVALID_VALUE, ...)`.
