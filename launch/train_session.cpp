@@ -199,7 +199,7 @@ void TrainSession::open_data_and_build_model() {
   if (device_.is_cpu()) {  // train.cpu_backend and the threads, once
     lg()->info("{}", model_->cpu_plan_summary());
     lg()->info("{}", cpu_threads_summary());
-  } else {  // train.cudnn_api, train.bn_impl and train.gpu_fusion
+  } else {  // train.cudnn_api, train.bn_impl, train.gpu_fusion and train.gpu_step_arena
     lg()->info("{}", gpu_choices);
     lg()->info("{}", model_->gpu_plan_summary());
   }

@@ -88,7 +88,9 @@ std::string apply_gpu_choices(Graph& g, const TrainConfig& train) {
     if (auto* bn = dynamic_cast<BatchNorm2d*>(node.layer.get())) bn->set_gpu_impl(train.bn_impl);
   g.set_gpu_fusion(train.gpu_fusion);
   if (g.device().is_cpu()) return "";
-  return fmt::format("batch norm: train.bn_impl = {}; {}", enum_name(train.bn_impl), g.gpu_plan_summary());
+  g.use_gpu_step_arena(train.gpu_step_arena);
+  return fmt::format("batch norm: train.bn_impl = {}; {}; step arena: {} (train.gpu_step_arena)", enum_name(train.bn_impl),
+                     g.gpu_plan_summary(), train.gpu_step_arena ? "on" : "off");
 }
 
 }  // namespace dp::models

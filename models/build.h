@@ -30,8 +30,9 @@ std::unique_ptr<Graph> build_model_for_planning(const ModelConfig& cfg, const Sh
 int64_t output_width(const Graph& g);
 
 // The GPU-side choices of train.* on a built graph: train.bn_impl on every batchnorm2d
-// (BatchNorm2d::set_gpu_impl) and train.gpu_fusion (Graph::set_gpu_fusion). A CPU graph ignores
-// them. Returns the log line that says what runs ("batch norm: ...; GPU fusion: ...").
+// (BatchNorm2d::set_gpu_impl), train.gpu_fusion (Graph::set_gpu_fusion) and, on a GPU,
+// train.gpu_step_arena (Graph::use_gpu_step_arena). A CPU graph ignores
+// them. Returns the log line that says what runs ("batch norm: ...; GPU fusion: ...; step arena: ...").
 std::string apply_gpu_choices(Graph& g, const TrainConfig& train);
 
 }  // namespace dp::models

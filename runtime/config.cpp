@@ -252,6 +252,10 @@ std::vector<Field> train_fields(Config& c) {
        "train.cudnn_api = graph, and each tanh GELU into the linear layer before it (GPT's c_fc -> gelu, cuBLASLt's "
        "GELU epilogue), when nothing else reads the producer's output; off until a GPU run has checked it",
        &c.train.gpu_fusion},
+      {"train", "gpu_step_arena", "GPU: place every layer's output and input gradient in one device arena by the "
+       "memory plan's lifetimes, as the CPU does (tensors not alive at once share bytes: the planned peak of "
+       "`dptrain memory`); false: one allocation per output, kept for the whole step; off until a GPU run has "
+       "checked it", &c.train.gpu_step_arena},
       {"train", "loss_scale_init", "fp16: initial dynamic loss scale (halved on inf/NaN, the step skipped)",
        &c.train.loss_scale_init, 1, 1e30},
       {"train", "loss_scale_growth_interval", "fp16: clean steps in a row before the loss scale doubles",

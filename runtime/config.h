@@ -132,6 +132,7 @@ struct TrainConfig {
   Tf32 tf32 = Tf32::Off;           // GPU, f32 data: TF32 tensor cores in convolutions / matmuls
   BnImpl bn_impl = BnImpl::Cudnn;  // GPU: batch norm's implementation (runtime/bn_impl.h)
   bool gpu_fusion = false;         // GPU: ReLUs (and residual adds) folded into batch norms and graph-API convolutions
+  bool gpu_step_arena = false;     // GPU: outputs and input gradients in one arena by the memory plan's lifetimes
   double loss_scale_init = 65536;  // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 2000;  // fp16: clean steps before the scale doubles
 };

@@ -211,7 +211,7 @@ const Tensor& Graph::forward_nodes(const StepContext& step_ctx, const Tensor& x)
   const StepContext ctx = cpu ? cpu_context(step_ctx) : step_ctx;
   if (!cpu && !gpu_planned_) plan_gpu();
   const int64_t n = x.dim(0);
-  if (cpu) place_step_arena(n, act);
+  if (arena_placed()) place_step_arena(n, act);
   input_ = cpu ? model_input(x) : x;
   for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
     const int host = plan_[i].folded_into;
@@ -285,7 +285,7 @@ void Graph::forward_node(const StepContext& ctx, int i, int64_t batch, DType act
   for (int src : run_sources(i)) in.push_back(src == kInput ? input_ : acts_[src]);
   const Shape out = with_batch(batch, node.out_shape);
   Tensor& y = acts_[i];
-  if (!y.fits(out, act, dev)) {  // a GPU graph's own outputs (a CPU graph's are placed in its step arena)
+  if (!y.fits(out, act, dev)) {  // a GPU graph's own outputs (placed ones are views of the step arena)
     MemoryScope scope(MemoryCategory::Activations);
     if (dev.is_cpu()) y = Tensor::zeros(out, act, dev);
     else ensure_capacity(y, out, act, dev);  // a smaller batch in the largest one's bytes

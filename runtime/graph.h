@@ -20,7 +20,8 @@ namespace dp {
 namespace cuda {
 class ExecContext;
 }
-class GraphObserver;  // runtime/graph_observer.h
+class GraphObserver;   // runtime/graph_observer.h
+struct StepMemoryPlan;  // runtime/step_memory.h
 
 class Graph {
  public:
@@ -139,11 +140,19 @@ class Graph {
   // fill the step arena with NaN (every byte 0xFF) at the start of every forward, and each tensor
   // of the arena right after the last step event the plan lets read it (its bytes are another's).
   void poison_step_arena_for_testing(bool on) { poison_step_arena_ = on; }
+  // A GPU graph places its outputs and input gradients in a step arena by the plan's lifetimes
+  // too (train.gpu_step_arena, set by models::apply_gpu_choices; off by default until a GPU run has
+  // checked it): the arena holds only the graph's own tensors, as the GPU's layers keep their state
+  // in their own allocations. Switching drops the other scheme's tensors; the next forward places
+  // them again.
+  void use_gpu_step_arena(bool on);
+  bool gpu_step_arena() const { return gpu_step_arena_; }
   // On the CPU, the place of the loss's f32 gradient w.r.t. the last forward's output in the step
   // arena (the plan's "loss.dlogits_f32"): a caller writes the loss gradient there and passes it
   // to backward, so it costs no bytes of its own. Undefined on a GPU or before a forward.
   Tensor loss_gradient() const;
-  // The CPU's step arena (graph_step_arena.cpp): its bytes (0 before the first forward, or on a GPU).
+  // The step arena (graph_step_arena.cpp): its bytes (0 before the first forward, or on a GPU
+  // without gpu_step_arena).
   size_t step_arena_bytes() const { return step_arena_.defined() ? step_arena_.nbytes() : 0; }
 
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -226,7 +235,8 @@ class Graph {
   // tensors whose lifetimes do not overlap share bytes), with what the layers keep and their scratch,
   // in one storage made for the largest batch so far and reused by a smaller one (a last partial
   // batch, an evaluation).
-  Tensor step_arena_;                  // U8 [bytes], CPU
+  Tensor step_arena_;                  // U8 [bytes], on device_ (a GPU's under gpu_step_arena_)
+  bool gpu_step_arena_ = false;
   int64_t arena_batch_ = 0;            // the largest batch step_arena_ holds a plan of (0: after a new plan)
   int64_t placed_batch_ = 0;           // the batch acts_ are placed for (0: not placed; adopt_plan resets)
   DType placed_dtype_ = DType::F32;
@@ -234,11 +244,19 @@ class Graph {
   bool poison_step_arena_ = false;
   std::vector<std::vector<std::pair<size_t, size_t>>> dead_after_;  // per step event: [offset, end) last read there
   void place_step_arena(int64_t batch, DType act);
+  void allocate_step_arena(size_t need, int64_t batch);  // grown for a larger batch only
+  void note_deaths(const StepMemoryPlan& plan, const GraphArena& places);  // fills dead_after_
   // Node `node`'s kept bytes and its forward's or backward's scratch in the step arena ({} on a GPU).
   LayerMemory layer_memory(int node, bool backward) const;
   // The input's channels-last copy's place in the arena (undefined when the plan has none of that size).
   Tensor input_copy_place(const Shape& shape, DType dtype) const;
   void poison_dead_tensors(int event);  // under poison_step_arena_: NaN into what dies at `event`
+  // [offset, offset + bytes) of the GPU's step arena filled with 0xFF on the compute stream
+  // (graph_cuda.cpp): poison_dead_tensors on a GPU.
+  void poison_device_bytes(size_t offset, size_t bytes);
+  // Whether this step's outputs and input gradients live in step_arena_ (the CPU's, or the GPU's
+  // under gpu_step_arena_); else a GPU graph's outputs are its own and its gradients in grad_arena_.
+  bool arena_placed() const { return device_.is_cpu() || gpu_step_arena_; }
   void plan_input_gradients_for_step();
   // Buffer b of grad_plan_ as a tensor of `shape` and `dtype`.
   Tensor grad_buffer(int b, const Shape& shape, DType dtype) const;

@@ -69,4 +69,9 @@ void Graph::zero_grad_device() {
     CHECK_CUDA(cudaMemsetAsync(lp_grads_.flat().raw(), 0, lp_grads_.flat().nbytes(), gpu_->compute()));
 }
 
+void Graph::poison_device_bytes(size_t offset, size_t bytes) {
+  CHECK_CUDA(cudaMemsetAsync(static_cast<unsigned char*>(step_arena_.storage()->data()) + offset, 0xFF, bytes,
+                             gpu_->compute()));
+}
+
 }  // namespace dp

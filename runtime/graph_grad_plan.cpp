@@ -32,7 +32,7 @@ void Graph::plan_input_gradients_for_step() {
     names[i] = nodes_[i].layer->name();
   }
   grad_plan_ = plan_input_gradients(schedule_, sources, grad_plan_bytes_, names, kGradAlignment);
-  if (device_.is_cpu()) {  // the buffers are in the step arena, placed by the same plan
+  if (arena_placed()) {  // the buffers are in the step arena, placed by the same plan
     DP_CHECK(grad_plan_.tensors.size() == step_places_.gradient_bytes.size(),
              "the graph's backward has {} input-gradient buffers, its step plan {}", grad_plan_.tensors.size(),
              step_places_.gradient_bytes.size());
@@ -53,9 +53,9 @@ void Graph::plan_input_gradients_for_step() {
 Tensor Graph::grad_buffer(int b, const Shape& shape, DType dtype) const {
   DP_CHECK(b >= 0 && static_cast<size_t>(b) < grad_plan_.tensors.size(), "input-gradient buffer {} of {}", b,
            grad_plan_.tensors.size());
-  const bool cpu = device_.is_cpu();
-  const size_t offset = (cpu ? step_places_.gradient_offset : grad_plan_.packing.offsets)[static_cast<size_t>(b)];
-  Tensor t = Tensor::view_of((cpu ? step_arena_ : grad_arena_).storage(), offset, shape, dtype);
+  const bool placed = arena_placed();
+  const size_t offset = (placed ? step_places_.gradient_offset : grad_plan_.packing.offsets)[static_cast<size_t>(b)];
+  Tensor t = Tensor::view_of((placed ? step_arena_ : grad_arena_).storage(), offset, shape, dtype);
   DP_CHECK(t.nbytes() <= grad_plan_.tensors[static_cast<size_t>(b)].bytes, "input-gradient buffer {} ('{}') is {} bytes, asked {}",
            b, grad_plan_.tensors[static_cast<size_t>(b)].name, grad_plan_.tensors[static_cast<size_t>(b)].bytes,
            t.nbytes());

@@ -41,6 +41,7 @@ const Tensor& Graph::output_f32() { no_cuda("a GPU output cast"); }
 const Tensor& Graph::output_grad_in_compute(const Tensor&) { no_cuda("a GPU output-gradient cast"); }
 void Graph::widen_low_precision_grads(const Node&) { no_cuda("GPU gradient widening"); }
 void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
+void Graph::poison_device_bytes(size_t, size_t) { no_cuda("poisoning a GPU step arena"); }
 
 namespace optim {
 void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }

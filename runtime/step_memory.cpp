@@ -118,7 +118,9 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
            "plan_step_memory: a built graph of {} nodes, a plan of {}, batch {}", g.nodes().size(), q.fusion.size(),
            q.batch);
   StepMemoryPlan p;
-  const std::vector<PlanNode> nodes = plan_nodes(g, q);
+  std::vector<PlanNode> nodes = plan_nodes(g, q);
+  if (q.graph_tensors_only)
+    for (PlanNode& node : nodes) node.needs.kept_bytes = node.needs.scratch_bytes = 0;
   const size_t n = nodes.size();
   for (const PlanNode& node : nodes) p.library_workspace = std::max(p.library_workspace, node.needs.library_workspace);
   p.output_of.assign(n, -1), p.kept_of.assign(n, -1);
@@ -136,9 +138,11 @@ StepMemoryPlan plan_step_memory(const Graph& g, const StepMemoryQuery& q) {
   p.gradients_begin = p.tensors.size();
   for (PlanTensor& t : gradient_tensors(g, q)) p.tensors.push_back(std::move(t));
   p.gradients_end = p.tensors.size();
-  p.loss_gradient = static_cast<int>(p.tensors.size());
-  add_loss_tensors(g, q, p.tensors);
-  if (input_copied_channels_last(g.input_shape(), nhwc_of(g, q))) {
+  if (!q.graph_tensors_only) {
+    p.loss_gradient = static_cast<int>(p.tensors.size());
+    add_loss_tensors(g, q, p.tensors);
+  }
+  if (!q.graph_tensors_only && input_copied_channels_last(g.input_shape(), nhwc_of(g, q))) {
     p.input_copy = static_cast<int>(p.tensors.size());
     add_input_copy(g, q, nodes, p.tensors);
   }

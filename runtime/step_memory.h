@@ -31,6 +31,10 @@ struct StepMemoryQuery {
   // The CPU graph's layout when the caller knows it (Graph::place_step_arena: its own plan's);
   // unset: cpu_channels_last's rule, what the graph would plan.
   std::optional<bool> channels_last;
+  // Only the graph's own tensors, the nodes' outputs and input gradients: the GPU graph's arena
+  // (Graph::place_step_arena), whose layers keep their state in their own allocations and whose
+  // trainer owns the loss's tensors. `dptrain memory` plans them all (false).
+  bool graph_tensors_only = false;
 };
 
 struct StepMemoryPlan {

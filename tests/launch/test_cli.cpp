@@ -132,7 +132,7 @@ TEST_F(Cli, ConfigAfterSetIsTheConfig) {
                        "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, "
                        "beta1, beta2, eps, "
                        "schedule, warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, "
-                       "eval_every, log_every, device, precision, threads, cpu_backend, cpu_conv_algorithm, cpu_gemm, accum_steps, zero, elastic_batch, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, "
+                       "eval_every, log_every, device, precision, threads, cpu_backend, cpu_conv_algorithm, cpu_gemm, accum_steps, zero, elastic_batch, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, gpu_step_arena, loss_scale_init, "
                        "loss_scale_growth_interval\n");
   std::string good = write("[model]\npreset = \"mlp\"\n");
   r = run({"--set", "data.hflip=true", "train.lrr=0.5", good, "--log-level", "warn"});

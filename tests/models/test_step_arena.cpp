@@ -20,6 +20,13 @@
 #include "runtime/memory_account.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/step_memory.h"
+#include "tests/gpu_test.h"
+
+#ifdef DPTRAIN_HAVE_CUDA
+#include <cmath>
+
+#include "tests/models/cuda_layer_harness.h"
+#endif
 
 namespace dp {
 namespace {
@@ -169,6 +176,82 @@ TEST(StepArenaLayout, AnNchwPlanSizesTheWorkspacesForNchw) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, StepArena, ::testing::Values(CpuBackend::OneDnn, CpuBackend::Reference),
                          [](const auto& info) { return std::string(enum_name(info.param)); });
+
+#ifdef DPTRAIN_HAVE_CUDA
+// The GPU's step arena (DPTRAIN_GPU_STEP_ARENA, Graph::use_gpu_step_arena): the outputs and input
+// gradients placed by the plan's lifetimes, poisoned as on the CPU (0xFF into the whole arena
+// before each forward and into each tensor right after its last planned reader, on the compute
+// stream), against the same graph with one allocation per output: the same bits in every output
+// and parameter gradient of two steps (the model's batch, then one less), with the GPU's fusions
+// (batch norm + ReLU / add + ReLU, linear + GELU) and channels-last 16-bit activations. A CUDA
+// layer reading bytes its backward_needs does not declare would read NaN or another tensor here.
+struct GpuArenaCase {
+  const char* name;
+  Model (*model)();
+  DType compute;
+};
+
+std::vector<std::vector<double>> gpu_steps(const Model& m, DType compute, bool arena) {
+  cuda::ExecContext exec(0, size_t{64} << 20);
+  auto g = models::build_model(m.mc, m.sample, /*seed=*/5, Device::cuda(0), compute, &exec);
+  g->set_gpu_fusion(true);
+  g->use_gpu_step_arena(arena);
+  g->poison_step_arena_for_testing(arena);
+  StepContext ctx{true, 5, 0};
+  ctx.gpu = &exec, ctx.compute = compute, ctx.channels_last = compute != DType::F32;
+  std::vector<std::vector<double>> out;
+  const auto values = [](const Tensor& host) { return std::vector<double>(host.data<double>(), host.data<double>() + host.numel()); };
+  for (int s = 0; s < 2; ++s) {
+    const int64_t batch = s == 0 ? m.batch : m.batch - 1;
+    ctx.step = static_cast<uint64_t>(s);
+    g->zero_grad();
+    const Tensor x = test::gpu::upload(input(m, batch, static_cast<uint64_t>(s)), compute, ctx.channels_last,
+                                       Device::cuda(0));
+    const Tensor y = test::gpu::download(g->forward(ctx, x), false);
+    Tensor dy = Tensor::zeros(y.shape());
+    const int64_t classes = y.shape().back();
+    for (int64_t i = 0; i < y.numel(); ++i)
+      dy.data<float>()[i] = 0.01f * static_cast<float>(y.data<double>()[i]) - (i % classes == 3 ? 1.0f : 0.0f);
+    g->backward(ctx, test::gpu::upload(dy, DType::F32, false, Device::cuda(0)));
+    out.push_back(values(y));
+    for (int t = 0; t < g->grads().size(); ++t) out.push_back(values(test::gpu::download(g->grads().tensor(t), false)));
+  }
+  EXPECT_EQ(g->step_arena_bytes() > 0, arena);
+  return out;
+}
+
+class StepArenaGpu : public gputest::GpuTestWithParam<GpuArenaCase> {};
+
+DP_GPU_TEST_P(StepArenaGpu, PoisonedArenaGivesTheBitsOfSeparateOutputs) {
+  const GpuArenaCase c = GetParam();
+  const Model m = c.model();
+  const auto separate = gpu_steps(m, c.compute, false), placed = gpu_steps(m, c.compute, true);
+  ASSERT_EQ(separate.size(), placed.size());
+  size_t differ = 0, non_finite = 0, total = 0;
+  double worst = 0;
+  for (size_t t = 0; t < separate.size(); ++t) {
+    ASSERT_EQ(separate[t].size(), placed[t].size()) << "tensor " << t;
+    for (size_t i = 0; i < separate[t].size(); ++i, ++total) {
+      non_finite += !std::isfinite(placed[t][i]) && std::isfinite(separate[t][i]);
+      if (std::memcmp(&separate[t][i], &placed[t][i], sizeof(double)) == 0) continue;
+      ++differ;
+      worst = std::max(worst, std::fabs(separate[t][i] - placed[t][i]));
+    }
+  }
+  EXPECT_EQ(non_finite, 0u) << "values NaN or infinite only with the poisoned arena";
+  EXPECT_EQ(differ, 0u) << differ << " of " << total << " values differ (largest difference " << worst
+                        << "): a layer reads bytes the plan gave to another tensor, or the GPU is not deterministic";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, StepArenaGpu,
+                         ::testing::Values(GpuArenaCase{"cnn_f32", cnn, DType::F32},
+                                           GpuArenaCase{"cnn_bf16", cnn, DType::BF16},
+                                           GpuArenaCase{"resnet_f32", resnet, DType::F32},
+                                           GpuArenaCase{"resnet_bf16", resnet, DType::BF16},
+                                           GpuArenaCase{"gpt_f32", gpt, DType::F32},
+                                           GpuArenaCase{"gpt_bf16", gpt, DType::BF16}),
+                         [](const auto& info) { return std::string(info.param.name); });
+#endif  // DPTRAIN_HAVE_CUDA
 
 }  // namespace
 }  // namespace dp

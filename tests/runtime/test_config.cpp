@@ -99,6 +99,7 @@ TEST(Config, BnImplAndGpuFusionAreParsedOnce) {
   const Config d = parse_config(kMin, "m.cfg", {});
   EXPECT_EQ(d.train.bn_impl, BnImpl::Cudnn);
   EXPECT_FALSE(d.train.gpu_fusion);  // until a GPU run has checked it
+  EXPECT_FALSE(d.train.gpu_step_arena);  // likewise
   EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.bn_impl=own"}).train.bn_impl, BnImpl::Own);
   EXPECT_EQ(parse_config(kMin, "m.cfg", {"train.bn_impl=cudnn_ex"}).train.bn_impl, BnImpl::CudnnEx);
   EXPECT_TRUE(parse_config(kMin, "m.cfg", {"train.gpu_fusion=true"}).train.gpu_fusion);
@@ -112,7 +113,7 @@ TEST(Config, UnknownKeySuggestsClosest) {
             "batch_size, optimizer, lr, momentum, dampening, nesterov, weight_decay, decay_params, grad_clip, beta1, "
             "beta2, eps, schedule, "
             "warmup_steps, warmup_start_factor, step_size, gamma, min_lr, label_smoothing, eval_every, log_every, "
-            "device, precision, threads, cpu_backend, cpu_conv_algorithm, cpu_gemm, accum_steps, zero, elastic_batch, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, loss_scale_init, loss_scale_growth_interval");
+            "device, precision, threads, cpu_backend, cpu_conv_algorithm, cpu_gemm, accum_steps, zero, elastic_batch, workspace_mb, cudnn_api, tf32, bn_impl, gpu_fusion, gpu_step_arena, loss_scale_init, loss_scale_growth_interval");
 }
 
 TEST(Config, UnknownSectionSuggestsClosest) {

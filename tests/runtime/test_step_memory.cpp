@@ -106,6 +106,41 @@ TEST(StepMemory, AFoldedReluSharesItsHostsOutput) {
   EXPECT_EQ(g.nodes()[0].layer->epilogue(), Epilogue::None);  // put back
 }
 
+// The GPU graph's arena (graph_tensors_only): the same outputs and input gradients at the same
+// lifetimes, without what the layers keep, their scratch and the loss's tensors (a GPU's layers
+// and trainer allocate those themselves), so it packs into fewer bytes.
+TEST(StepMemory, TheGraphTensorsOnlyPlanHoldsTheOutputsAndInputGradients) {
+  Graph g;
+  g.add(std::make_unique<Toy>("fc1", BackwardNeeds{.input = true, .kept_bytes = 512}));
+  g.add(std::make_unique<Toy>("relu", BackwardNeeds{.output = true}, 1, Follower::Relu));
+  g.add(std::make_unique<Toy>("fc2", BackwardNeeds{.input = true, .scratch_bytes = 1000}));
+  g.build({8}, 0);
+  StepMemoryQuery q{.batch = 4, .activations = DType::BF16, .path = MemoryPath::Cuda, .fusion = unfused_plan(3),
+                    .alignment = 64};
+  const StepMemoryPlan all = plan_step_memory(g, q);
+  q.graph_tensors_only = true;
+  const StepMemoryPlan own = plan_step_memory(g, q);
+  auto a = by_name(all), o = by_name(own);
+  for (const char* gone : {"fc1.kept", "fc2.scratch", "loss.dlogits_f32", "loss.logits_f32", "fc2.dout"}) {
+    EXPECT_EQ(a.count(gone), 1u) << gone;
+    EXPECT_EQ(o.count(gone), 0u) << gone;
+  }
+  for (const char* kept : {"fc1.out", "relu.out", "fc2.out", "relu.dout", "fc1.dout"}) {
+    ASSERT_EQ(o.count(kept), 1u) << kept;
+    EXPECT_EQ(o.at(kept).bytes, a.at(kept).bytes) << kept;
+    EXPECT_EQ(std::pair(o.at(kept).first, o.at(kept).last), std::pair(a.at(kept).first, a.at(kept).last)) << kept;
+  }
+  EXPECT_EQ(own.kept_of, (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(own.backward_scratch_of, (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(own.loss_gradient, -1);
+  EXPECT_EQ(own.tensors.size(), 5u);
+  EXPECT_EQ(check_packing(own.tensors, own.packing, 64), "");
+  EXPECT_LT(own.packing.arena_bytes, all.packing.arena_bytes);
+  // Event 5 (relu's backward) holds relu.out and relu.dout and writes fc1.dout, 64 bytes each: the
+  // peak of the outputs and input gradients alone.
+  EXPECT_EQ(own.lower_bound, 192u);
+}
+
 // What the CPU graph places (graph_arena): every tensor of the plan at the plan's own offset, the
 // layers' kept bytes and scratch (fc2's 1000 bytes, one span per call) and the loss's gradient
 // included, so the arena is the plan's activations exactly.
