@@ -266,7 +266,15 @@ void BatchNorm2d::backward_cuda(const StepContext& ctx, const std::vector<Tensor
     return;
   }
   const BnGpuPath path = same ? last.path : BnGpuPath::Own;
-  if (path == BnGpuPath::CudnnEx && cudnn_ex_backward_train(st, c)) return;
+  if (path == BnGpuPath::CudnnEx) {
+    if (cudnn_ex_backward_train(st, c)) return;
+    // Refused (not supported, or a workspace above train.workspace_mb): from the next forward on
+    // the legacy call runs both passes, so this is said once, not every step.
+    st.ex_refused = true;
+    log::get("cuda")->warn("{}: cuDNN's persistent batch-norm backward is not available for {} {} input; this "
+                           "backward and the later steps use its legacy batch norm",
+                           c.layer, dtype_name(dt), c.d.nhwc ? "NHWC" : "NCHW");
+  }
   if (path == BnGpuPath::Cudnn || path == BnGpuPath::CudnnEx) {
     if (cudnn_backward_train(st, c)) return;
     st.cudnn_refused = true;

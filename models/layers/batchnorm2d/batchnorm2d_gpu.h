@@ -66,7 +66,7 @@ struct BnCudaState {
   cuda::PinnedBuffer count_host;    // (1) f64: SyncBN's all-reduced count, read after a stream sync
   PimplPtr<BnExState> ex;           // made by the first CudnnEx call
   bool cudnn_refused = false;       // the legacy call answered NOT_SUPPORTED before
-  bool ex_refused = false;          // the persistent call answered NOT_SUPPORTED before
+  bool ex_refused = false;          // the persistent call refused before (forward or backward): legacy from then on
   bool ex_logged = false;           // the guard's reason for this layer was logged
   Last last;
 
