@@ -147,6 +147,10 @@ class Graph {
   // them again.
   void use_gpu_step_arena(bool on);
   bool gpu_step_arena() const { return gpu_step_arena_; }
+  // Tests: a CPU graph places only its outputs and input gradients, as a GPU's arena does (its
+  // layers keep their state and scratch themselves, the caller the loss's gradient), so that the
+  // GPU arena's plan and placement run, poisoned, on the CPU. Set before the first forward.
+  void place_graph_tensors_only_for_testing(bool on) { graph_tensors_only_ = on, placed_batch_ = 0, arena_batch_ = 0; }
   // On the CPU, the place of the loss's f32 gradient w.r.t. the last forward's output in the step
   // arena (the plan's "loss.dlogits_f32"): a caller writes the loss gradient there and passes it
   // to backward, so it costs no bytes of its own. Undefined on a GPU or before a forward.
@@ -237,6 +241,7 @@ class Graph {
   // batch, an evaluation).
   Tensor step_arena_;                  // U8 [bytes], on device_ (a GPU's under gpu_step_arena_)
   bool gpu_step_arena_ = false;
+  bool graph_tensors_only_ = false;    // a CPU graph's arena as a GPU's (tests)
   int64_t arena_batch_ = 0;            // the largest batch step_arena_ holds a plan of (0: after a new plan)
   int64_t placed_batch_ = 0;           // the batch acts_ are placed for (0: not placed; adopt_plan resets)
   DType placed_dtype_ = DType::F32;

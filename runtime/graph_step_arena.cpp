@@ -38,7 +38,7 @@ void Graph::use_gpu_step_arena(bool on) {
 namespace {
 // What the arena's plan is asked: the CPU's path and layout, or the GPU's with only the graph's
 // own tensors (its layers keep their state themselves, its trainer the loss's tensors).
-StepMemoryQuery arena_query(bool cpu, bool onednn, bool channels_last, int64_t batch, DType act,
+StepMemoryQuery arena_query(bool cpu, bool onednn, bool channels_last, bool graph_only, int64_t batch, DType act,
                             const std::vector<NodePlan>& fusion) {
   return StepMemoryQuery{.batch = batch,
                          .activations = act,
@@ -46,7 +46,7 @@ StepMemoryQuery arena_query(bool cpu, bool onednn, bool channels_last, int64_t b
                          .fusion = fusion,
                          .alignment = kStepArenaAlignment,
                          .channels_last = cpu && channels_last,
-                         .graph_tensors_only = !cpu};
+                         .graph_tensors_only = !cpu || graph_only};
 }
 }  // namespace
 
@@ -57,7 +57,8 @@ void Graph::place_step_arena(int64_t batch, DType act) {
   if (placed_batch_ != batch || placed_dtype_ != act) {
     const bool onednn = cpu_backend_ == CpuBackend::OneDnn && act == DType::F32;  // plan_cpu's rule
     const StepMemoryPlan plan =
-        plan_step_memory(*this, arena_query(cpu, onednn, cpu_channels_last_ && act == DType::F32, batch, act, plan_));
+        plan_step_memory(*this, arena_query(cpu, onednn, cpu_channels_last_ && act == DType::F32, graph_tensors_only_,
+                                            batch, act, plan_));
     GraphArena places = graph_arena(plan);
     // A single output beyond the machine is named as the allocation of that output would name it.
     for (size_t i = 0; cpu && i < nodes_.size(); ++i) {
@@ -123,7 +124,7 @@ void Graph::note_deaths(const StepMemoryPlan& plan, const GraphArena& places) {
 }
 
 LayerMemory Graph::layer_memory(int node, bool backward) const {
-  if (!device_.is_cpu() || step_places_.kept.empty()) return {};
+  if (!device_.is_cpu() || graph_tensors_only_ || step_places_.kept.empty()) return {};
   const auto i = static_cast<size_t>(node);
   const GraphArena::Span& kept = step_places_.kept[i];
   const GraphArena::Span& scratch = (backward ? step_places_.backward_scratch : step_places_.forward_scratch)[i];

@@ -1,10 +1,11 @@
-// The CPU's step arena (runtime/graph_step_arena.cpp; issue 30): the memory plan is what the CPU
-// runs. Proofs, on both CPU backends:
+// The step arena (runtime/graph_step_arena.cpp; issue 30): the memory plan is what the CPU runs,
+// and with train.gpu_step_arena what a GPU runs. Proofs, on both CPU backends:
 //   - poisoned: the arena filled with NaN before every forward, and each of its tensors right
 //     after the last step event the plan lets read it, changes no bit of the trained weights of
 //     the Fashion-MNIST CNN (batch norm, dropout), the CIFAR ResNet-18 (residual adds) and a small
 //     GPT, a smaller last batch included: no layer reads bytes before they are written, or after
-//     the plan gave them to another tensor (those would be NaN, or another tensor's values);
+//     the plan gave them to another tensor (those would be NaN, or another tensor's values); the
+//     same with the GPU's arena of only the outputs and input gradients, placed on the CPU;
 //   - planned = measured: the account's activation bytes grow by exactly the activations that
 //     plan_step_memory(...) plans (Storage charges the bytes asked; its 64-byte rounding is not
 //     charged), no input-gradient bytes besides and none of the layers' own (what they keep and
@@ -74,10 +75,12 @@ Tensor input(const Model& m, int64_t batch, uint64_t step) {
 // `steps` AdamW steps at m.batch, then one at a smaller batch (a last partial batch); the loss
 // gradient reads the logits (0.01 * logits, minus 1 at a fixed class per row), so the forward's
 // output matters too. Returns the parameters.
-std::vector<float> train(const Model& m, CpuBackend backend, bool poison, int steps) {
+// graph_only: the arena holds only the outputs and input gradients, as a GPU's does.
+std::vector<float> train(const Model& m, CpuBackend backend, bool poison, int steps, bool graph_only = false) {
   auto g = models::build_model(m.mc, m.sample, /*seed=*/5);
   g->set_cpu_backend(backend);
   g->poison_step_arena_for_testing(poison);
+  g->place_graph_tensors_only_for_testing(graph_only);
   auto opt = optim::make_adamw(g->num_parameters(), {});
   for (int s = 0; s <= steps; ++s) {
     const int64_t batch = s < steps ? m.batch : m.batch - 1;
@@ -98,8 +101,8 @@ std::vector<float> train(const Model& m, CpuBackend backend, bool poison, int st
 
 class StepArena : public ::testing::TestWithParam<CpuBackend> {};
 
-void expect_poison_changes_nothing(const Model& m, CpuBackend backend) {
-  const std::vector<float> clean = train(m, backend, false, 3), poisoned = train(m, backend, true, 3);
+void expect_poison_changes_nothing(const Model& m, CpuBackend backend, bool graph_only = false) {
+  const std::vector<float> clean = train(m, backend, false, 3), poisoned = train(m, backend, true, 3, graph_only);
   ASSERT_EQ(clean.size(), poisoned.size());
   size_t differ = 0;
   for (size_t i = 0; i < clean.size(); ++i) differ += std::memcmp(&clean[i], &poisoned[i], sizeof(float)) != 0;
@@ -109,6 +112,17 @@ void expect_poison_changes_nothing(const Model& m, CpuBackend backend) {
 TEST_P(StepArena, PoisonedArenaTrainsTheCnnToTheSameBits) { expect_poison_changes_nothing(cnn(), GetParam()); }
 TEST_P(StepArena, PoisonedArenaTrainsTheResnetToTheSameBits) { expect_poison_changes_nothing(resnet(), GetParam()); }
 TEST_P(StepArena, PoisonedArenaTrainsTheGptToTheSameBits) { expect_poison_changes_nothing(gpt(), GetParam()); }
+// The GPU's arena (outputs and input gradients only, StepMemoryQuery::graph_tensors_only) placed,
+// poisoned, on the CPU: its plan and placement give the same bits too (the layers keep their state).
+TEST_P(StepArena, PoisonedGraphTensorsOnlyArenaTrainsTheCnnToTheSameBits) {
+  expect_poison_changes_nothing(cnn(), GetParam(), true);
+}
+TEST_P(StepArena, PoisonedGraphTensorsOnlyArenaTrainsTheResnetToTheSameBits) {
+  expect_poison_changes_nothing(resnet(), GetParam(), true);
+}
+TEST_P(StepArena, PoisonedGraphTensorsOnlyArenaTrainsTheGptToTheSameBits) {
+  expect_poison_changes_nothing(gpt(), GetParam(), true);
+}
 
 // The account's activation bytes grow by the planned arena and nothing else of the graph's or its
 // layers'.
