@@ -81,6 +81,11 @@ const char* cudaGetErrorName(cudaError_t e) {
     DP_EMU_NAME(cudaErrorLaunchOutOfResources)
     DP_EMU_NAME(cudaErrorLaunchTimeout)
     DP_EMU_NAME(cudaErrorAssert)
+    DP_EMU_NAME(cudaErrorHardwareStackError)
+    DP_EMU_NAME(cudaErrorIllegalInstruction)
+    DP_EMU_NAME(cudaErrorMisalignedAddress)
+    DP_EMU_NAME(cudaErrorInvalidAddressSpace)
+    DP_EMU_NAME(cudaErrorInvalidPc)
     DP_EMU_NAME(cudaErrorLaunchFailure)
     DP_EMU_NAME(cudaErrorNotSupported)
     DP_EMU_NAME(cudaErrorUnknown)
@@ -112,6 +117,11 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorLaunchTimeout: return "the launch timed out and was terminated";
     case cudaErrorAssert: return "device-side assert triggered";
+    case cudaErrorHardwareStackError: return "hardware stack error";
+    case cudaErrorIllegalInstruction: return "an illegal instruction was encountered";
+    case cudaErrorMisalignedAddress: return "misaligned address";
+    case cudaErrorInvalidAddressSpace: return "operation not supported on global/shared address space";
+    case cudaErrorInvalidPc: return "invalid program counter";
     case cudaErrorLaunchFailure: {
       const std::string& s = dp::emu::state().fault_string;
       return s.empty() ? "unspecified launch failure" : s.c_str();
