@@ -1057,7 +1057,11 @@ void TrainSession::report_memory_breakdown() {
   };
   std::string top;
   if (gpu_) {
-    top = "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
+    top = model_->gpu_step_arena()
+              ? fmt::format("the layers holding the most of their own tensors (their outputs and input gradients are in "
+                            "the step arena, {:.1f} MiB):",
+                            static_cast<double>(model_->step_arena_bytes()) / 1048576.0)
+              : "the layers holding the most (their outputs, their backward's input gradients, their own tensors):";
     for (const auto& [node, bytes] : memory_by_node(10))
       if (node < static_cast<int>(model_->nodes().size())) {
         const Layer& l = *model_->nodes()[static_cast<size_t>(node)].layer;

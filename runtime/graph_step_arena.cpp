@@ -31,6 +31,7 @@ void Graph::use_gpu_step_arena(bool on) {
   gpu_step_arena_ = on;
   for (Tensor& a : acts_) a = Tensor();  // the other scheme's outputs go
   step_arena_ = Tensor();
+  grad_arena_ = Tensor();  // the input gradients' own arena, made again if the separate scheme runs
   placed_batch_ = 0, arena_batch_ = 0;
   grad_plan_bytes_.clear();  // the input gradients planned again, in the other arena
 }

@@ -196,7 +196,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, StepArena, ::testing::Values(CpuBackend::OneD
 // gradients placed by the plan's lifetimes, poisoned as on the CPU (0xFF into the whole arena
 // before each forward and into each tensor right after its last planned reader, on the compute
 // stream), against the same graph with one allocation per output: the same bits in every output
-// and parameter gradient of two steps (the model's batch, then one less), with the GPU's fusions
+// and parameter gradient of two steps (the model's batch, then one less; within the GPU's own
+// run-to-run differences where it has any), with the GPU's fusions
 // (batch norm + ReLU / add + ReLU, linear + GELU) and channels-last 16-bit activations. A CUDA
 // layer reading bytes its backward_needs does not declare would read NaN or another tensor here.
 struct GpuArenaCase {
@@ -236,25 +237,46 @@ std::vector<std::vector<double>> gpu_steps(const Model& m, DType compute, bool a
 
 class StepArenaGpu : public gputest::GpuTestWithParam<GpuArenaCase> {};
 
+// Values that differ between two runs (bitwise), and the largest difference.
+struct Difference {
+  size_t values = 0, differ = 0, non_finite = 0;  // non_finite: in b only
+  double worst = 0;
+};
+Difference compare(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  Difference d;
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t t = 0; t < std::min(a.size(), b.size()); ++t) {
+    EXPECT_EQ(a[t].size(), b[t].size()) << "tensor " << t;
+    for (size_t i = 0; i < std::min(a[t].size(), b[t].size()); ++i, ++d.values) {
+      d.non_finite += !std::isfinite(b[t][i]) && std::isfinite(a[t][i]);
+      if (std::memcmp(&a[t][i], &b[t][i], sizeof(double)) == 0) continue;
+      ++d.differ;
+      d.worst = std::max(d.worst, std::fabs(a[t][i] - b[t][i]));
+    }
+  }
+  return d;
+}
+
+// Bit for bit when the GPU repeats itself (two runs without the arena agree); where a kernel is
+// not deterministic (a cuDNN algorithm summing with atomics), within 10x the differences of those
+// two runs, never a NaN the clean runs do not have.
 DP_GPU_TEST_P(StepArenaGpu, PoisonedArenaGivesTheBitsOfSeparateOutputs) {
   const GpuArenaCase c = GetParam();
   const Model m = c.model();
-  const auto separate = gpu_steps(m, c.compute, false), placed = gpu_steps(m, c.compute, true);
-  ASSERT_EQ(separate.size(), placed.size());
-  size_t differ = 0, non_finite = 0, total = 0;
-  double worst = 0;
-  for (size_t t = 0; t < separate.size(); ++t) {
-    ASSERT_EQ(separate[t].size(), placed[t].size()) << "tensor " << t;
-    for (size_t i = 0; i < separate[t].size(); ++i, ++total) {
-      non_finite += !std::isfinite(placed[t][i]) && std::isfinite(separate[t][i]);
-      if (std::memcmp(&separate[t][i], &placed[t][i], sizeof(double)) == 0) continue;
-      ++differ;
-      worst = std::max(worst, std::fabs(separate[t][i] - placed[t][i]));
-    }
+  const auto separate = gpu_steps(m, c.compute, false), again = gpu_steps(m, c.compute, false),
+             placed = gpu_steps(m, c.compute, true);
+  const Difference repeat = compare(separate, again), d = compare(separate, placed);
+  RecordProperty("repeat_differ", std::to_string(repeat.differ));
+  EXPECT_EQ(d.non_finite, 0u) << "values NaN or infinite only with the poisoned arena: a layer reads bytes the plan "
+                                 "gave to another tensor";
+  if (repeat.differ == 0) {
+    EXPECT_EQ(d.differ, 0u) << d.differ << " of " << d.values << " values differ (largest difference " << d.worst
+                            << "): a layer reads bytes the plan gave to another tensor";
+  } else {
+    EXPECT_LE(d.worst, 10 * repeat.worst) << "the GPU is not deterministic here (" << repeat.differ
+                                          << " values differ between two runs without the arena, by up to "
+                                          << repeat.worst << "), and the arena's run differs by more";
   }
-  EXPECT_EQ(non_finite, 0u) << "values NaN or infinite only with the poisoned arena";
-  EXPECT_EQ(differ, 0u) << differ << " of " << total << " values differ (largest difference " << worst
-                        << "): a layer reads bytes the plan gave to another tensor, or the GPU is not deterministic";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, StepArenaGpu,

@@ -63,7 +63,13 @@ TEST(EmuCublas, GemmExIsTheColumnMajorProductAndChecksLeadingDimensions) {
             CUBLAS_STATUS_SUCCESS);  // B read (k, n) with ld 4: inside its 16 elements
   EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n + 1, k, &alpha, da.get(), CUDA_R_32F, lda, db.get(),
                          CUDA_R_32F, ldb, &beta, dc.get(), CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            CUBLAS_STATUS_INVALID_VALUE);  // B's 4th column and C's 4th column leave their allocations
+            CUBLAS_STATUS_INVALID_VALUE);  // C's 4th column leaves its allocation (B's 16 elements just fit)
+  EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, da.get(), CUDA_R_32F, lda, db.get(), CUDA_R_32F,
+                         7, &beta, dc.get(), CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_INVALID_VALUE);  // only B leaves its 16 elements: (3 - 1) 7 + 4 = 18
+  EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k + 1, &alpha, da.get(), CUDA_R_32F, lda, db.get(),
+                         CUDA_R_32F, k + 1, &beta, dc.get(), CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_INVALID_VALUE);  // only A leaves its 24: (5 - 1) 6 + 5 = 29 (B: (3 - 1) 5 + 5 = 15 of 16)
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // library refusals are not runtime errors
   EXPECT_EQ(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
 }
@@ -131,8 +137,10 @@ TEST(EmuCublasLt, MatmulWithBiasIsTheProductPlusOneValuePerRowAndBetaZeroNeverRe
   const auto got = dd.download();
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) EXPECT_NEAR(got[j * m + i], want[j * m + i] + bias[i], 1e-5) << i << "," << j;
-  // The workspace below the algorithm's need.
+  // The workspace below the algorithm's need, or not device memory.
   EXPECT_EQ(p.run(r, da.get(), db.get(), dd.get(), ws.get(), r.workspaceSize - 1), CUBLAS_STATUS_INVALID_VALUE);
+  std::vector<unsigned char> host_ws(r.workspaceSize);
+  EXPECT_EQ(p.run(r, da.get(), db.get(), dd.get(), host_ws.data(), r.workspaceSize), CUBLAS_STATUS_INVALID_VALUE);
 }
 
 TEST(EmuCublasLt, AttributesOfTheWrongSizeAndBadLayoutsAreRefused) {

@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/emu/libs/elements.h"
 #include "kernels/cuda/emu/libs/gemm.h"
+#include "kernels/cuda/emu/memory.h"
 
 struct cublasLtContext {
   int unused = 0;
@@ -268,7 +269,7 @@ std::string memory_problem(const Desc& d, const void* A, const Layout& Al, const
   if (has(d.epilogue, CUBLASLT_EPILOGUE_GELU | kAux) &&
       !in_device_memory(d.aux, Dl.type, matrix_span(Dl.rows, Dl.cols, d.aux_ld)))
     return "the GELU input matrix leaves its device allocation";
-  if (workspace_bytes > 0 && !in_device_memory(workspace, CUDA_R_16F, static_cast<int64_t>(workspace_bytes / 2)))
+  if (workspace_bytes > 0 && !is_device_range(workspace, workspace_bytes))
     return fmt::format("the workspace of {} bytes is not in device memory", workspace_bytes);
   return "";
 }
