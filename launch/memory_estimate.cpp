@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/quoted.h"
 #include "collectives/reducer/reducer.h"
 #include "collectives/reducer/zero_memory.h"
 #include "launch/batch_feed.h"
@@ -117,16 +118,6 @@ std::vector<LargeTensor> largest_of(const StepMemoryPlan& p, const Graph& g, siz
   return all;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", c);
-    else out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 // train.device "auto" plans what training would pick: a GPU when this machine has one (the
@@ -172,7 +163,7 @@ std::string estimate_json(const MemoryEstimate& e) {
   std::string largest;
   for (size_t i = 0; i < e.largest.size(); ++i)
     largest += fmt::format("{}{{\"name\": {}, \"layer\": {}, \"bytes\": {}}}", i ? ", " : "",
-                           json_string(e.largest[i].name), json_string(e.largest[i].layer), e.largest[i].bytes);
+                           quoted_string(e.largest[i].name), quoted_string(e.largest[i].layer), e.largest[i].bytes);
   return fmt::format(
       "{{\"device\": \"{}\", \"precision\": \"{}\", \"batch_size\": {}, \"world\": {}, \"peak_bytes\": {}, "
       "\"categories\": {{{}}}, \"largest\": [{}]}}",

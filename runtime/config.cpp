@@ -15,6 +15,7 @@
 #define TOML_EXCEPTIONS 1
 #include <toml++/toml.h>
 
+#include "base/quoted.h"
 #include "base/utf8.h"
 #include "runtime/enum_names.h"
 #include "runtime/suggest.h"
@@ -235,6 +236,12 @@ std::vector<Field> train_fields(Config& c) {
        "global = the checkpoint's global batch (per-rank batch = global / world, gradient accumulation rising "
        "where that exceeds train.batch_size; an error when the world does not divide it), per_rank = "
        "train.batch_size per rank (the global batch changes with the world)", &c.train.elastic_batch},
+  };
+}
+
+// [train], the GPU's and mixed precision's keys (after the others in the reference).
+std::vector<Field> train_gpu_fields(Config& c) {
+  return {
       {"train", "workspace_mb", "GPU: most scratch memory (MiB) one cuDNN or cuBLASLt call may use; algorithms "
        "needing more are not chosen (cuDNN's deterministic attention backward gets its need when larger)",
        &c.train.workspace_mb, 0, 1 << 20},
@@ -328,7 +335,8 @@ std::vector<Field> profile_fields(Config& c) {
 // the sections in kSections' order, each section's keys in its table.
 std::vector<Field> schema(Config& c) {
   std::vector<Field> all;
-  for (auto* section : {&run_fields, &data_fields, &model_fields, &train_fields, &dist_fields, &checkpoint_fields, &profile_fields}) {
+  for (auto* section : {&run_fields, &data_fields, &model_fields, &train_fields, &train_gpu_fields, &dist_fields,
+                        &checkpoint_fields, &profile_fields}) {
     std::vector<Field> f = section(c);
     all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
   }
@@ -741,18 +749,10 @@ std::string toml_key(const std::string& k) {
   const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char ch) {
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
   });
-  if (bare) return k;
-  // A basic string on one line, escaped by hand: toml++ writes a string holding a newline as a
-  // multi-line string, which TOML does not allow as a key (fuzz_config: "xmo}\ntum=y" = 1 did not
-  // read back).
-  std::string q = "\"";
-  for (char ch : k) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') q += '\\', q += ch;
-    else if (u < 0x20 || u == 0x7F) q += fmt::format("\\u{:04X}", u);
-    else q += ch;
-  }
-  return q + "\"";
+  // A basic string on one line (base/quoted.h), not toml++'s: it writes a string holding a newline
+  // as a multi-line string, which TOML does not allow as a key (fuzz_config: "xmo}\ntum=y" = 1 did
+  // not read back).
+  return bare ? k : quoted_string(k);
 }
 
 std::string arg_value(const ArgValue& v) {

@@ -36,6 +36,7 @@ struct Registry {
   // device allocation counts as the pool's.
   uint64_t release_threshold = 0;
   size_t reserved = 0, reserved_high = 0;
+  void trim() { reserved = std::max<size_t>(device_bytes, std::min<uint64_t>(reserved, release_threshold)); }
 
   void add(void* p, size_t bytes, Kind kind) {
     std::lock_guard lock(mu);
@@ -52,7 +53,7 @@ struct Registry {
     if (it == live.end() || it->second.kind != kind) return false;
     if (kind == Kind::Device) {
       device_bytes -= it->second.bytes;
-      reserved = std::max<size_t>(device_bytes, std::min<uint64_t>(reserved, release_threshold));
+      trim();
     }
     live.erase(it);
     return true;
@@ -216,7 +217,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
   switch (attr) {
     case cudaMemPoolAttrReleaseThreshold:
       r.release_threshold = v;
-      r.reserved = std::max<size_t>(r.device_bytes, std::min<uint64_t>(r.reserved, v));
+      r.trim();
       return cudaSuccess;
     case cudaMemPoolAttrReservedMemHigh:
       if (v != 0) break;

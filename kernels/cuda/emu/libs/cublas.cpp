@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/emu/libs/elements.h"
 #include "kernels/cuda/emu/libs/gemm.h"
+#include "kernels/cuda/emu/libs/handles.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -41,31 +42,23 @@ std::string gemm_ex_problem(cublasOperation_t ta, cublasOperation_t tb, int m, i
 }  // namespace dp::emu::libs
 
 using dp::emu::libs::library_refusal;
+namespace L = dp::emu::libs;
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-  if (handle == nullptr) return library_refusal(CUBLAS_STATUS_INVALID_VALUE, "cublasCreate", "null handle pointer");
-  *handle = new cublasContext{};
-  return CUBLAS_STATUS_SUCCESS;
+  return L::make_object(handle, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_INVALID_VALUE, "cublasCreate");
 }
 
 cublasStatus_t cublasDestroy(cublasHandle_t handle) {
-  if (handle == nullptr) return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasDestroy", "null handle");
-  delete handle;
-  return CUBLAS_STATUS_SUCCESS;
+  return L::destroy_object(handle, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, "cublasDestroy");
 }
 
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
-  if (handle == nullptr) return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream", "null handle");
-  if (!dp::emu::libs::known_stream(stream, "cublasSetStream")) return CUBLAS_STATUS_INVALID_VALUE;
-  handle->stream = stream;
-  return CUBLAS_STATUS_SUCCESS;
+  return L::bind_stream(handle, stream, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED,
+                        CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream");
 }
 
 cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr || stream == nullptr)
-    return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream", "null handle or result pointer");
-  *stream = handle->stream;
-  return CUBLAS_STATUS_SUCCESS;
+  return L::bound_stream(handle, stream, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream");
 }
 
 const char* cublasGetStatusString(cublasStatus_t status) {
@@ -88,7 +81,6 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
                             int k, const void* alpha, const void* A, cudaDataType_t Atype, int lda, const void* B,
                             cudaDataType_t Btype, int ldb, const void* beta, void* C, cudaDataType_t Ctype, int ldc,
                             cublasComputeType_t computeType, cublasGemmAlgo_t /*algo*/) {
-  namespace L = dp::emu::libs;
   constexpr const char* kCall = "cublasGemmEx";
   if (handle == nullptr) return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, kCall, "null handle");
   if (const std::string why = L::gemm_ex_problem(transa, transb, m, n, k, Atype, lda, Btype, ldb, Ctype, ldc,
@@ -99,12 +91,13 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
-  const int64_t a_span = k == 0 ? 0 : L::matrix_span(ta ? k : m, ta ? m : k, lda);
-  const int64_t b_span = k == 0 ? 0 : L::matrix_span(tb ? n : k, tb ? k : n, ldb);
+  const int64_t a_span = L::matrix_span(ta ? k : m, ta ? m : k, lda);  // 0 when k is
+  const int64_t b_span = L::matrix_span(tb ? n : k, tb ? k : n, ldb);
   if (!L::in_device_memory(A, Atype, a_span) || !L::in_device_memory(B, Btype, b_span) ||
       !L::in_device_memory(C, Ctype, L::matrix_span(m, n, ldc)))
     return library_refusal(CUBLAS_STATUS_INVALID_VALUE, kCall,
-                           fmt::format("an operand of m={} n={} k={} (lda {} ldb {} ldc {}) leaves its device allocation",
+                           fmt::format("an operand of m={} n={} k={} (lda {} ldb {} ldc {}) leaves its device "
+                                       "allocation",
                                        m, n, k, lda, ldb, ldc));
   const std::vector<float> acc = L::column_major_product(m, n, k, L::Operand{A, Atype, lda, ta},
                                                          L::Operand{B, Btype, ldb, tb},

@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "base/alignment.h"
 #include "kernels/cuda/emu/libs/elements.h"
 #include "kernels/cuda/emu/libs/gemm.h"
+#include "kernels/cuda/emu/libs/handles.h"
 #include "kernels/cuda/emu/memory.h"
 
 struct cublasLtContext {
@@ -50,6 +52,9 @@ using Layout = cublasLtMatrixLayoutOpaque_t;
 
 constexpr uint64_t kAlgoMagic = 0x6f676c61756d6564ull;  // "demualgo"
 constexpr uint64_t kAlgoWorkspace = uint64_t{64} << 10;
+
+// An operand's alignment as cuBLASLt sees it: base/alignment.h with cuBLASLt's cap, 256 bytes.
+uint64_t alignment_of(const void* p) { return static_cast<uint64_t>(address_alignment(p, 256)); }
 
 bool has(uint32_t epilogue, uint32_t part) { return (epilogue & part) == part; }
 bool known_epilogue(uint32_t e) {
@@ -116,20 +121,17 @@ using dp::emu::libs::library_refusal;
 namespace L = dp::emu::libs;
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
-  if (handle == nullptr) return library_refusal(CUBLAS_STATUS_INVALID_VALUE, "cublasLtCreate", "null handle pointer");
-  *handle = new cublasLtContext{};
-  return CUBLAS_STATUS_SUCCESS;
+  return L::make_object(handle, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_INVALID_VALUE, "cublasLtCreate");
 }
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
-  if (handle == nullptr) return library_refusal(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtDestroy", "null handle");
-  delete handle;
-  return CUBLAS_STATUS_SUCCESS;
+  return L::destroy_object(handle, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtDestroy");
 }
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t computeType,
                                         cudaDataType_t scaleType) {
-  if (desc == nullptr) return library_refusal(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescCreate", "null pointer");
-  *desc = new cublasLtMatmulDescOpaque_t{};
+  const cublasStatus_t s =
+      L::make_object(desc, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulDescCreate");
+  if (s != CUBLAS_STATUS_SUCCESS) return s;
   (*desc)->compute = computeType;
   (*desc)->scale = scaleType;
   return CUBLAS_STATUS_SUCCESS;
@@ -179,10 +181,7 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-  if (pref == nullptr)
-    return library_refusal(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceCreate", "null pointer");
-  *pref = new cublasLtMatmulPreferenceOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
+  return L::make_object(pref, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulPreferenceCreate");
 }
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
   delete pref;
@@ -261,7 +260,9 @@ std::string algo_problem(const cublasLtMatmulAlgo_t* algo, const Desc& d, const 
 std::string memory_problem(const Desc& d, const void* A, const Layout& Al, const void* B, const Layout& Bl,
                            const void* C, const Layout& Cl, bool reads_c, const void* D, const Layout& Dl,
                            const void* workspace, size_t workspace_bytes) {
-  auto inside = [](const void* p, const Layout& l) { return in_device_memory(p, l.type, matrix_span(l.rows, l.cols, l.ld)); };
+  auto inside = [](const void* p, const Layout& l) {
+    return in_device_memory(p, l.type, matrix_span(l.rows, l.cols, l.ld));
+  };
   if (!inside(A, Al) || !inside(B, Bl) || (reads_c && !inside(C, Cl)) || !inside(D, Dl))
     return "an operand leaves its device allocation (or is not device memory)";
   if (has(d.epilogue, CUBLASLT_EPILOGUE_BIAS) && !in_device_memory(d.bias, Dl.type, Dl.rows))

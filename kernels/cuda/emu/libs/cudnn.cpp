@@ -1,35 +1,28 @@
 // The emulated cuDNN's handle calls (kernels/cuda/emu/include/cudnn.h): no operation is emulated.
 #include <cudnn.h>
 
-#include "kernels/cuda/emu/libs/elements.h"
+#include "kernels/cuda/emu/libs/handles.h"
 
 struct cudnnContext {
   cudaStream_t stream = nullptr;
 };
 
-using dp::emu::libs::library_refusal;
+namespace L = dp::emu::libs;
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
-  if (handle == nullptr) return library_refusal(CUDNN_STATUS_BAD_PARAM, "cudnnCreate", "null handle pointer");
-  *handle = new cudnnContext{};
-  return CUDNN_STATUS_SUCCESS;
+  return L::make_object(handle, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, "cudnnCreate");
 }
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   delete handle;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
-  if (handle == nullptr) return library_refusal(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "null handle");
-  if (!dp::emu::libs::known_stream(stream, "cudnnSetStream")) return CUDNN_STATUS_BAD_PARAM;
-  handle->stream = stream;
-  return CUDNN_STATUS_SUCCESS;
+  return L::bind_stream(handle, stream, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM,
+                        "cudnnSetStream");
 }
 
 cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
-  if (handle == nullptr || stream == nullptr)
-    return library_refusal(CUDNN_STATUS_BAD_PARAM, "cudnnGetStream", "null handle or result pointer");
-  *stream = handle->stream;
-  return CUDNN_STATUS_SUCCESS;
+  return L::bound_stream(handle, stream, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, "cudnnGetStream");
 }
 
 const char* cudnnGetErrorString(cudnnStatus_t status) {

@@ -40,18 +40,13 @@ void store(void* base, cudaDataType_t t, int64_t index, float v) {
   std::memcpy(bytes, &h, 2);
 }
 
-int64_t matrix_span(int64_t rows, int64_t cols, int64_t ld) { return rows <= 0 || cols <= 0 ? 0 : (cols - 1) * ld + rows; }
+int64_t matrix_span(int64_t rows, int64_t cols, int64_t ld) {
+  return rows <= 0 || cols <= 0 ? 0 : (cols - 1) * ld + rows;
+}
 
 bool in_device_memory(const void* p, cudaDataType_t t, int64_t elements) {
   if (elements <= 0) return true;
   return p != nullptr && is_device_range(p, static_cast<size_t>(elements) * element_bytes(t));
-}
-
-uint32_t alignment_of(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 256;
-  while (align > 1 && a % align != 0) align /= 2;
-  return align;
 }
 
 bool known_stream(cudaStream_t s, const char* call) {

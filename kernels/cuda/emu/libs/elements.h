@@ -21,8 +21,6 @@ void store(void* base, cudaDataType_t t, int64_t index, float v);
 int64_t matrix_span(int64_t rows, int64_t cols, int64_t ld);
 // Whether `elements` elements of type t from p lie in one device allocation (true for none).
 bool in_device_memory(const void* p, cudaDataType_t t, int64_t elements);
-// The largest power of two up to 256 dividing p's address (256 for null).
-uint32_t alignment_of(const void* p);
 
 // Whether `s` is a stream the runtime knows (the default ones or a live created one); a bad one
 // is reported as made by `call` and leaves no runtime error behind (a library returns its own

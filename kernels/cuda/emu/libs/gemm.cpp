@@ -1,18 +1,15 @@
 #include "kernels/cuda/emu/libs/gemm.h"
 
-#include <cstring>
-
+#include "base/half.h"
 #include "kernels/cuda/emu/libs/elements.h"
 
 namespace dp::emu::libs {
 namespace {
 
 float to_tf32(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x1000u) & ~0x1FFFu;  // finite: keep 10 mantissa bits
-  std::memcpy(&v, &u, 4);
-  return v;
+  const uint32_t u = kernels::cpu::f32_bits(v);
+  if ((u & 0x7F800000u) == 0x7F800000u) return v;                     // inf, NaN as they are
+  return kernels::cpu::f32_from_bits((u + 0x1000u) & ~0x1FFFu);        // finite: keep 10 mantissa bits
 }
 
 float element(const Operand& x, int64_t r, int64_t c, bool tf32) {
