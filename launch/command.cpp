@@ -51,6 +51,7 @@ CommandResult run_command(const std::string& cmd) {
   while ((w = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
   if (w == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (w == pid && WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   return r;
 }
 

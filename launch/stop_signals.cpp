@@ -1,6 +1,7 @@
 #include "launch/stop_signals.h"
 
 #include <cstdlib>
+#include <cstring>
 
 #include "launch/command.h"
 #include "launch/signal_thread.h"
@@ -38,6 +39,35 @@ StopRequest::Agreement StopRequest::agree_after_step(Communicator& comm, bool ch
   return {stop_signal_of_rank(t.data<int32_t>()[0]), t.data<int32_t>()[1] != 0};
 }
 
+namespace {
+
+// What `scontrol requeue <job>` did, from its result: true when the controller accepted it.
+bool requeue_verdict(const std::string& job, const std::string& cmd, const CommandResult& r, std::string& message) {
+  if (!r.started) {
+    message = fmt::format("could not run '{}': {}", cmd, r.output);
+    return false;
+  }
+  std::string out = r.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (r.exit_code == 0) {
+    message = fmt::format("job {} requeued (scontrol requeue {})", job, job);
+    return true;
+  }
+  if (r.signal != 0) {
+    message = fmt::format("'scontrol requeue {}' was killed by signal {} ({}) before it answered: the job may or may "
+                          "not be requeued (`scontrol show job {}` counts Restarts); the checkpoint is written, "
+                          "resubmit the job if it was not",
+                          job, r.signal, strsignal(r.signal), job);
+    return false;
+  }
+  message = fmt::format("'scontrol requeue {}' failed (exit {}{}{}); the checkpoint is written, resubmit the job to "
+                        "continue",
+                        job, r.exit_code, out.empty() ? "" : ": ", out);
+  return false;
+}
+
+}  // namespace
+
 bool requeue_slurm_job(std::string& message) {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job == nullptr || *job == '\0') {
@@ -49,26 +79,14 @@ bool requeue_slurm_job(std::string& message) {
       message = fmt::format("SLURM_JOB_ID = '{}' is not a job number: not requeued", job);
       return false;
     }
-  // `scancel --signal=USR1` reaches every process of the job, and this rank may get it after
-  // another rank already did (the ranks agree on the stop through the all-reduce): scontrol,
-  // our child, must not die of that late USR1, so it runs with USR1 ignored (kept across exec).
-  const std::string cmd = fmt::format("trap '' USR1; exec scontrol requeue {} 2>&1", job);
-  const CommandResult r = run_command(cmd);
-  if (!r.started) {
-    message = fmt::format("could not run '{}': {}", cmd, r.output);
-    return false;
-  }
-  std::string out = r.output;
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  if (r.exit_code == 0) {
-    message = fmt::format("job {} requeued (scontrol requeue {})", job, job);
-    return true;
-  }
-  const int code = r.exit_code;
-  message = fmt::format("'scontrol requeue {}' failed (exit {}{}{}); the checkpoint is written, resubmit the job to "
-                        "continue",
-                        job, code, out.empty() ? "" : ": ", out);
-  return false;
+  // scontrol, our child, is a process of the job, and two signals meant for the job reach it:
+  // - `scancel --signal=USR1` reaches every process of the job, and this rank may get it after
+  //   another rank already did (the ranks agree on the stop through the all-reduce);
+  // - the requeue itself ends the job: slurmstepd sends SIGTERM to all its processes (SIGKILL
+  //   KillWait seconds later), which can come before the controller's answer reaches scontrol.
+  // So scontrol runs with both ignored (kept across exec) and lives to report the answer.
+  const std::string cmd = fmt::format("trap '' USR1 TERM; exec scontrol requeue {} 2>&1", job);
+  return requeue_verdict(job, cmd, run_command(cmd), message);
 }
 
 }  // namespace dp::launch

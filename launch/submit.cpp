@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <utility>
@@ -292,6 +293,10 @@ std::string submit_sbatch(const std::string& script_path) {
   const std::string cmd = shell_quote(sbatch) + " --parsable " + shell_quote(script_path);
   const CommandResult r = run_command(cmd);
   if (!r.started) DP_THROW_USER("cannot run '{}': {}", cmd, r.output);
+  if (r.signal != 0)
+    DP_THROW_USER("sbatch was killed by signal {} ({}) before it answered; check `squeue --me` for the job, then "
+                  "submit again if it is not there; the script is {}",
+                  r.signal, strsignal(r.signal), script_path);
   if (r.exit_code != 0)
     DP_THROW_USER("sbatch failed (exit status {}; its message is above); the script is {}", r.exit_code, script_path);
   const std::string& out = r.output;

@@ -7,11 +7,13 @@
 #         the batch shell: what `#SBATCH --signal=USR1@90` does before a time limit).
 # The job must: stop both ranks after the same step N with checkpoint step-N (`latest` names
 # it); rank 0 must `scontrol requeue` it (its log says so; `scontrol show job` then counts
-# Restarts=1); the requeued job (same id, same script) must resume from step-N on both ranks
-# ("resumed from .../step-N.safetensors: step N") and finish; its final.safetensors must equal
-# the reference's bit for bit (diffckpt exits 0). The job runs the cfg snapshot `submit` took: the
-# cfg it was given is overwritten with garbage right after the submission, before the job starts
-# and again before the requeue, and the job must not notice.
+# Restarts=1; the requeue's own SIGTERM to every process of the job must not kill scontrol before
+# it answers, as it did in CI on 2026-11-30); the requeued job (same id, same script)
+# must resume from step-N on both ranks ("resumed from .../step-N.safetensors: step N") and
+# finish; its final.safetensors must equal the reference's bit for bit (diffckpt exits 0). The job
+# runs the cfg snapshot `submit` took: the cfg it was given is overwritten with garbage right
+# after the submission, before the job starts and again before the requeue, and the job must not
+# notice.
 # A requeued job waits for the job credential to expire before it may start again (slurm.conf
 # AuthInfo cred_expire, 120 s by default: "this also controls how long a requeued job must wait
 # before starting again"; `scontrol show job` shows Reason=BeginTime). `scontrol update
@@ -151,7 +153,7 @@ scancel --signal=USR1 "$job" || job_fail "scancel --signal=USR1 $job failed"
 stop_step() { sed -nE 's/.*stopping after step ([0-9]+): .*; writing a checkpoint.*/\1/p' "$run/logs/rank-$1.log" | head -n1; }
 deadline=$((SECONDS + 60))
 until [ -n "$(stop_step 0)" ] && [ -n "$(stop_step 1)" ] && grep -q "requeued (scontrol requeue $job)" "$run/logs/rank-0.log"; do
-  if grep -q "scontrol requeue $job' failed\|nothing to requeue" "$run/logs/rank-0.log" 2>/dev/null; then
+  if grep -q "scontrol requeue $job' failed\|scontrol requeue $job' was killed\|nothing to requeue" "$run/logs/rank-0.log" 2>/dev/null; then
     job_fail "rank 0 could not requeue the job (its log above)"
   fi
   [ $SECONDS -lt $deadline ] || job_fail "the ranks did not stop with a checkpoint and a requeue within 60 s of SIGUSR1"
