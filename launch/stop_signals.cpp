@@ -47,8 +47,6 @@ bool requeue_verdict(const std::string& job, const std::string& cmd, const Comma
     message = fmt::format("could not run '{}': {}", cmd, r.output);
     return false;
   }
-  std::string out = r.output;
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   if (r.exit_code == 0) {
     message = fmt::format("job {} requeued (scontrol requeue {})", job, job);
     return true;
@@ -60,6 +58,8 @@ bool requeue_verdict(const std::string& job, const std::string& cmd, const Comma
                           job, r.signal, strsignal(r.signal), job);
     return false;
   }
+  std::string out = r.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   message = fmt::format("'scontrol requeue {}' failed (exit {}{}{}); the checkpoint is written, resubmit the job to "
                         "continue",
                         job, r.exit_code, out.empty() ? "" : ": ", out);

@@ -13,9 +13,12 @@
 #include "runtime/config.h"
 #include "runtime/tunables.h"
 #include "tests/bytes.h"
+#include "tests/scoped_env.h"
 
 namespace dp::launch {
 namespace {
+
+using testutil::ScopedEnv;
 
 struct CliResult {
   int code;
@@ -34,18 +37,6 @@ CliResult run(std::vector<std::string> args) {
   std::string out = testing::internal::GetCapturedStdout();
   return {code, testing::internal::GetCapturedStderr(), out};
 }
-
-// PATH for one test, restored after it.
-class ScopedPath {
- public:
-  explicit ScopedPath(const std::string& path) : old_(std::getenv("PATH") ? std::getenv("PATH") : "") {
-    ::setenv("PATH", path.c_str(), 1);
-  }
-  ~ScopedPath() { ::setenv("PATH", old_.c_str(), 1); }
-
- private:
-  std::string old_;
-};
 
 class Cli : public testing::Test {
  protected:
@@ -288,7 +279,7 @@ TEST_F(SubmitCli, WritesTheScriptAndRunsSbatch) {
   std::filesystem::permissions(sbatch, std::filesystem::perms::owner_all);
   const std::string dry = run({"submit", "--dry-run", p, "--run-dir", runs(), "--name", "try2", "--set",
                                "train.lr=0.01", "--dump-replicas"}).out;
-  ScopedPath path((dir_ / "bin").string() + ":/usr/bin:/bin");
+  ScopedEnv path("PATH", (dir_ / "bin").string() + ":/usr/bin:/bin");
   auto r = run({"submit", p, "--run-dir", runs(), "--name", "try2", "--set", "train.lr=0.01", "--dump-replicas"});
   EXPECT_EQ(r.code, 0) << r.err;
   const std::string script = runs() + "/try2/submit.sbatch";
@@ -339,7 +330,7 @@ TEST_F(SubmitCli, WarnsWhenTheRunDirectoryHoldsAFinishedRun) {
 
 TEST_F(SubmitCli, MissingSbatchIsAnExactError) {
   const std::string p = cfg();
-  ScopedPath path((dir_ / "nothing-here").string());
+  ScopedEnv path("PATH", (dir_ / "nothing-here").string());
   auto r = run({"submit", p, "--run-dir", runs()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "dptrain: error: sbatch not found on PATH: run `dptrain submit` on a Slurm login node, or add "
@@ -353,7 +344,7 @@ TEST_F(SubmitCli, FailingSbatchIsAnExactError) {
   const auto sbatch = dir_ / "bin/sbatch";
   std::ofstream(sbatch) << "#!/bin/sh\necho 'sbatch: error: invalid partition' >&2\nexit 1\n";
   std::filesystem::permissions(sbatch, std::filesystem::perms::owner_all);
-  ScopedPath path((dir_ / "bin").string() + ":/usr/bin:/bin");
+  ScopedEnv path("PATH", (dir_ / "bin").string() + ":/usr/bin:/bin");
   auto r = run({"submit", p, "--run-dir", runs()});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "sbatch: error: invalid partition\ndptrain: error: sbatch failed (exit status 1; its message is "

@@ -1,4 +1,5 @@
-// requeue_slurm_job (launch/stop_signals.h) against stub `scontrol` commands on PATH:
+// requeue_slurm_job (launch/stop_signals.h) against stand-ins for Slurm's `scontrol` on PATH
+// (shell scripts that behave as the real one does in each case):
 //   - the requeue ends the job, and Slurm's SIGTERM to every process of the job can reach
 //     scontrol before the controller's answer does (integration.test_submit_requeue failed so in
 //     CI on 2026-11-30): a SIGTERM, or a late SIGUSR1, does not kill it and the answer counts;
@@ -16,34 +17,17 @@
 #include <string>
 
 #include "launch/stop_signals.h"
+#include "tests/scoped_env.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// Sets an environment variable for the scope and restores it (or its absence) afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using dp::testutil::ScopedEnv;
 
 // A directory holding an executable `scontrol` with `body`, first on PATH for the fixture's life.
-class StubScontrol : public ::testing::Test {
+class ScontrolOnPath : public ::testing::Test {
  protected:
-  void stub(const std::string& body) {
+  void install_scontrol(const std::string& body) {
     dir_ = fs::temp_directory_path() / ("dptrain_requeue_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     const fs::path exe = dir_ / "scontrol";
@@ -64,15 +48,15 @@ class StubScontrol : public ::testing::Test {
   std::optional<ScopedEnv> path_;
 };
 
-TEST_F(StubScontrol, TheJobsOwnSigtermAndALateSigusr1DoNotKillScontrolBeforeItAnswers) {
-  stub("kill -TERM $$\nkill -USR1 $$\necho 'Requeued'\nexit 0");
+TEST_F(ScontrolOnPath, TheJobsOwnSigtermAndALateSigusr1DoNotKillScontrolBeforeItAnswers) {
+  install_scontrol("kill -TERM $$\nkill -USR1 $$\necho 'Requeued'\nexit 0");
   std::string message;
   EXPECT_TRUE(dp::launch::requeue_slurm_job(message)) << message;
   EXPECT_EQ(message, "job 4242 requeued (scontrol requeue 4242)");
 }
 
-TEST_F(StubScontrol, AScontrolKilledBeforeItAnswersIsReportedWithItsSignal) {
-  stub("kill -KILL $$");
+TEST_F(ScontrolOnPath, AScontrolKilledBeforeItAnswersIsReportedWithItsSignal) {
+  install_scontrol("kill -KILL $$");
   std::string message;
   EXPECT_FALSE(dp::launch::requeue_slurm_job(message));
   EXPECT_EQ(message,
@@ -81,8 +65,8 @@ TEST_F(StubScontrol, AScontrolKilledBeforeItAnswersIsReportedWithItsSignal) {
             "was not");
 }
 
-TEST_F(StubScontrol, ARefusalCarriesScontrolsExitStatusAndMessage) {
-  stub("echo 'slurm_requeue error: Requested operation is presently disabled' >&2\nexit 1");
+TEST_F(ScontrolOnPath, ARefusalCarriesScontrolsExitStatusAndMessage) {
+  install_scontrol("echo 'slurm_requeue error: Requested operation is presently disabled' >&2\nexit 1");
   std::string message;
   EXPECT_FALSE(dp::launch::requeue_slurm_job(message));
   EXPECT_EQ(message,
