@@ -12,7 +12,7 @@ namespace {
 std::string list_of(const std::vector<int64_t>& v) {
   std::vector<std::string> s;
   for (auto x : v) s.push_back(std::to_string(x));
-  return "[" + join(s) + "]";
+  return fmt::format("[{}]", join(s));
 }
 }  // namespace
 

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       char host[256] = {0};
       gethostname(host, sizeof host - 1);
       std::string shm;
-      for (int p : comm->shared_memory_peers()) shm += (shm.empty() ? "" : ",") + std::to_string(p);
+      for (int p : comm->shared_memory_peers()) shm.append(shm.empty() ? "" : ",").append(std::to_string(p));
       line += fmt::format(" host={} addr={} shm={}", host, dp::ring::ring_listen_host(*bs, iface), shm.empty() ? "-" : shm);
     }
     line += "\n";

@@ -36,7 +36,7 @@ size_t print_restarts(const std::string& dir) {
 
 bool has_flight_records(const std::string& dir) {
   std::error_code ec;
-  for (const std::string d : {dir + "/flight", dir})
+  for (const std::string& d : {dir + "/flight", dir})
     for (const auto& e : std::filesystem::directory_iterator(d, ec))
       if (e.path().filename().string().rfind("rank-", 0) == 0) return true;
   return false;

@@ -382,6 +382,8 @@ struct TcpStoreServer::Impl {
       case kBye:
         c.said_bye = true;  // no reply: the client closes right after
         return;
+      case kTxnReport:  // parse_request reads it as a kTxn with report_only set
+        throw ProtocolError("a report request the parser did not read as a transaction");
     }
   }
 

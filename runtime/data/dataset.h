@@ -49,7 +49,7 @@ class Dataset {
   // has only numbers.
   virtual std::vector<std::string> class_names() const { return {}; }
   // Where sample `index` comes from, for messages and predictions: a file, shard:key, or "#index".
-  virtual std::string sample_name(int64_t index) const { return "#" + std::to_string(index); }
+  virtual std::string sample_name(int64_t index) const { return std::string("#").append(std::to_string(index)); }
   // false: samples without labels (images to predict); get() then returns -1.
   virtual bool labeled() const { return true; }
   // Datasets of bytes: get_u8 writes sample_numel() bytes (get()'s values are bytes / 255) and

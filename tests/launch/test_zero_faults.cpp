@@ -156,8 +156,12 @@ TEST_P(Zero1DamagedOptimizerState, OnlyCheckpointIsRefusedNamingTheFile) {
   }
   const std::string out = read_file(root + ".log");
   EXPECT_NE(out.find(refused + why), std::string::npos) << out;
-  if (d == Damage::Truncated) EXPECT_NE(out.find("(truncated file?)"), std::string::npos) << out;
-  if (d == Damage::ShortSlice) EXPECT_NE(out.find("in the checkpoint but"), std::string::npos) << out;
+  if (d == Damage::Truncated) {
+    EXPECT_NE(out.find("(truncated file?)"), std::string::npos) << out;
+  }
+  if (d == Damage::ShortSlice) {
+    EXPECT_NE(out.find("in the checkpoint but"), std::string::npos) << out;
+  }
   EXPECT_FALSE(fs::exists(ckpt(root, 20)));
   EXPECT_FALSE(fs::exists(root + "/m/final.safetensors"));
   remove_run(root);

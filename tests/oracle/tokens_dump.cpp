@@ -17,6 +17,7 @@
 //       train.decay_params = "matrices": "param0.<i>", "grads.<i>" (10, shape), "lrs" (10) f64,
 //       "param.<i>" final; metadata "shapes".
 #include <cstdio>
+#include <fmt/format.h>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -97,7 +98,7 @@ int xent(char** a) {
 Arena arena_of(std::vector<Shape>& shapes) {
   shapes = {{48, 32}, {48}, {32}, {32}, {100, 32}, {16, 48}, {16}};
   Arena a;
-  for (size_t i = 0; i < shapes.size(); ++i) a.add("p" + std::to_string(i), shapes[i]);
+  for (size_t i = 0; i < shapes.size(); ++i) a.add(fmt::format("p{}", i), shapes[i]);
   a.allocate(DType::F32, Device::cpu());
   return a;
 }

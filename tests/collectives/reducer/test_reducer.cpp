@@ -104,7 +104,9 @@ TEST(Reducer, OnReducedReportsEachBucketOncePerStepAsItCompletes) {
       if (!g->nodes()[i].param_slots.empty()) {
         r.on_ready(i);
         // Bucket 0 holds the last layer's gradients: reported at once.
-        if (i == static_cast<int>(g->nodes().size()) - 1) EXPECT_EQ(calls, std::vector<int>{0});
+        if (i == static_cast<int>(g->nodes().size()) - 1) {
+          EXPECT_EQ(calls, std::vector<int>{0});
+        }
       }
     r.finalize();
     std::vector<int> want;

@@ -78,7 +78,9 @@ TEST(ShardLayout, ForeignSpansAndThePieceCoverTheBucket) {
           covered += hi - lo;
         }
         EXPECT_EQ(covered, buckets[b].end - buckets[b].begin) << world << " " << r << " " << b;
-        if (pc.len == 0) EXPECT_EQ(spans.size(), 1u);
+        if (pc.len == 0) {
+          EXPECT_EQ(spans.size(), 1u);
+        }
       }
     }
   const Bucket whole{10, 40, {0}};

@@ -90,7 +90,9 @@ void kill_nine_in_blocks(Blocks which, int n, int victim, int64_t count, bool sh
     EXPECT_EQ(res.exit_code, kFailedAsExpected) << "rank " << r << "\n" << ringtest::summary(rs);
     std::smatch m;
     EXPECT_TRUE(std::regex_search(res.report, m, said)) << "rank " << r << " said: " << res.report;
-    if (!m.empty()) EXPECT_EQ(m[1].str(), seq) << "rank " << r << " names another collective than the victim's";
+    if (!m.empty()) {
+      EXPECT_EQ(m[1].str(), seq) << "rank " << r << " names another collective than the victim's";
+    }
     EXPECT_GT(res.event, 0) << "the kill's time was not recorded";
     EXPECT_LT(res.mark - res.event, 2 * kTimeout) << "rank " << r << " failed " << res.mark - res.event
                                                   << " s after the kill (the bound: 2x the timeout)";
