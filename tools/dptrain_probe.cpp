@@ -21,11 +21,13 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "collectives/bootstrap/factory.h"
 #include "collectives/communicator.h"
 #include "collectives/ring/mesh.h"
 #include "collectives/ring/ring_communicator.h"
+#include "runtime/suggest.h"
 #include "runtime/tensor.h"
 
 int main(int argc, char** argv) {
@@ -63,8 +65,9 @@ int main(int argc, char** argv) {
     if (links) {
       char host[256] = {0};
       gethostname(host, sizeof host - 1);
-      std::string shm;
-      for (int p : comm->shared_memory_peers()) shm.append(shm.empty() ? "" : ",").append(std::to_string(p));
+      std::vector<std::string> peers;
+      for (int p : comm->shared_memory_peers()) peers.push_back(std::to_string(p));
+      const std::string shm = dp::join(peers, ",");
       line += fmt::format(" host={} addr={} shm={}", host, dp::ring::ring_listen_host(*bs, iface), shm.empty() ? "-" : shm);
     }
     line += "\n";
