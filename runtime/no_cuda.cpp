@@ -44,8 +44,14 @@ void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
 void Graph::poison_device_bytes(size_t, size_t) { no_cuda("poisoning a GPU step arena"); }
 
 namespace optim {
-void AdamW::step_device(const Tensor&, const Tensor&, const kernels::AdamWScalars&) { no_cuda("an adamw GPU step"); }
-void Sgd::step_device(const Tensor&, const Tensor&, float*, const kernels::SgdScalars&) { no_cuda("an sgd GPU step"); }
+void AdamW::step_device(float*, const float*, int64_t, int64_t, const kernels::AdamWScalars&, void*,
+                        const kernels::DecaySkips&) {
+  no_cuda("an adamw GPU step");
+}
+void Sgd::step_device(float*, const float*, float*, int64_t, const kernels::SgdScalars&, void*,
+                      const kernels::DecaySkips&) {
+  no_cuda("an sgd GPU step");
+}
 double GradClipper::clip_device(const Tensor&, void*) { no_cuda("GPU gradient clipping"); }
 }  // namespace optim
 

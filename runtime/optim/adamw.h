@@ -23,8 +23,11 @@ class AdamW : public Optimizer {
 
  private:
   kernels::AdamWScalars scalars(double lr) const;  // this step's (steps() + 1)
-  // The fused kernel over the flat arena on the stream place() gave (adamw_cuda.cpp).
-  void step_device(const Tensor& params, const Tensor& grads, const kernels::AdamWScalars& s);
+  // The fused kernel on the stream place() gave (adamw_cuda.cpp), over n elements of the arena at
+  // p / g (device pointers) with the state from state_begin on; copy16: the compute copy's
+  // elements for p (write_compute_copy), or null.
+  void step_device(float* p, const float* g, int64_t state_begin, int64_t n, const kernels::AdamWScalars& s,
+                   void* copy16, const kernels::DecaySkips& skips);
   AdamWOptions options_;
   Tensor exp_avg_;     // (numel,) f32, first moment m
   Tensor exp_avg_sq_;  // (numel,) f32, second moment v

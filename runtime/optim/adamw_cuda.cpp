@@ -6,12 +6,12 @@
 
 namespace dp::optim {
 
-void AdamW::step_device(const Tensor& params, const Tensor& grads, const kernels::AdamWScalars& s) {
-  const kernels::cuda::ParamCopy16 copy{static_cast<uint16_t*>(copy_data()), copy_is_bf16()};
-  CHECK_CUDA(kernels::cuda::adamw_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()),
-                                       static_cast<float*>(exp_avg_.raw()), static_cast<float*>(exp_avg_sq_.raw()),
-                                       numel_, s, static_cast<cudaStream_t>(stream_), copy,
-                                       decay_skips()));
+void AdamW::step_device(float* p, const float* g, int64_t state_begin, int64_t n, const kernels::AdamWScalars& s,
+                        void* copy16, const kernels::DecaySkips& skips) {
+  const kernels::cuda::ParamCopy16 copy{static_cast<uint16_t*>(copy16), copy_is_bf16()};
+  CHECK_CUDA(kernels::cuda::adamw_step(p, g, static_cast<float*>(exp_avg_.raw()) + state_begin,
+                                       static_cast<float*>(exp_avg_sq_.raw()) + state_begin, n, s,
+                                       static_cast<cudaStream_t>(stream_), copy, skips));
 }
 
 }  // namespace dp::optim

@@ -82,25 +82,58 @@ std::vector<int64_t> spans_within(const std::vector<std::pair<int64_t, int64_t>>
 }
 }  // namespace
 
-void Optimizer::step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
-                            double lr) {
-  DP_CHECK(device_.is_cpu(), "{} optimizer: step_pieces (train.zero > 0) runs on the CPU only, placed on {}", name(),
-           device_.str());
+void Optimizer::check_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
+                             double lr) const {
   DP_CHECK(params.defined() && grads.defined() && params.dtype() == DType::F32 && grads.dtype() == DType::F32 &&
-               params.numel() == grads.numel() && params.device().is_cpu() && grads.device().is_cpu(),
-           "{} optimizer: step_pieces wants the flat f32 CPU parameter and gradient arenas", name());
+               params.numel() == grads.numel() && params.device() == device_ && grads.device() == device_,
+           "{} optimizer placed on {}: step_pieces wants the flat f32 parameter and gradient arenas there, got {} and "
+           "{}",
+           name(), device_.str(), params.defined() ? params.describe() : "an undefined tensor",
+           grads.defined() ? grads.describe() : "an undefined tensor");
+  DP_CHECK(!copy_.defined(), "{} optimizer on {}: step_pieces (train.zero > 0) does not write a 16-bit compute copy "
+           "yet", name(), device_.str());
   if (!std::isfinite(lr) || lr < 0)
     DP_THROW_USER("{} optimizer: invalid learning rate {} (want a finite value >= 0)", name(), lr);
-  for (const ArenaPiece& pc : pieces) {
+  for (const ArenaPiece& pc : pieces)
     DP_CHECK(pc.len >= 0 && pc.arena_begin >= 0 && pc.arena_begin + pc.len <= params.numel() && pc.state_begin >= 0 &&
                  pc.state_begin + pc.len <= numel_,
              "{} optimizer: piece (arena {}, {} elements, state {}) is outside the arena of {} or the state of {}",
              name(), pc.arena_begin, pc.len, pc.state_begin, params.numel(), numel_);
-    if (pc.len == 0) continue;
-    const std::vector<int64_t> bounds = spans_within(skip_spans_, pc.state_begin, pc.len);
-    const kernels::DecaySkips skips{bounds.empty() ? nullptr : bounds.data(), static_cast<int32_t>(bounds.size() / 2)};
-    update_span(params.data<float>() + pc.arena_begin, grads.data<float>() + pc.arena_begin, pc.state_begin, pc.len,
-                lr, skips);
+}
+
+std::vector<kernels::DecaySkips> Optimizer::piece_skips(const std::vector<ArenaPiece>& pieces) {
+  std::vector<int64_t> bounds;
+  std::vector<std::pair<size_t, int32_t>> at;  // per piece: its first bound, its spans
+  for (const ArenaPiece& pc : pieces) {
+    const std::vector<int64_t> mine = spans_within(skip_spans_, pc.state_begin, pc.len);
+    at.emplace_back(bounds.size(), static_cast<int32_t>(mine.size() / 2));
+    bounds.insert(bounds.end(), mine.begin(), mine.end());
+  }
+  if (device_.is_cuda() && !bounds.empty() && (bounds != piece_bounds_ || !piece_bounds_device_.defined())) {
+    MemoryScope scope(MemoryCategory::OptimizerState);
+    Tensor host = Tensor::zeros({static_cast<int64_t>(bounds.size())}, DType::I64);
+    std::copy(bounds.begin(), bounds.end(), host.data<int64_t>());
+    piece_bounds_device_ = Tensor::zeros(host.shape(), DType::I64, device_);
+    piece_bounds_device_.copy_from(host);
+  }
+  piece_bounds_ = std::move(bounds);
+  const int64_t* base = device_.is_cuda() && !piece_bounds_.empty()
+                            ? static_cast<const int64_t*>(piece_bounds_device_.raw())
+                            : piece_bounds_.data();
+  std::vector<kernels::DecaySkips> out;
+  for (const auto& [first, count] : at) out.push_back({count == 0 ? nullptr : base + first, count});
+  return out;
+}
+
+void Optimizer::step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
+                            double lr) {
+  check_pieces(params, grads, pieces, lr);
+  const std::vector<kernels::DecaySkips> skips = piece_skips(pieces);
+  float* const p = static_cast<float*>(params.raw());
+  const float* const g = static_cast<const float*>(grads.raw());
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const ArenaPiece& pc = pieces[k];
+    if (pc.len > 0) update_span(p + pc.arena_begin, g + pc.arena_begin, pc.state_begin, pc.len, lr, skips[k]);
   }
   ++steps_;
 }

@@ -47,10 +47,13 @@ class Optimizer {
   virtual const char* name() const = 0;
   // One update over the flat parameter arena (params, grads: 1-D F32 CPU tensors of numel()).
   virtual void step(const Tensor& params, const Tensor& grads, double lr) = 0;
-  // ZeRO: one update of the pieces of the whole flat arenas params and grads (1-D F32 CPU
-  // tensors) whose state this optimizer holds (numel() = the pieces' total length), with one step
-  // count: the same bits per element as step() over the whole arena. skip_decay's spans are in
-  // state coordinates here. DpError for pieces outside the arenas or the state.
+  // ZeRO: one update of the pieces of the whole flat arenas params and grads (1-D F32 tensors on
+  // this optimizer's device) whose state this optimizer holds (numel() = the pieces' total
+  // length), with one step count: the same bits per element as step() over the whole arena.
+  // skip_decay's spans are in state coordinates here. On a GPU one kernel per piece on place()'s
+  // stream, no host wait (a new set of pieces with decay skips copies their bounds to the device
+  // once); a compute copy (write_compute_copy) is not written there yet. DpError for pieces
+  // outside the arenas or the state, or arenas on another device.
   void step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces, double lr);
   // Moves the state to `device` (before the first step) and makes step() run there: on a GPU
   // one fused kernel over the flat arena, enqueued on `cuda_stream` (a cudaStream_t) without a
@@ -94,7 +97,8 @@ class Optimizer {
                   const std::vector<std::pair<std::string, Tensor>>& slots);
 
   // step_pieces' update of n elements at p / g with the state elements from state_begin on, as
-  // step() updates them at the current steps() (which step_pieces advances once afterwards).
+  // step() updates them at the current steps() (which step_pieces advances once afterwards); on
+  // a GPU (p, g and skips' bounds device pointers) enqueued on stream_.
   virtual void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
                            const kernels::DecaySkips& skips) = 0;
   // Reallocates the state tensors on `device`, keeping their values.
@@ -116,6 +120,14 @@ class Optimizer {
   std::vector<std::pair<int64_t, int64_t>> skip_spans_;
   std::vector<int64_t> skip_bounds_;  // (2 * spans): begin, end, begin, end, ...
   Tensor skip_bounds_device_;         // i64 (2 * spans) on the device place() gave, when a GPU
+  // step_pieces' decay skips per piece, relative to it: the bounds of every piece one after the
+  // other (host), their device copy on a GPU (made again only when they change), and per piece
+  // where its bounds begin in them and how many spans it has.
+  std::vector<int64_t> piece_bounds_;
+  Tensor piece_bounds_device_;
+  std::vector<kernels::DecaySkips> piece_skips(const std::vector<ArenaPiece>& pieces);
+  void check_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
+                    double lr) const;
 };
 
 // Both throw UserError for out-of-range options (the same ranges torch accepts).

@@ -37,14 +37,17 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   check_step_args(params, grads, lr);
   const kernels::SgdScalars s = scalars(lr);
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
-  if (device_.is_cuda()) step_device(params, grads, buf, s);
+  if (device_.is_cuda())
+    step_device(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf, numel_, s, copy_data(),
+                decay_skips());
   else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s, decay_skips());
   ++steps_;
 }
 
 void Sgd::update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
                       const kernels::DecaySkips& skips) {
-  float* buf = momentum_buffer_.defined() ? momentum_buffer_.data<float>() + state_begin : nullptr;
+  float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) + state_begin : nullptr;
+  if (device_.is_cuda()) return step_device(p, g, buf, n, scalars(lr), nullptr, skips);
   kernels::cpu::sgd_step(p, g, buf, n, scalars(lr), skips);
 }
 

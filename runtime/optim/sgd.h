@@ -23,9 +23,11 @@ class Sgd : public Optimizer {
 
  private:
   kernels::SgdScalars scalars(double lr) const;  // this step's
-  // The fused kernel over the flat arena on the stream place() gave (sgd_cuda.cpp); buf: the
-  // momentum buffer or null.
-  void step_device(const Tensor& params, const Tensor& grads, float* buf, const kernels::SgdScalars& s);
+  // The fused kernel on the stream place() gave (sgd_cuda.cpp), over n elements of the arena at
+  // p / g (device pointers); buf: their momentum buffer elements or null; copy16: the compute
+  // copy's elements for p (write_compute_copy), or null.
+  void step_device(float* p, const float* g, float* buf, int64_t n, const kernels::SgdScalars& s, void* copy16,
+                   const kernels::DecaySkips& skips);
   SgdOptions options_;
   Tensor momentum_buffer_;  // (numel,) f32; allocated only with momentum
 };

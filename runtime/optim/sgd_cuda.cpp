@@ -6,11 +6,10 @@
 
 namespace dp::optim {
 
-void Sgd::step_device(const Tensor& params, const Tensor& grads, float* buf, const kernels::SgdScalars& s) {
-  const kernels::cuda::ParamCopy16 copy{static_cast<uint16_t*>(copy_data()), copy_is_bf16()};
-  CHECK_CUDA(kernels::cuda::sgd_step(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf,
-                                     numel_, s, static_cast<cudaStream_t>(stream_), copy,
-                                     decay_skips()));
+void Sgd::step_device(float* p, const float* g, float* buf, int64_t n, const kernels::SgdScalars& s, void* copy16,
+                      const kernels::DecaySkips& skips) {
+  const kernels::cuda::ParamCopy16 copy{static_cast<uint16_t*>(copy16), copy_is_bf16()};
+  CHECK_CUDA(kernels::cuda::sgd_step(p, g, buf, n, s, static_cast<cudaStream_t>(stream_), copy, skips));
 }
 
 }  // namespace dp::optim
