@@ -120,10 +120,12 @@ class Communicator {
   // out (n elements) = block rank() of op over ranks of in (size() * n elements).
   virtual WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual WorkPtr barrier_async() = 0;
-  // ZeRO's pair (collectives/reducer/zero_shard.h), in place on a CPU tensor of n elements cut
-  // into size() blocks as the ring all-reduce cuts it (ring_block: the first n % size() blocks one
-  // element longer). reduce_scatter_blocks: block rank() ends with the bits allreduce_async(t, op)
-  // would leave there (the same summation order); the other blocks are left undefined.
+  // ZeRO's pair (collectives/reducer/zero_shard.h), in place on a tensor of n elements (the ring:
+  // on the CPU; nccl: on the rank's GPU) cut into size() blocks as the ring all-reduce cuts it
+  // (ring_block: the first n % size() blocks one element longer). reduce_scatter_blocks: block
+  // rank() ends with the op over ranks of its elements, on the ring the bits allreduce_async(t, op)
+  // would leave there (the same summation order; nccl sums in its own); the other blocks are
+  // left undefined.
   // allgather_blocks: every rank's block rank() goes to every rank. The defaults throw (a backend
   // without them); single leaves t as it is.
   virtual WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op);

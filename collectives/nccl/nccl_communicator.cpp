@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "collectives/nccl/gpu_assignment.h"
+#include "collectives/ring/algorithms.h"
 #include "runtime/cuda/device_choice.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check.h"
@@ -93,6 +94,21 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::Min: return ncclMin;
   }
   return ncclSum;
+}
+
+// One NCCL group of call(owner, block) over the non-empty blocks of n elements cut as the ring
+// cuts them; the group is always closed. The first failure of a call, else the group's result.
+ncclResult_t per_block(int64_t n, int world, const std::function<ncclResult_t(int, const ring::Block&)>& call) {
+  ncclResult_t first = ncclGroupStart();
+  if (first != ncclSuccess) return first;
+  for (int owner = 0; owner < world; ++owner) {
+    const ring::Block b = ring::ring_block(n, world, owner);
+    if (b.len == 0) continue;
+    const ncclResult_t r = call(owner, b);
+    if (first == ncclSuccess) first = r == ncclInProgress ? ncclSuccess : r;
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  return first != ncclSuccess ? first : end;
 }
 
 std::string host_name() {
@@ -245,6 +261,52 @@ class NcclCommunicator final : public Communicator {
           return ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()), nccl_type(in.dtype()),
                                    nccl_op(op), c, s);
         });
+  }
+
+  // ZeRO's pair, in place on a device tensor cut into blocks as the ring cuts it (ring_block).
+  // Equal blocks (ZeRO pads its arena to a multiple of the world) are one ncclReduceScatter or
+  // ncclAllGather in NCCL's in-place form (block rank() of the buffer is the receive, resp. send,
+  // buffer); unequal ones one group of an ncclReduce or ncclBroadcast per block, rooted at the
+  // block's owner. NCCL picks its own summation order: block rank() holds a sum of the same
+  // values as allreduce_async's, not necessarily its bits (with two ranks, the same bits).
+  WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) override {
+    check_collective_dtype(t, "nccl reduce_scatter_blocks");
+    check_device(t, "nccl reduce_scatter_blocks");
+    const int rank = rank_, world = size_;
+    return issue("reduce_scatter_blocks", t.dtype(), t.numel(), reduce_op_name(op), -1,
+                 [t, op, rank, world](ncclComm_t c, cudaStream_t s) {
+                   char* const base = static_cast<char*>(t.raw());
+                   const size_t esz = dtype_size(t.dtype());
+                   const ncclDataType_t type = nccl_type(t.dtype());
+                   if (t.numel() % world == 0) {
+                     const size_t block = static_cast<size_t>(t.numel() / world);
+                     return ncclReduceScatter(base, base + rank * block * esz, block, type, nccl_op(op), c, s);
+                   }
+                   return per_block(t.numel(), world, [&](int owner, const ring::Block& b) {
+                     char* const at = base + static_cast<size_t>(b.begin) * esz;
+                     return ncclReduce(at, at, static_cast<size_t>(b.len), type, nccl_op(op), owner, c, s);
+                   });
+                 });
+  }
+
+  WorkPtr allgather_blocks_async(const Tensor& t) override {
+    check_collective_dtype(t, "nccl allgather_blocks");
+    check_device(t, "nccl allgather_blocks");
+    const int rank = rank_, world = size_;
+    return issue("allgather_blocks", t.dtype(), t.numel(), nullptr, -1,
+                 [t, rank, world](ncclComm_t c, cudaStream_t s) {
+                   char* const base = static_cast<char*>(t.raw());
+                   const size_t esz = dtype_size(t.dtype());
+                   const ncclDataType_t type = nccl_type(t.dtype());
+                   if (t.numel() % world == 0) {
+                     const size_t block = static_cast<size_t>(t.numel() / world);
+                     return ncclAllGather(base + rank * block * esz, base, block, type, c, s);
+                   }
+                   return per_block(t.numel(), world, [&](int owner, const ring::Block& b) {
+                     char* const at = base + static_cast<size_t>(b.begin) * esz;
+                     return ncclBroadcast(at, at, static_cast<size_t>(b.len), type, owner, c, s);
+                   });
+                 });
   }
 
   // A one-element allreduce: NCCL has no barrier, and this one is ordered like the rest.

@@ -1,8 +1,8 @@
 // The nccl backend and make_communicator. Without a GPU: the GPU-assignment checks (pure
 // functions, exact messages), the factory's choices and errors. With GPUs (skipped otherwise):
 // every op on device tensors against the host reference on one rank, two ranks on one GPU
-// refused before NCCL is called, and with two GPUs a rank that never joins a collective (the
-// other times out and aborts, naming the op and its sequence number).
+// refused before NCCL is called, and with two GPUs ZeRO's block pair and a rank that never joins
+// a collective (the other times out and aborts, naming the op and its sequence number).
 //
 // CUDA is never initialised in the test process before a fork (a forked child cannot use it
 // then): GPUs are counted in a child (tests/gpu_test.h, DP_GPU_TEST_IN_CHILD). Suites:
@@ -13,6 +13,7 @@
 
 #include "collectives/make_communicator.h"
 #include "collectives/nccl/gpu_assignment.h"
+#include "collectives/ring/algorithms.h"
 #include "runtime/device_memory.h"
 #include "tests/collectives/ring_harness.h"
 #include "tests/gpu_test.h"
@@ -201,11 +202,14 @@ DP_GPU_TEST_IN_CHILD(NcclCommunicatorGpu, EveryOpOnOneGpuMatchesTheHost) {
           c->broadcast(d, 0);
           c->allgather(d, out);
           c->reduce_scatter(out, d, ReduceOp::Sum);
+          c->reduce_scatter_blocks_async(d, ReduceOp::Sum)->wait();  // a world of one: the identity
+          c->allgather_blocks_async(d)->wait();
           c->barrier();
           Tensor back = Tensor::zeros({n}, dt);
           back.copy_from(d);
           if (std::memcmp(back.raw(), host.raw(), host.nbytes()) != 0) {
-            ringtest::report(s, r, fmt::format("{} broadcast/allgather/reduce_scatter differ\n", dtype_name(dt)));
+            ringtest::report(s, r,
+                             fmt::format("{} broadcast/allgather/reduce_scatter(_blocks) differ\n", dtype_name(dt)));
             ++bad;
           }
         }
@@ -236,6 +240,65 @@ DP_GPU_TEST_IN_CHILD(NcclCommunicatorGpu, EveryOpOnOneGpuMatchesTheHost) {
       },
       /*limit_s=*/120);
   EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
+}
+
+// ZeRO's pair on two GPUs, for equal blocks (one reduce-scatter / all-gather) and unequal ones
+// (a group of reduces / broadcasts, one block empty at n = 1): after reduce_scatter_blocks a
+// rank's block holds the allreduce's bits (two addends: any order gives the same sum), and after
+// allgather_blocks every block holds its owner's values.
+DP_GPUS_TEST_IN_CHILD(NcclCommunicator2Gpu, BlocksOpsGiveTheAllreducesBlockAndTheOwnersValues, 2) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+        auto c = make_nccl_communicator(bs, 30, r);
+        const Device dev = Device::cuda(r);
+        int bad = 0;
+        for (DType dt : {DType::F32, DType::BF16, DType::I32})
+          for (int64_t n : {int64_t{1024}, int64_t{1023}, int64_t{1}}) {
+            const size_t esz = dtype_size(dt);
+            Tensor host = Tensor::zeros({n}, dt);
+            for (int64_t i = 0; i < n; ++i)
+              ringtest::input_value(dt, 7, r, i, static_cast<char*>(host.raw()) + i * esz);
+            Tensor a = Tensor::zeros({n}, dt, dev), b = Tensor::zeros({n}, dt, dev);
+            a.copy_from(host);
+            b.copy_from(host);
+            c->allreduce(a, ReduceOp::Sum);
+            c->reduce_scatter_blocks_async(b, ReduceOp::Sum)->wait();
+            Tensor ha = Tensor::zeros({n}, dt), hb = Tensor::zeros({n}, dt);
+            ha.copy_from(a);
+            hb.copy_from(b);
+            const ring::Block mine = ring::ring_block(n, 2, r);
+            const size_t at = static_cast<size_t>(mine.begin) * esz;
+            if (std::memcmp(static_cast<char*>(ha.raw()) + at, static_cast<char*>(hb.raw()) + at,
+                            static_cast<size_t>(mine.len) * esz) != 0) {
+              ringtest::report(
+                  s, r, fmt::format("{} n={}: block {} differs from the allreduce's\n", dtype_name(dt), n, r));
+              ++bad;
+            }
+            // allgather_blocks: block j of rank j's input (seed 5), the rest of the tensor 0.
+            Tensor mine_only = Tensor::zeros({n}, dt), want = Tensor::zeros({n}, dt);
+            for (int owner = 0; owner < 2; ++owner) {
+              const ring::Block blk = ring::ring_block(n, 2, owner);
+              for (int64_t i = blk.begin; i < blk.begin + blk.len; ++i) {
+                ringtest::input_value(dt, 5, owner, i, static_cast<char*>(want.raw()) + i * esz);
+                if (owner == r) ringtest::input_value(dt, 5, owner, i, static_cast<char*>(mine_only.raw()) + i * esz);
+              }
+            }
+            Tensor g = Tensor::zeros({n}, dt, dev);
+            g.copy_from(mine_only);
+            c->allgather_blocks_async(g)->wait();
+            Tensor hg = Tensor::zeros({n}, dt);
+            hg.copy_from(g);
+            if (std::memcmp(hg.raw(), want.raw(), want.nbytes()) != 0) {
+              ringtest::report(s, r, fmt::format("{} n={}: allgather_blocks differs from the owners' blocks\n",
+                                                 dtype_name(dt), n));
+              ++bad;
+            }
+          }
+        return bad == 0 ? 0 : 1;
+      },
+      /*limit_s=*/120);
+  EXPECT_EQ(ringtest::all_exited_with(rs, 0), "") << rs[0].report << rs[1].report;
 }
 
 // Two GPUs: rank 1 never issues #2; rank 0's allreduce #2 times out, aborts the communicator
