@@ -62,7 +62,7 @@ class ShardedUpdate final : public WeightUpdate {
   }
   // This rank's pieces, then every rank's parameters.
   double step(double lr) override {
-    const double norm = clip_ ? shard_->clip(model_.grads().flat(), clip_->max_norm()) : std::nan("");
+    const double norm = clip_ ? shard_->clip(model_.grads().flat(), *clip_) : std::nan("");
     shard_->step(*opt_, model_.params().flat(), model_.grads().flat(), lr);
     shard_->gather_params(model_.params().flat());
     return norm;

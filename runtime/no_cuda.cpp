@@ -53,6 +53,9 @@ void Sgd::step_device(float*, const float*, float*, int64_t, const kernels::SgdS
   no_cuda("an sgd GPU step");
 }
 double GradClipper::clip_device(const Tensor&, void*) { no_cuda("GPU gradient clipping"); }
+double GradClipper::clip_pieces_device(const Tensor&, const std::vector<ArenaPiece>&, const Reduce&, void*) {
+  no_cuda("GPU gradient clipping");
+}
 }  // namespace optim
 
 }  // namespace dp

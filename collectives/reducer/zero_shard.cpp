@@ -1,12 +1,10 @@
 #include "collectives/reducer/zero_shard.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "base/pages.h"
 #include "collectives/collective_tag.h"
-#include "kernels/cpu/grad_norm.h"
 #include "runtime/memory_account.h"
 
 namespace dp {
@@ -68,18 +66,17 @@ int64_t ZeroShard::kept_grad_bytes_bound() const {
          3 * static_cast<int64_t>(page_size()) * static_cast<int64_t>(buckets_.size());
 }
 
-double ZeroShard::clip(const Tensor& grads, double max_norm) {
-  DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.numel() == arena_numel_ && grads.device().is_cpu(),
-           "ZeRO gradient clipping: want the flat f32 CPU gradient arena of {} elements", arena_numel_);
-  float* g = grads.data<float>();
-  double local = 0;
-  for (const ShardPiece& pc : layout_.pieces) local += kernels::cpu::sum_of_squares(g + pc.arena_begin, pc.len);
-  Tensor sum = Tensor::zeros({1}, DType::F64);
-  sum.data<double>()[0] = local;
-  comm_.allreduce(sum, ReduceOp::Sum);  // the same bits on every rank
-  const double sum_sq = sum.data<double>()[0];
-  for (const ShardPiece& pc : layout_.pieces) kernels::cpu::clip_by_norm(g + pc.arena_begin, pc.len, sum_sq, max_norm);
-  return std::sqrt(sum_sq);
+double ZeroShard::clip(const Tensor& grads, optim::GradClipper& clipper, void* cuda_stream) {
+  DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.numel() == arena_numel_,
+           "ZeRO gradient clipping: want the flat f32 gradient arena of {} elements, got {}", arena_numel_,
+           grads.defined() ? grads.describe() : "an undefined tensor");
+  const auto over_ranks = [this](double local) {
+    Tensor sum = Tensor::zeros({1}, DType::F64);
+    sum.data<double>()[0] = local;
+    comm_.allreduce(sum, ReduceOp::Sum);  // the same bits on every rank
+    return sum.data<double>()[0];
+  };
+  return clipper.clip_pieces(grads, pieces_, over_ranks, cuda_stream);
 }
 
 void ZeroShard::step(optim::Optimizer& opt, const Tensor& params, const Tensor& grads, double lr) {

@@ -51,6 +51,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/reducer/shard_layout.h"
+#include "runtime/optim/grad_clip.h"
 #include "runtime/optim/optimizer.h"
 
 namespace dp {
@@ -63,9 +64,10 @@ class ZeroShard {
   const ShardLayout& layout() const { return layout_; }
   const std::vector<optim::ArenaPiece>& pieces() const { return pieces_; }
 
-  // train.grad_clip over the rank's pieces of `grads` (the flat arena, after the reduce-scatter):
-  // returns the global norm before clipping; collective (one all-reduce of a double).
-  double clip(const Tensor& grads, double max_norm);
+  // train.grad_clip over the rank's pieces of `grads` (the flat arena, after the reduce-scatter;
+  // on a GPU with cuda_stream its cudaStream_t) by the clipper's GradClipper::clip_pieces: returns
+  // the global norm before clipping; collective (one all-reduce of a double).
+  double clip(const Tensor& grads, optim::GradClipper& clipper, void* cuda_stream = nullptr);
   // The update of the rank's pieces of params (opt: the shard's optimizer, numel() = layout().numel).
   void step(optim::Optimizer& opt, const Tensor& params, const Tensor& grads, double lr);
   // Every bucket of params all-gathered in place (collective); returns when all are done.

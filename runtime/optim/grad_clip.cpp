@@ -24,4 +24,21 @@ double GradClipper::clip(const Tensor& grads, void* cuda_stream) {
   return std::sqrt(sum_sq);
 }
 
+double GradClipper::clip_pieces(const Tensor& grads, const std::vector<ArenaPiece>& pieces, const Reduce& reduce,
+                                void* cuda_stream) {
+  DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.ndim() == 1,
+           "gradient clipping of {}: want the flat f32 gradient arena", grads.defined() ? grads.describe() : "nothing");
+  for (const ArenaPiece& pc : pieces)
+    DP_CHECK(pc.len >= 0 && pc.arena_begin >= 0 && pc.arena_begin + pc.len <= grads.numel(),
+             "gradient clipping: piece (arena {}, {} elements) is outside the arena of {}", pc.arena_begin, pc.len,
+             grads.numel());
+  if (grads.device().is_cuda()) return clip_pieces_device(grads, pieces, reduce, cuda_stream);
+  float* g = grads.data<float>();
+  double local = 0;
+  for (const ArenaPiece& pc : pieces) local += kernels::cpu::sum_of_squares(g + pc.arena_begin, pc.len);
+  const double sum_sq = reduce(local);
+  for (const ArenaPiece& pc : pieces) kernels::cpu::clip_by_norm(g + pc.arena_begin, pc.len, sum_sq, max_norm_);
+  return std::sqrt(sum_sq);
+}
+
 }  // namespace dp::optim

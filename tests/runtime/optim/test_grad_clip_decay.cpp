@@ -12,6 +12,7 @@
 #include <random>
 
 #include "tests/gpu_test.h"
+#include "kernels/cpu/grad_norm.h"
 #include "runtime/device_memory.h"
 #include "runtime/optim/adamw.h"
 #include "runtime/optim/grad_clip.h"
@@ -70,6 +71,48 @@ TEST(GradClip, TheNormIsTheSameBitsForAnyThreadCount) {
   omp_set_num_threads(threads);
   EXPECT_EQ(norms[0], norms[1]);
   EXPECT_EQ(norms[0], norms[2]);
+}
+
+// ZeRO's clipping over a rank's pieces (GradClipper::clip_pieces): one piece over the whole arena
+// is clip(); pieces give the norm of their squared sums plus what `reduce` adds (the other ranks'),
+// clip exactly the elements inside them by it, and leave the rest alone.
+const std::vector<ArenaPiece> kPieces = {{10, 40000, 0}, {60000, 39000, 40000}, {99500, 0, 79000}};
+
+TEST(GradClip, PiecesAreClippedByTheNormOfTheirSumsAfterTheReduce) {
+  const int64_t n = 100003;
+  const Tensor g0 = normal(n, 4, 0.1f);
+  Tensor whole = g0.clone(), one = g0.clone();
+  const double want_whole = GradClipper(1.0).clip(whole);
+  int calls = 0;
+  const double got_one = GradClipper(1.0).clip_pieces(one, {{0, n, 0}}, [&](double x) { return ++calls, x; });
+  EXPECT_EQ(got_one, want_whole);
+  EXPECT_TRUE(same_bytes(one, whole));
+  EXPECT_EQ(calls, 1);
+
+  Tensor g = g0.clone(), want = g0.clone();
+  double local = 0;
+  for (const ArenaPiece& pc : kPieces)
+    local += kernels::cpu::sum_of_squares(want.data<float>() + pc.arena_begin, pc.len);
+  const double others = 250.0;  // the other ranks' squared sums: the norm is above the bound
+  for (const ArenaPiece& pc : kPieces)
+    kernels::cpu::clip_by_norm(want.data<float>() + pc.arena_begin, pc.len, local + others, 1.0);
+  double seen = -1;
+  const double norm = GradClipper(1.0).clip_pieces(g, kPieces, [&](double x) { return seen = x, x + others; });
+  EXPECT_EQ(seen, local);
+  EXPECT_EQ(norm, std::sqrt(local + others));
+  EXPECT_TRUE(same_bytes(g, want));
+  EXPECT_EQ(g.data<float>()[5], g0.data<float>()[5]);  // outside the pieces: untouched
+  EXPECT_EQ(g.data<float>()[50000], g0.data<float>()[50000]);
+  EXPECT_NE(g.data<float>()[50], g0.data<float>()[50]);  // inside: scaled
+  try {
+    GradClipper(1.0).clip_pieces(g, {{n - 5, 10, 0}}, [](double x) { return x; });
+    FAIL() << "a piece past the arena was clipped";
+  } catch (const DpError& e) {
+    EXPECT_NE(std::string(e.what()).find("gradient clipping: piece (arena 99998, 10 elements) is outside the arena of "
+                                         "100003"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GradClip, ANonPositiveBoundIsAnError) {
@@ -167,6 +210,30 @@ DP_GPU_TEST(GradClipGpu, NormAndClippedGradientsEqualTheCpuBitForBit) {
     stream.synchronize();
     EXPECT_EQ(cpu, gpu) << n;
     EXPECT_TRUE(same_bytes(on_cpu(dev), g)) << n;
+  }
+}
+
+// clip_pieces on the GPU (the piece sums to the host, the reduced sum back to the device for the
+// clip kernels) equals the CPU's: the same value handed to reduce, the same norm, the same bytes.
+DP_GPU_TEST(GradClipGpu, PiecesEqualTheCpuBitForBit) {
+  cuda::CudaStream stream(0);
+  const Tensor g0 = normal(100003, 7, 0.1f);
+  for (double others : {0.0, 250.0}) {
+    Tensor g = g0.clone(), dev = on_gpu(g0);
+    double seen_cpu = -1, seen_gpu = -2;
+    GradClipper clipper(1.0);
+    const double cpu = GradClipper(1.0).clip_pieces(g, kPieces, [&](double x) { return seen_cpu = x, x + others; });
+    const double gpu =
+        clipper.clip_pieces(dev, kPieces, [&](double x) { return seen_gpu = x, x + others; }, stream.get());
+    stream.synchronize();
+    EXPECT_EQ(seen_cpu, seen_gpu) << others;
+    EXPECT_EQ(cpu, gpu) << others;
+    EXPECT_TRUE(same_bytes(on_cpu(dev), g)) << others;
+    // The same clipper again, now over the whole arena: its scratch serves both.
+    Tensor whole = g0.clone(), whole_dev = on_gpu(g0);
+    EXPECT_EQ(GradClipper(1.0).clip(whole), clipper.clip(whole_dev, stream.get()));
+    stream.synchronize();
+    EXPECT_TRUE(same_bytes(on_cpu(whole_dev), whole));
   }
 }
 
