@@ -44,11 +44,11 @@ void Graph::zero_grad_device() { no_cuda("zeroing GPU gradients"); }
 void Graph::poison_device_bytes(size_t, size_t) { no_cuda("poisoning a GPU step arena"); }
 
 namespace optim {
-void AdamW::step_device(float*, const float*, int64_t, int64_t, const kernels::AdamWScalars&, void*,
+void AdamW::step_device(float*, const float*, int64_t, int64_t, const kernels::AdamWScalars&, Copy16,
                         const kernels::DecaySkips&) {
   no_cuda("an adamw GPU step");
 }
-void Sgd::step_device(float*, const float*, float*, int64_t, const kernels::SgdScalars&, void*,
+void Sgd::step_device(float*, const float*, float*, int64_t, const kernels::SgdScalars&, Copy16,
                       const kernels::DecaySkips&) {
   no_cuda("an sgd GPU step");
 }

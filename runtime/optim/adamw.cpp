@@ -43,7 +43,7 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
   const kernels::AdamWScalars s = scalars(lr);
   if (device_.is_cuda())
     step_device(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), 0, numel_, s,
-                copy_data(), decay_skips());
+                compute_copy(), decay_skips());
   else
     kernels::cpu::adamw_step(params.data<float>(), grads.data<float>(), exp_avg_.data<float>(),
                              exp_avg_sq_.data<float>(), numel_, s, decay_skips());
@@ -51,8 +51,8 @@ void AdamW::step(const Tensor& params, const Tensor& grads, double lr) {
 }
 
 void AdamW::update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
-                        const kernels::DecaySkips& skips) {
-  if (device_.is_cuda()) return step_device(p, g, state_begin, n, scalars(lr), nullptr, skips);
+                        const kernels::DecaySkips& skips, Copy16 copy) {
+  if (device_.is_cuda()) return step_device(p, g, state_begin, n, scalars(lr), copy, skips);
   kernels::cpu::adamw_step(p, g, exp_avg_.data<float>() + state_begin, exp_avg_sq_.data<float>() + state_begin, n,
                            scalars(lr), skips);
 }

@@ -19,15 +19,14 @@ class AdamW : public Optimizer {
  protected:
   void move_state(Device device) override;
   void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
-                   const kernels::DecaySkips& skips) override;
+                   const kernels::DecaySkips& skips, Copy16 copy) override;
 
  private:
   kernels::AdamWScalars scalars(double lr) const;  // this step's (steps() + 1)
   // The fused kernel on the stream place() gave (adamw_cuda.cpp), over n elements of the arena at
-  // p / g (device pointers) with the state from state_begin on; copy16: the compute copy's
-  // elements for p (write_compute_copy), or null.
+  // p / g (device pointers) with the state from state_begin on, writing copy beside p.
   void step_device(float* p, const float* g, int64_t state_begin, int64_t n, const kernels::AdamWScalars& s,
-                   void* copy16, const kernels::DecaySkips& skips);
+                   Copy16 copy, const kernels::DecaySkips& skips);
   AdamWOptions options_;
   Tensor exp_avg_;     // (numel,) f32, first moment m
   Tensor exp_avg_sq_;  // (numel,) f32, second moment v

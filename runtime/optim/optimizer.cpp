@@ -83,15 +83,20 @@ std::vector<int64_t> spans_within(const std::vector<std::pair<int64_t, int64_t>>
 }  // namespace
 
 void Optimizer::check_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
-                             double lr) const {
+                             double lr, const Tensor& copy16) const {
   DP_CHECK(params.defined() && grads.defined() && params.dtype() == DType::F32 && grads.dtype() == DType::F32 &&
                params.numel() == grads.numel() && params.device() == device_ && grads.device() == device_,
            "{} optimizer placed on {}: step_pieces wants the flat f32 parameter and gradient arenas there, got {} and "
            "{}",
            name(), device_.str(), params.defined() ? params.describe() : "an undefined tensor",
            grads.defined() ? grads.describe() : "an undefined tensor");
-  DP_CHECK(!copy_.defined(), "{} optimizer on {}: step_pieces (train.zero > 0) does not write a 16-bit compute copy "
-           "yet", name(), device_.str());
+  DP_CHECK(!copy_.defined(), "{} optimizer on {}: step_pieces (train.zero > 0) writes the compute copy given to it, "
+           "not write_compute_copy's", name(), device_.str());
+  DP_CHECK(!copy16.defined() || (device_.is_cuda() && (copy16.dtype() == DType::BF16 || copy16.dtype() == DType::F16) &&
+                                 copy16.ndim() == 1 && copy16.numel() == params.numel() && copy16.device() == device_),
+           "{} optimizer on {}: step_pieces was given the compute copy {}: want a flat bf16 or f16 tensor of the "
+           "arena's {} elements on this optimizer's GPU",
+           name(), device_.str(), copy16.defined() ? copy16.describe() : "", params.numel());
   if (!std::isfinite(lr) || lr < 0)
     DP_THROW_USER("{} optimizer: invalid learning rate {} (want a finite value >= 0)", name(), lr);
   for (const ArenaPiece& pc : pieces)
@@ -126,14 +131,16 @@ std::vector<kernels::DecaySkips> Optimizer::piece_skips(const std::vector<ArenaP
 }
 
 void Optimizer::step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
-                            double lr) {
-  check_pieces(params, grads, pieces, lr);
+                            double lr, const Tensor& copy16) {
+  check_pieces(params, grads, pieces, lr, copy16);
   const std::vector<kernels::DecaySkips> skips = piece_skips(pieces);
   float* const p = static_cast<float*>(params.raw());
   const float* const g = static_cast<const float*>(grads.raw());
+  auto* const c = copy16.defined() ? static_cast<uint16_t*>(copy16.raw()) : nullptr;
   for (size_t k = 0; k < pieces.size(); ++k) {
     const ArenaPiece& pc = pieces[k];
-    if (pc.len > 0) update_span(p + pc.arena_begin, g + pc.arena_begin, pc.state_begin, pc.len, lr, skips[k]);
+    const Copy16 copy{c ? c + pc.arena_begin : nullptr, copy16.defined() && copy16.dtype() == DType::BF16};
+    if (pc.len > 0) update_span(p + pc.arena_begin, g + pc.arena_begin, pc.state_begin, pc.len, lr, skips[k], copy);
   }
   ++steps_;
 }

@@ -37,6 +37,13 @@ struct ArenaPiece {
   int64_t state_begin = 0;  // first element in this optimizer's state (numel() of them in all)
 };
 
+// A 16-bit copy of parameters that a GPU step writes beside them (mixed precision's compute copy,
+// Optimizer::write_compute_copy): its elements for the parameters updated (null: none), bf16 or f16.
+struct Copy16 {
+  void* dst = nullptr;
+  bool bf16 = true;
+};
+
 // The whole optimizer state a piece at a time, as ZeRO's save hands it on (ZeroShard::stream_state):
 // slot `slot` of state() over the arena's elements [begin, begin + len), f32.
 using StateSink = std::function<void(int slot, int64_t begin, const float* data, int64_t len)>;
@@ -52,9 +59,12 @@ class Optimizer {
   // length), with one step count: the same bits per element as step() over the whole arena.
   // skip_decay's spans are in state coordinates here. On a GPU one kernel per piece on place()'s
   // stream, no host wait (a new set of pieces with decay skips copies their bounds to the device
-  // once); a compute copy (write_compute_copy) is not written there yet. DpError for pieces
-  // outside the arenas or the state, or arenas on another device.
-  void step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces, double lr);
+  // once), and with copy16 (a flat BF16 or F16 tensor of the arena's length there: the graph's
+  // compute copy) the pieces' elements of it are written as write_compute_copy's are (that one
+  // is for step(): step_pieces refuses it). DpError for pieces outside the arenas or the state,
+  // arenas on another device, or a copy that does not fit.
+  void step_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces, double lr,
+                   const Tensor& copy16 = Tensor());
   // Moves the state to `device` (before the first step) and makes step() run there: on a GPU
   // one fused kernel over the flat arena, enqueued on `cuda_stream` (a cudaStream_t) without a
   // host wait. params and grads given to step() must then live on that device.
@@ -98,15 +108,15 @@ class Optimizer {
 
   // step_pieces' update of n elements at p / g with the state elements from state_begin on, as
   // step() updates them at the current steps() (which step_pieces advances once afterwards); on
-  // a GPU (p, g and skips' bounds device pointers) enqueued on stream_.
+  // a GPU (p, g, copy's and skips' bounds device pointers) enqueued on stream_.
   virtual void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
-                           const kernels::DecaySkips& skips) = 0;
+                           const kernels::DecaySkips& skips, Copy16 copy) = 0;
   // Reallocates the state tensors on `device`, keeping their values.
   virtual void move_state(Device device) = 0;
-  // write_compute_copy's copy as the fused kernels take it (*_cuda.cpp): its raw 16-bit data, or
-  // null without one; and whether it is bf16 (else f16).
-  void* copy_data() const { return copy_.defined() ? copy_.raw() : nullptr; }
-  bool copy_is_bf16() const { return copy_.defined() && copy_.dtype() == DType::BF16; }
+  // write_compute_copy's copy as the fused kernels take it (*_cuda.cpp); dst null without one.
+  Copy16 compute_copy() const {
+    return {copy_.defined() ? copy_.raw() : nullptr, copy_.defined() && copy_.dtype() == DType::BF16};
+  }
   // The spans of skip_decay for the kernels: host bounds on the CPU, a device copy on a GPU.
   kernels::DecaySkips decay_skips() const;
 
@@ -126,8 +136,8 @@ class Optimizer {
   std::vector<int64_t> piece_bounds_;
   Tensor piece_bounds_device_;
   std::vector<kernels::DecaySkips> piece_skips(const std::vector<ArenaPiece>& pieces);
-  void check_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces,
-                    double lr) const;
+  void check_pieces(const Tensor& params, const Tensor& grads, const std::vector<ArenaPiece>& pieces, double lr,
+                    const Tensor& copy16) const;
 };
 
 // Both throw UserError for out-of-range options (the same ranges torch accepts).

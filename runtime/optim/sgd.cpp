@@ -38,16 +38,16 @@ void Sgd::step(const Tensor& params, const Tensor& grads, double lr) {
   const kernels::SgdScalars s = scalars(lr);
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) : nullptr;
   if (device_.is_cuda())
-    step_device(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf, numel_, s, copy_data(),
+    step_device(static_cast<float*>(params.raw()), static_cast<const float*>(grads.raw()), buf, numel_, s, compute_copy(),
                 decay_skips());
   else kernels::cpu::sgd_step(params.data<float>(), grads.data<float>(), buf, numel_, s, decay_skips());
   ++steps_;
 }
 
 void Sgd::update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
-                      const kernels::DecaySkips& skips) {
+                      const kernels::DecaySkips& skips, Copy16 copy) {
   float* buf = momentum_buffer_.defined() ? static_cast<float*>(momentum_buffer_.raw()) + state_begin : nullptr;
-  if (device_.is_cuda()) return step_device(p, g, buf, n, scalars(lr), nullptr, skips);
+  if (device_.is_cuda()) return step_device(p, g, buf, n, scalars(lr), copy, skips);
   kernels::cpu::sgd_step(p, g, buf, n, scalars(lr), skips);
 }
 

@@ -18,15 +18,14 @@ class Sgd : public Optimizer {
 
  protected:
   void update_span(float* p, const float* g, int64_t state_begin, int64_t n, double lr,
-                   const kernels::DecaySkips& skips) override;
+                   const kernels::DecaySkips& skips, Copy16 copy) override;
   void move_state(Device device) override;
 
  private:
   kernels::SgdScalars scalars(double lr) const;  // this step's
   // The fused kernel on the stream place() gave (sgd_cuda.cpp), over n elements of the arena at
-  // p / g (device pointers); buf: their momentum buffer elements or null; copy16: the compute
-  // copy's elements for p (write_compute_copy), or null.
-  void step_device(float* p, const float* g, float* buf, int64_t n, const kernels::SgdScalars& s, void* copy16,
+  // p / g (device pointers); buf: their momentum buffer elements or null; writing copy beside p.
+  void step_device(float* p, const float* g, float* buf, int64_t n, const kernels::SgdScalars& s, Copy16 copy,
                    const kernels::DecaySkips& skips);
   SgdOptions options_;
   Tensor momentum_buffer_;  // (numel,) f32; allocated only with momentum

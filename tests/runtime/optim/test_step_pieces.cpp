@@ -3,7 +3,9 @@
 // over several steps gives every parameter and state element exactly the bits of step() over the
 // whole arena, on the CPU (StepPieces) and on a GPU (StepPiecesGpu: one kernel per piece, the
 // skip bounds copied to the device; on the CUDA emulator in CI, label emu, and on a lent GPU).
-// Pieces outside the arena or the state, arenas on another device and a compute copy are refused.
+// With a 16-bit compute copy of the arena (mixed precision on a GPU) the pieces write their elements
+// of it. Pieces outside the arena or the state, arenas on another device and copies that do not fit
+// are refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -156,11 +158,49 @@ DP_GPU_TEST(StepPiecesGpu, HostArenasAndAComputeCopyAreRefused) {
                       "there, got "),
             std::string::npos);
   const Tensor dp = to(p, dev), dg = to(g, dev);
+  EXPECT_NE(error_of([&] { opt->step_pieces(dp, dg, {{0, 10, 0}}, 0.1, Tensor::zeros({kN - 1}, DType::BF16, dev)); })
+                .find("adamw optimizer on cuda:0: step_pieces was given the compute copy "),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { opt->step_pieces(dp, dg, {{0, 10, 0}}, 0.1, Tensor::zeros({kN}, DType::F32, dev)); })
+                .find("want a flat bf16 or f16 tensor of the arena's 1037 elements on this optimizer's GPU"),
+            std::string::npos);
   opt->write_compute_copy(Tensor::zeros({10}, DType::BF16, dev));
   EXPECT_NE(error_of([&] { opt->step_pieces(dp, dg, {{0, 10, 0}}, 0.1); })
-                .find("step_pieces (train.zero > 0) does not write a 16-bit compute copy yet"),
+                .find("step_pieces (train.zero > 0) writes the compute copy given to it, not write_compute_copy's"),
             std::string::npos);
   EXPECT_EQ(opt->steps(), 0);
+}
+
+// Mixed precision: the pieces' elements of the arena's 16-bit copy are the bits the whole arena's
+// step writes into its compute copy; before the other rank's pieces step, its elements are untouched.
+DP_GPU_TEST(StepPiecesGpu, PiecesWriteTheirElementsOfTheComputeCopy) {
+  cuda::CudaStream stream(0);
+  const Device dev = Device::cuda(0);
+  for (DType dt : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor whole_p = to(filled(1.0f, 1), dev), pieces_p = to(filled(1.0f, 1), dev);
+    Tensor whole_c = Tensor::zeros({kN}, dt, dev), pieces_c = Tensor::zeros({kN}, dt, dev);
+    auto whole = adamw(kN);
+    whole->place(dev, stream.get());
+    whole->write_compute_copy(whole_c);
+    std::unique_ptr<Optimizer> shard[2] = {adamw(kRanks[0].numel), adamw(kRanks[1].numel)};
+    for (auto& s : shard) s->place(dev, stream.get());
+    const Tensor g = to(filled(0.2f, 3), dev);
+    whole->step(whole_p, g, 0.01);
+    shard[0]->step_pieces(pieces_p, g, kRanks[0].pieces, 0.01, pieces_c);
+    stream.synchronize();
+    const Tensor half = to(pieces_c, Device::cpu());
+    int64_t written_outside = 0;
+    for (const ArenaPiece& pc : kRanks[1].pieces)
+      for (int64_t i = pc.arena_begin; i < pc.arena_begin + pc.len; ++i)
+        written_outside += static_cast<const uint16_t*>(half.raw())[i] != 0;
+    EXPECT_EQ(written_outside, 0) << "elements of rank 1's pieces written by rank 0's step";
+    shard[1]->step_pieces(pieces_p, g, kRanks[1].pieces, 0.01, pieces_c);
+    stream.synchronize();
+    const Tensor want = to(whole_c, Device::cpu()), got = to(pieces_c, Device::cpu());
+    EXPECT_EQ(std::memcmp(want.raw(), got.raw(), want.nbytes()), 0) << "the copy differs from the whole step's";
+    EXPECT_NE(static_cast<const uint16_t*>(got.raw())[kN - 1], 0);  // written at all
+  }
 }
 #endif
 
