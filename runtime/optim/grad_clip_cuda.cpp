@@ -30,7 +30,7 @@ struct GradClipper::DeviceScratch {
 
 GradClipper::DeviceScratch& GradClipper::device_scratch(int64_t n, size_t slots, void* stream) {
   if (!scratch_ || scratch_->numel < n || scratch_->slots < slots)
-    scratch_.emplace(std::max(n, scratch_ ? scratch_->numel : int64_t{0}),
+    scratch_.emplace(std::max({n, scratch_ ? scratch_->numel : int64_t{0}, int64_t{1}}),
                      std::max(slots, scratch_ ? scratch_->slots : size_t{1}), static_cast<cudaStream_t>(stream));
   return *scratch_;
 }
