@@ -18,9 +18,9 @@ class TestBigram : public Layer {
  public:
   TestBigram(std::string name, int64_t vocab) : Layer(std::move(name)), v_(vocab) {}
   const char* type() const override { return "test_bigram"; }
-  // It takes token ids. (Layer::takes_integer_input of the GPT layers' graph, which refuses ids for
-  // layers that do not say so; written without `override` so that this header builds before them.)
-  bool takes_integer_input() const { return true; }
+  // It takes token ids (Layer::takes_integer_input: the graph refuses ids for layers that do not
+  // say so).
+  bool takes_integer_input() const override { return true; }
   Shape setup(const std::vector<Shape>& in) override {
     DP_CHECK(in.size() == 1 && in[0].size() == 1, "test_bigram takes token ids [T]");
     t_ = in[0][0];

@@ -47,7 +47,7 @@ constexpr size_t kLarge = 4096;
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_all{0}, g_large{0};
 
-inline void count(size_t bytes) {
+[[maybe_unused]] inline void count(size_t bytes) {  // unused under ASan (no malloc hooks there)
   if (!g_counting.load(std::memory_order_relaxed)) return;
   g_all.fetch_add(1, std::memory_order_relaxed);
   if (bytes >= kLarge) g_large.fetch_add(1, std::memory_order_relaxed);

@@ -21,9 +21,11 @@ t0=$(date +%s)
 launcher=()
 if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 # -O1 and line tables only (ASan's own advice): about a quarter less compile time than -O2 -g on
-# this code, and reports still name file:line.
+# this code, and reports still name file:line. -Wno-pass-failed: clang does not vectorize at -O1,
+# so every `#pragma omp simd` loop warned that the transformation it asks for did not happen (70
+# warnings per build, none of them a defect: the pragma is for the optimised builds).
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_ENABLE_CUDA=OFF \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG -Wno-pass-failed" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DDPTRAIN_FUZZ=ON "${launcher[@]}" > /dev/null
 # Only what the labels above run (and the binaries their tests start), plus the fuzzers.
 targets=(test_base test_kernels test_runtime test_collectives test_models test_tools test_launch dptrain ckptinfo diffckpt collbench
