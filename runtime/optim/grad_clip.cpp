@@ -18,10 +18,7 @@ double GradClipper::clip(const Tensor& grads, void* cuda_stream) {
   DP_CHECK(grads.defined() && grads.dtype() == DType::F32 && grads.ndim() == 1,
            "gradient clipping of {}: want the flat f32 gradient arena", grads.defined() ? grads.describe() : "nothing");
   if (grads.device().is_cuda()) return clip_device(grads, cuda_stream);
-  float* g = grads.data<float>();
-  const double sum_sq = kernels::cpu::sum_of_squares(g, grads.numel());
-  kernels::cpu::clip_by_norm(g, grads.numel(), sum_sq, max_norm_);
-  return std::sqrt(sum_sq);
+  return clip_pieces(grads, {{0, grads.numel(), 0}}, [](double sum_sq) { return sum_sq; });  // one piece, one rank
 }
 
 double GradClipper::clip_pieces(const Tensor& grads, const std::vector<ArenaPiece>& pieces, const Reduce& reduce,
