@@ -169,6 +169,11 @@ WorkPtr SingleProcessCommunicator::reduce_scatter_blocks_async(const Tensor& t, 
   return w;
 }
 
+WorkPtr SingleProcessCommunicator::reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) {
+  (void)stream;  // one block, ordered on `stream` already
+  return reduce_scatter_blocks_async(t, op);
+}
+
 WorkPtr SingleProcessCommunicator::allgather_blocks_async(const Tensor& t) {
   check_collective_dtype(t, "single allgather_blocks");
   auto w = start("allgather_blocks", describe(t, nullptr, -1));

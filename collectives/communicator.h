@@ -121,7 +121,7 @@ class Communicator {
   virtual WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual WorkPtr barrier_async() = 0;
   // ZeRO's pair (collectives/reducer/zero_shard.h), in place on a tensor of n elements (the ring:
-  // on the CPU; nccl: on the rank's GPU) cut into size() blocks as the ring all-reduce cuts it
+  // on the CPU, or a device tensor staged as its other collectives are; nccl: on the rank's GPU) cut into size() blocks as the ring all-reduce cuts it
   // (ring_block: the first n % size() blocks one element longer). reduce_scatter_blocks: block
   // rank() ends with the op over ranks of its elements, on the ring the bits allreduce_async(t, op)
   // would leave there (the same summation order; nccl sums in its own); the other blocks are
@@ -155,6 +155,10 @@ class Communicator {
   // The default (a backend without a stream-ordered path) synchronises `stream`, then
   // allreduce_async.
   virtual WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream);
+  // ZeRO's gradient reduction on the GPU path (the Reducer with ReducerOptions::shard): the
+  // in-place block reduce-scatter above, stream-ordered as allreduce_stream_async is (t is read
+  // as left by the work already on `stream`; the same waits, the same default).
+  virtual WorkPtr reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream);
   // True when device collectives run on the device in stream order (nccl): their results can
   // be waited for by a stream (stream_wait_collectives) instead of the host. False (ring,
   // single): wait() the Works; the results are in device memory when they complete.
@@ -206,6 +210,7 @@ class SingleProcessCommunicator final : public Communicator {
   void abort(const std::string& reason) override;
   // Nothing to wait for: the average of one rank's tensor is the tensor, in stream order.
   WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override;
+  WorkPtr reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) override;
 
  private:
   WorkPtr start(const char* name, const std::string& detail);

@@ -1,4 +1,5 @@
-// Communicator's default stream-ordered all-reduce (collectives/communicator.h), on CUDA.
+// Communicator's default stream-ordered collectives (collectives/communicator.h), on CUDA: the
+// stream synchronised, then the plain form.
 #include "collectives/communicator.h"
 
 #include "runtime/cuda/check.h"
@@ -10,6 +11,13 @@ WorkPtr Communicator::allreduce_stream_async(const Tensor& t, ReduceOp op, void*
            t.defined() ? t.describe() : "an undefined tensor");
   CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   return allreduce_async(t, op);
+}
+
+WorkPtr Communicator::reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) {
+  DP_CHECK(t.defined() && t.device().is_cuda(), "{} reduce_scatter_blocks_stream_async: takes a device tensor, got {}",
+           backend(), t.defined() ? t.describe() : "an undefined tensor");
+  CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return reduce_scatter_blocks_async(t, op);
 }
 
 }  // namespace dp

@@ -16,6 +16,11 @@ WorkPtr Communicator::allreduce_stream_async(const Tensor& t, ReduceOp, void*) {
                             t.defined() ? t.describe() : "an undefined tensor"));
 }
 
+WorkPtr Communicator::reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp, void*) {
+  throw DpError(fmt::format("{} reduce_scatter_blocks_stream_async of {}: this build has no CUDA", backend(),
+                            t.defined() ? t.describe() : "an undefined tensor"));
+}
+
 // device_staging.h
 struct DeviceStaging::Buffer {};
 struct DeviceStaging::Impl {};

@@ -270,6 +270,13 @@ class NcclCommunicator final : public Communicator {
   // block's owner. NCCL picks its own summation order: block rank() holds a sum of the same
   // values as allreduce_async's, not necessarily its bits (with two ranks, the same bits).
   WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) override {
+    return reduce_scatter_blocks_impl(t, op, cudaStreamPerThread);
+  }
+  // The Reducer's form under ZeRO: after the work already on `stream`, no host wait.
+  WorkPtr reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
+    return reduce_scatter_blocks_impl(t, op, static_cast<cudaStream_t>(stream));
+  }
+  WorkPtr reduce_scatter_blocks_impl(const Tensor& t, ReduceOp op, cudaStream_t after) {
     check_collective_dtype(t, "nccl reduce_scatter_blocks");
     check_device(t, "nccl reduce_scatter_blocks");
     const int rank = rank_, world = size_;
@@ -286,7 +293,8 @@ class NcclCommunicator final : public Communicator {
                      char* const at = base + static_cast<size_t>(b.begin) * esz;
                      return ncclReduce(at, at, static_cast<size_t>(b.len), type, nccl_op(op), owner, c, s);
                    });
-                 });
+                 },
+                 after);
   }
 
   WorkPtr allgather_blocks_async(const Tensor& t) override {

@@ -36,8 +36,9 @@ Reducer::Reducer(Communicator& comm, Graph& graph, const ReducerOptions& options
     : comm_(comm), graph_(graph), opt_(options) {
   DP_CHECK(opt_.wire == DType::F32 || opt_.wire == DType::BF16 || opt_.wire == DType::F16,
            "gradient wire dtype must be f32, bf16 or f16, got {}", dtype_name(opt_.wire));
-  DP_CHECK(!opt_.shard || (opt_.wire == DType::F32 && !opt_.gpu),
-           "the sharded gradient reduction (train.zero > 0) runs on f32 CPU gradients only");
+  DP_CHECK(!opt_.shard || opt_.wire == DType::F32,
+           "the sharded gradient reduction (train.zero > 0) sends f32 gradients only, not {} (dist.compress)",
+           dtype_name(opt_.wire));
   DP_CHECK(!opt_.on_reduced || (!opt_.gpu && opt_.wire == DType::F32),
            "the Reducer's on_reduced is for f32 gradients on the CPU path");
   buckets_ = reducer_buckets(graph, opt_);

@@ -11,7 +11,8 @@
 //   1. an event recorded on compute; gpu->comm() waits for it (cudaStreamWaitEvent: the host
 //      thread goes on enqueuing backward);
 //   2. with wire compression, f32 -> bf16/f16 on comm (kernels/cuda/cast.h) into a device copy;
-//   3. Communicator::allreduce_stream_async(bucket, Avg, comm): nccl waits for comm on its own
+//   3. Communicator::allreduce_stream_async(bucket, Avg, comm) (ZeRO: reduce_scatter_blocks_
+//      stream_async, the same way): nccl waits for comm on its own
 //      stream and runs ncclAllReduce (ncclAvg) there; the ring copies the bucket to pinned host
 //      memory on comm, its communication thread waits for that copy (an event), reduces on the
 //      host and copies back (its own stream, synchronised before the Work completes).
@@ -50,7 +51,8 @@ struct ReducerOptions {
   DType wire = DType::F32;
   // ZeRO (train.zero = 1, 2; collectives/reducer/zero_shard.h): each bucket is reduce-scattered in
   // place instead (Communicator::reduce_scatter_blocks_async): only this rank's block of every
-  // bucket (shard_layout.h) holds the average afterwards, the rest is undefined. F32 wire, CPU only.
+  // bucket (shard_layout.h) holds the average afterwards, the rest is undefined. F32 wire; on the
+  // GPU path by Communicator::reduce_scatter_blocks_stream_async on comm, as the all-reduce goes.
   bool shard = false;
   // Set: called with each bucket's index once its reduction is complete (its Work done), once per
   // step, on the thread that drives the Reducer: polled at every on_ready (so a bucket is reported

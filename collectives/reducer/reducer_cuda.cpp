@@ -37,6 +37,10 @@ void Reducer::launch_gpu(size_t b) {
   cudaStream_t compute = gpu_->ctx->compute(), comm = gpu_->ctx->comm();
   gpu_->ready[b].record(compute);
   CHECK_CUDA(cudaStreamWaitEvent(comm, gpu_->ready[b].get(), 0));
+  if (opt_.shard) {  // ZeRO: block rank() of the bucket holds the average afterwards
+    works_[b] = comm_.reduce_scatter_blocks_stream_async(grads, ReduceOp::Avg, comm);
+    return;
+  }
   if (opt_.wire == DType::F32) {
     works_[b] = comm_.allreduce_stream_async(grads, ReduceOp::Avg, comm);
     return;

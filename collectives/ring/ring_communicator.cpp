@@ -106,25 +106,31 @@ class RingCommunicator final : public Communicator {
   }
   WorkPtr barrier_async() override { return barrier_impl(false); }
   WorkPtr reduce_scatter_blocks_async(const Tensor& t, ReduceOp op) override {
-    check_collective_dtype(t, "ring reduce_scatter_blocks");
-    DP_CHECK(t.device().is_cpu(), "ring reduce_scatter_blocks: takes a host tensor, got {}", t.describe());
-    // Where the all-reduce would not run the flat ring (recursive doubling for small tensors,
-    // hierarchical over nodes, one rank) its order is not the ring's: then the whole all-reduce
-    // runs, so that block rank() has exactly its bits either way.
-    if (size_ == 1 || t.numel() == 0 || hierarchical_ || t.nbytes() <= opt_.small_bytes)
-      return allreduce_impl(t, op, false, nullptr);
-    return submit(false, Kind::ReduceScatter, t.dtype(), op, Algo::Ring, t.numel(), -1, [this, t, op] {
-      ring::ring_reduce_scatter_blocks(*transport_, static_cast<char*>(t.raw()), t.numel(), t.dtype(), kind_of(op),
-                                       op == ReduceOp::Avg ? size_ : 0, opt_.piece_bytes);
-    });
+    return reduce_scatter_blocks_impl(t, op, nullptr);
   }
+  WorkPtr reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
+    DP_CHECK(t.defined() && t.device().is_cuda(), "ring reduce_scatter_blocks_stream_async: takes a device tensor, "
+             "got {}", t.defined() ? t.describe() : "an undefined tensor");
+    return reduce_scatter_blocks_impl(t, op, stream);
+  }
+  // A device tensor: only block rank() travels in (what this rank sends first) and every block
+  // comes back out (the others' blocks; block rank() comes back as it went).
   WorkPtr allgather_blocks_async(const Tensor& t) override {
     check_collective_dtype(t, "ring allgather_blocks");
-    DP_CHECK(t.device().is_cpu(), "ring allgather_blocks: takes a host tensor, got {}", t.describe());
     const Algo algo = size_ == 1 || t.numel() == 0 ? Algo::Local : Algo::Ring;
-    return submit(false, Kind::Allgather, t.dtype(), std::nullopt, algo, t.numel(), -1, [this, t, algo] {
-      if (algo == Algo::Ring)
-        ring::ring_allgather_blocks(*transport_, static_cast<char*>(t.raw()), t.numel(), t.dtype(), opt_.piece_bytes);
+    DeviceStaging::LeasePtr lease = algo == Algo::Local ? nullptr : lease_for(t, t.nbytes());
+    if (lease) {
+      const ring::Block mine = ring::ring_block(t.numel(), size_, rank_);
+      if (mine.len > 0)
+        lease->copy_in(t.slice_flat(mine.begin, {mine.len}), static_cast<size_t>(mine.begin) * dtype_size(t.dtype()),
+                       nullptr);
+    }
+    return submit(false, Kind::Allgather, t.dtype(), std::nullopt, algo, t.numel(), -1, [this, t, algo, lease] {
+      if (algo != Algo::Ring) return;
+      char* buf = lease ? lease->host() : static_cast<char*>(t.raw());
+      if (lease) lease->wait_in();
+      ring::ring_allgather_blocks(*transport_, buf, t.numel(), t.dtype(), opt_.piece_bytes);
+      if (lease) lease->copy_out(0, t);
     });
   }
   void allreduce(const Tensor& t, ReduceOp op) override { allreduce_impl(t, op, true, nullptr)->wait(); }
@@ -185,6 +191,28 @@ class RingCommunicator final : public Communicator {
         ring::hierarchical_allreduce(*transport_, topology_, buf, t.numel(), t.dtype(), kind_of(op), divisor,
                                      opt_.small_bytes, opt_.piece_bytes);
       if (lease) lease->copy_out(0, t);
+    });
+  }
+
+  // ZeRO's in-place block reduce-scatter. Where the all-reduce would not run the flat ring
+  // (recursive doubling for small tensors, hierarchical over nodes, one rank) its order is not
+  // the ring's: then the whole all-reduce runs, so that block rank() has exactly its bits either
+  // way. A device tensor: all of it travels in, block rank() comes back out (stream: as
+  // allreduce_impl's).
+  WorkPtr reduce_scatter_blocks_impl(const Tensor& t, ReduceOp op, void* stream) {
+    check_collective_dtype(t, "ring reduce_scatter_blocks");
+    if (size_ == 1 || t.numel() == 0 || hierarchical_ || t.nbytes() <= opt_.small_bytes)
+      return allreduce_impl(t, op, false, stream);
+    DeviceStaging::LeasePtr lease = lease_for(t, t.nbytes());
+    if (lease) lease->copy_in(t, 0, stream);
+    return submit(false, Kind::ReduceScatter, t.dtype(), op, Algo::Ring, t.numel(), -1, [this, t, op, lease] {
+      char* buf = lease ? lease->host() : static_cast<char*>(t.raw());
+      if (lease) lease->wait_in();
+      ring::ring_reduce_scatter_blocks(*transport_, buf, t.numel(), t.dtype(), kind_of(op),
+                                       op == ReduceOp::Avg ? size_ : 0, opt_.piece_bytes);
+      const ring::Block mine = ring::ring_block(t.numel(), size_, rank_);
+      if (lease && mine.len > 0)
+        lease->copy_out(static_cast<size_t>(mine.begin) * dtype_size(t.dtype()), t.slice_flat(mine.begin, {mine.len}));
     });
   }
 

@@ -1,8 +1,10 @@
 // Device (CUDA) tensors in the collectives backends (the contract in collectives/communicator.h):
 // the staging pool's choice and the host-side rules run everywhere; the GPU tests (RingDeviceGpu:
-// ring on 2 and 3 processes sharing GPU 0; DeviceStagingGpu: the staging pool itself;
+// ring on 2 and 3 processes sharing GPU 0, every op and ZeRO's in-place block pair; DeviceStagingGpu: the staging pool itself;
 // SingleAndNcclDeviceGpu: single and nccl on one GPU) skip without a GPU. Every GPU body runs in
 // forked ranks: the test process never initialises CUDA (tests/gpu_test.h, DP_GPU_TEST_IN_CHILD).
+// CI runs the ring's and the pool's GPU tests on the CUDA emulator too (test_collectives_emu):
+// the bytes, not the stream order (the emulator runs all work at enqueue).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,12 +13,15 @@
 
 #include "collectives/communicator.h"
 #include "collectives/device_staging.h"
+#include "collectives/ring/algorithms.h"
 #include "collectives/ring/ring_communicator.h"
 #include "tests/collectives/ring_harness.h"
 #include "tests/gpu_test.h"
 
 #ifdef DPTRAIN_HAVE_CUDA
+#ifndef DP_CUDA_EMU
 #include "collectives/nccl/nccl_communicator.h"
+#endif
 #include "runtime/cuda/buffers.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/cuda/check.h"
@@ -50,6 +55,38 @@ TEST(SingleProcessCommunicator, StreamOrderedAllreduceIsTheIdentityWithoutWaitin
   EXPECT_EQ(t.data<float>()[4], 2.5f);
   EXPECT_FALSE(c.device_native());
   c.stream_wait_collectives(nullptr);  // nothing to order: a no-op
+}
+
+TEST(SingleProcessCommunicator, StreamOrderedBlockReduceScatterIsTheIdentityWithoutWaiting) {
+  SingleProcessCommunicator c;
+  Tensor t = Tensor::zeros({7});
+  t.fill_(-1.25);
+  WorkPtr w = c.reduce_scatter_blocks_stream_async(t, ReduceOp::Avg, nullptr);
+  EXPECT_TRUE(w->is_completed());
+  w->wait();
+  EXPECT_EQ(w->description(), "single reduce_scatter_blocks #1 (f32, 7 elements, avg)");
+  EXPECT_EQ(t.data<float>()[6], -1.25f);
+}
+
+// The ring's stream-ordered forms are for device tensors: a host tensor is a clear error.
+TEST(RingDevice, StreamOrderedBlockReduceScatterOfAHostTensorIsAClearError) {
+  auto rs = ringtest::run_ranks(
+      2,
+      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
+        auto c = make_ring_communicator(bs, RingOptions{});
+        try {
+          c->reduce_scatter_blocks_stream_async(Tensor::zeros({4}), ReduceOp::Avg, nullptr);
+        } catch (const DpError& e) {
+          ringtest::report(s, r, e.what());
+          return 0;
+        }
+        return 1;
+      },
+      /*limit_s=*/30);
+  EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
+  EXPECT_NE(rs[1].report.find("ring reduce_scatter_blocks_stream_async: takes a device tensor, got f32[4] on cpu"),
+            std::string::npos)
+      << rs[1].report;
 }
 
 // The ring's stream-ordered form is for device tensors: a host tensor is a clear error.
@@ -149,6 +186,19 @@ void ring_device_matches_host(int n) {
               c->reduce_scatter(din, dout, ReduceOp::Avg);
               expect(same_bytes(out, to_host(dout)), "reduce_scatter " + what);
             }
+            {  // ZeRO's in-place pair: block r's bytes after the reduce-scatter, all of them after the gather
+              const ring::Block mine = ring::ring_block(count, world, r);
+              Tensor h = host_input(dt, ++seed, r, count), d = to_device(h);
+              c->reduce_scatter_blocks_async(h, ReduceOp::Avg)->wait();
+              c->reduce_scatter_blocks_async(d, ReduceOp::Avg)->wait();
+              expect(same_bytes(h.slice_flat(mine.begin, {mine.len}),
+                                to_host(d).slice_flat(mine.begin, {mine.len})),
+                     "reduce_scatter_blocks " + what);
+              Tensor g = host_input(dt, ++seed, r, count), dg = to_device(g);
+              c->allgather_blocks_async(g)->wait();
+              c->allgather_blocks_async(dg)->wait();
+              expect(same_bytes(g, to_host(dg)), "allgather_blocks " + what);
+            }
           }
         return bad == 0 ? 0 : 1;
       },
@@ -188,6 +238,18 @@ DP_GPU_TEST_IN_CHILD(RingDeviceGpu, StreamOrderedAllreduceWaitsForTheStreamNotTh
           w->wait();
           if (!same_bytes(want, to_host(d))) {
             ringtest::report(s, r, fmt::format("round {}: the result differs from the host's; ", round));
+            ++bad;
+          }
+          // ZeRO's form (the Reducer's under train.zero): block r as the host's reduce-scatter leaves it.
+          Tensor want_rs = host_input(DType::F32, 200 + round, r, n);
+          c->reduce_scatter_blocks_async(want_rs, ReduceOp::Avg)->wait();
+          Tensor src_rs = to_device(host_input(DType::F32, 200 + round, r, n));
+          CHECK_CUDA(cudaLaunchHostFunc(stream.get(), sleep_5ms, nullptr));
+          CHECK_CUDA(cudaMemcpyAsync(d.raw(), src_rs.raw(), d.nbytes(), cudaMemcpyDeviceToDevice, stream.get()));
+          c->reduce_scatter_blocks_stream_async(d, ReduceOp::Avg, stream.get())->wait();
+          const ring::Block mine = ring::ring_block(n, c->size(), r);
+          if (!same_bytes(want_rs.slice_flat(mine.begin, {mine.len}), to_host(d).slice_flat(mine.begin, {mine.len}))) {
+            ringtest::report(s, r, fmt::format("round {}: reduce_scatter_blocks' block differs from the host's; ", round));
             ++bad;
           }
         }
@@ -230,7 +292,9 @@ DP_GPU_TEST_IN_CHILD(DeviceStagingGpu, RoundTripAndReuse) {
 }
 
 // Single and nccl on one GPU: allreduce and broadcast of one rank leave the tensor as it is;
-// nccl orders a stream after its collectives without a host wait.
+// nccl orders a stream after its collectives without a host wait. (Not on the CUDA emulator,
+// which has no NCCL: test_collectives_emu compiles this file without it.)
+#ifndef DP_CUDA_EMU
 DP_GPU_TEST_IN_CHILD(SingleAndNcclDeviceGpu, OneRankLeavesDeviceTensorsAsTheyAre) {
   auto rs = ringtest::run_ranks(
       1,
@@ -254,6 +318,7 @@ DP_GPU_TEST_IN_CHILD(SingleAndNcclDeviceGpu, OneRankLeavesDeviceTensorsAsTheyAre
   EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
   EXPECT_EQ(rs[0].report, "");
 }
+#endif  // DP_CUDA_EMU
 
 #endif  // DPTRAIN_HAVE_CUDA
 

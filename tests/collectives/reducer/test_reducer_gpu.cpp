@@ -1,6 +1,7 @@
 // The Reducer's GPU path (ReducerOptions::gpu) against the CPU Reducer on the same gradients:
 // over the single-process communicator and nccl (one GPU), and over the ring on 2 processes
-// sharing GPU 0, with f32, bf16 and f16 on the wire, overlap on and off, and allow_unused. The
+// sharing GPU 0, with f32, bf16 and f16 on the wire, overlap on and off, and allow_unused, and
+// ZeRO's reduce-scatter (ReducerOptions::shard: rank r's block of every bucket compared). The
 // gradients are written on the compute stream behind a host-side sleep right before each
 // on_ready, as backward enqueues them: a reducer that read them before the compute stream got
 // there would see the stale values. Every body runs in forked ranks (the test process never
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "collectives/reducer/reducer.h"
+#include "collectives/reducer/shard_layout.h"
 #include "collectives/ring/ring_communicator.h"
 #include "models/build.h"
 #include "tests/collectives/ring_harness.h"
@@ -77,8 +79,10 @@ void step(Reducer& red, const Graph& g, const std::vector<int>& unused, const st
 
 // Runs the CPU reducer and the GPU reducer (on `gpu_comm`, over ExecContext ctx) on rank r's
 // gradients and reports any element that differs (bit for bit). cpu_comm: the CPU reducer's.
+// shard: ZeRO's reduce-scatter in both reducers (f32 wire): only rank r's block of each bucket
+// (shard_layout.h) is compared, the rest is undefined.
 int compare_one(Communicator& cpu_comm, Communicator& gpu_comm, cuda::ExecContext& ctx, int r, DType wire,
-                bool overlap, bool with_unused, ringtest::SharedState* s) {
+                bool overlap, bool with_unused, ringtest::SharedState* s, bool shard = false) {
   auto gc = mlp(Device::cpu());
   auto gg = mlp(Device::cuda(ctx.device()), &ctx);
   const int64_t n = gc->grads().flat().numel();
@@ -86,6 +90,7 @@ int compare_one(Communicator& cpu_comm, Communicator& gpu_comm, cuda::ExecContex
   // Slots (elements): fc1 576 + 16, fc2 128 + 8, fc3 80 + 10: three buckets, one per layer.
   o.first_bucket_bytes = 64, o.bucket_bytes = 256, o.wire = wire, o.overlap = overlap;
   o.allow_unused = with_unused;
+  o.shard = shard;
   // With allow_unused, the first layer with parameters reports nothing: the CPU arena holds the
   // zeros zero_grad leaves, the device arena garbage that the reducer must zero.
   std::vector<int> unused;
@@ -131,10 +136,15 @@ int compare_one(Communicator& cpu_comm, Communicator& gpu_comm, cuda::ExecContex
   CHECK_CUDA(cudaMemcpyAsync(got.data(), gg->grads().flat().raw(), got.bytes(), cudaMemcpyDeviceToHost, ctx.compute()));
   CHECK_CUDA(cudaStreamSynchronize(ctx.compute()));
   const float* want = gc->grads().flat().data<float>();
+  std::vector<char> compared(static_cast<size_t>(n), shard ? 0 : 1);
+  if (shard)
+    for (const ShardPiece& pc : shard_layout(gpu.buckets(), gpu_comm.size(), r).pieces)
+      std::fill_n(compared.begin() + pc.arena_begin, pc.len, 1);
   for (int64_t i = 0; i < n; ++i)
-    if (std::memcmp(&want[i], got.as<float>() + i, 4) != 0 && bad++ < 3)
-      ringtest::report(s, r, fmt::format("{} wire, overlap {}, unused {}: element {} is {}, the CPU reducer's {}; ",
-                                         dtype_name(wire), overlap, with_unused, i, got.as<float>()[i], want[i]));
+    if (compared[static_cast<size_t>(i)] && std::memcmp(&want[i], got.as<float>() + i, 4) != 0 && bad++ < 3)
+      ringtest::report(s, r, fmt::format("{} wire, overlap {}, unused {}, shard {}: element {} is {}, the CPU "
+                                         "reducer's {}; ", dtype_name(wire), overlap, with_unused, shard, i,
+                                         got.as<float>()[i], want[i]));
   if (gpu.last_step().buckets.empty() && !gpu_comm.device_native()) ringtest::report(s, r, "no step times; ");
   return bad;
 }
@@ -145,6 +155,11 @@ int compare_all(Communicator& cpu_comm, Communicator& gpu_comm, int r, ringtest:
   for (DType wire : {DType::F32, DType::BF16, DType::F16})
     for (bool overlap : {true, false})
       for (bool unused : {false, true}) bad += compare_one(cpu_comm, gpu_comm, ctx, r, wire, overlap, unused, s);
+  // ZeRO (train.zero > 0): the reduce-scatter on the comm stream, f32 only (nccl runs on one
+  // rank here, where its block is the whole bucket).
+  for (bool overlap : {true, false})
+    for (bool unused : {false, true})
+      bad += compare_one(cpu_comm, gpu_comm, ctx, r, DType::F32, overlap, unused, s, /*shard=*/true);
   return bad == 0 ? 0 : 1;
 }
 
