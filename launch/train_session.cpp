@@ -215,7 +215,8 @@ void TrainSession::open_data_and_build_model() {
   update_->optimizer().place(device_, gpu_ ? gpu_->compute_stream() : nullptr);
   // Mixed precision: the optimizer's pass also writes the layers' 16-bit weights (one read of
   // each parameter per step instead of the update's and refresh_compute_params' cast).
-  if (gpu_) update_->optimizer().write_compute_copy(model_->compute_params());
+  // (ZeRO: the pieces' update writes none; the gathered masters are cast after the gather.)
+  if (gpu_ && !update_->shard()) update_->optimizer().write_compute_copy(model_->compute_params());
   if (cfg_.train.grad_clip > 0) {
     lg()->info("gradients clipped to a global L2 norm of {} after the all-reduce (train.grad_clip)",
                cfg_.train.grad_clip);
@@ -609,7 +610,7 @@ std::unique_ptr<WeightUpdate> TrainSession::make_weight_update() {
   auto zero = std::make_unique<ZeroShard>(*comm_, reducer_buckets(*model_, reducer_options_of(cfg_.dist, nullptr)),
                                           model_->params().numel(), static_cast<int>(cfg_.train.zero));
   std::unique_ptr<optim::Optimizer> opt = make_shard_optimizer(cfg_.train, model_->params(), zero->layout());
-  return sharded_update(*model_, std::move(zero), std::move(opt), max_norm);
+  return sharded_update(*model_, std::move(zero), std::move(opt), max_norm, gpu_ ? gpu_->compute_stream() : nullptr);
 }
 
 // Backward from dlogits(); the step's last micro-batch also reduces the gradients (the reducer

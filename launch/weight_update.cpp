@@ -35,8 +35,11 @@ class ReplicatedUpdate final : public WeightUpdate {
 class ShardedUpdate final : public WeightUpdate {
  public:
   ShardedUpdate(Graph& model, std::unique_ptr<ZeroShard> shard, std::unique_ptr<optim::Optimizer> opt,
-                double max_norm)
-      : WeightUpdate(model, std::move(opt), max_norm), shard_(std::move(shard)) {}
+                double max_norm, void* cuda_stream)
+      : WeightUpdate(model, std::move(opt), max_norm), shard_(std::move(shard)), stream_(cuda_stream) {
+    DP_CHECK(!(stream_ && shard_->stage() == 2), "ZeRO stage 2 gives gradient pages back on the CPU only; on a GPU "
+             "set train.zero = 1");
+  }
 
   const ZeroShard* shard() const override { return shard_.get(); }
   void configure_reducer(ReducerOptions& ro) override {
@@ -60,16 +63,19 @@ class ShardedUpdate final : public WeightUpdate {
     if (shard_->stage() == 2) shard_->zero_grads(model_.grads().flat());
     else model_.zero_grad();
   }
-  // This rank's pieces, then every rank's parameters.
+  // This rank's pieces, then every rank's parameters. On a GPU the clip and the update are
+  // enqueued on the compute stream; the gather waits for them (the parameters of mixed precision's
+  // 16-bit copy are then cast from the gathered masters: the trainer's refresh_compute_params).
   double step(double lr) override {
-    const double norm = clip_ ? shard_->clip(model_.grads().flat(), *clip_) : std::nan("");
+    const double norm = clip_ ? shard_->clip(model_.grads().flat(), *clip_, stream_) : std::nan("");
     shard_->step(*opt_, model_.params().flat(), model_.grads().flat(), lr);
-    shard_->gather_params(model_.params().flat());
+    shard_->gather_params(model_.params().flat(), stream_);
     return norm;
   }
 
  private:
   std::unique_ptr<ZeroShard> shard_;
+  void* stream_;  // cudaStream_t, or null on the CPU
 };
 
 }  // namespace
@@ -80,8 +86,9 @@ std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<op
 }
 
 std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
-                                             std::unique_ptr<optim::Optimizer> opt, double max_norm) {
-  return std::make_unique<ShardedUpdate>(model, std::move(shard), std::move(opt), max_norm);
+                                             std::unique_ptr<optim::Optimizer> opt, double max_norm,
+                                             void* cuda_stream) {
+  return std::make_unique<ShardedUpdate>(model, std::move(shard), std::move(opt), max_norm, cuda_stream);
 }
 
 }  // namespace dp::launch

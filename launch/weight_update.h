@@ -70,7 +70,10 @@ std::unique_ptr<WeightUpdate> replicated_update(Graph& model, std::unique_ptr<op
                                                 void* cuda_stream);
 // opt: the shard optimizer over shard's layout (train_setup.h make_shard_optimizer); a resume
 // loads this rank's pieces straight into it, a save streams the whole state out of it.
+// cuda_stream: as replicated_update's (the optimizer placed on that GPU and stream, without
+// write_compute_copy: step_pieces writes no 16-bit copy here); stage 1 only on a GPU.
 std::unique_ptr<WeightUpdate> sharded_update(Graph& model, std::unique_ptr<ZeroShard> shard,
-                                             std::unique_ptr<optim::Optimizer> opt, double max_norm);
+                                             std::unique_ptr<optim::Optimizer> opt, double max_norm,
+                                             void* cuda_stream = nullptr);
 
 }  // namespace dp::launch

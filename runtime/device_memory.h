@@ -14,6 +14,9 @@ void* device_alloc(size_t bytes, Device device);
 void device_free(void* p, Device device) noexcept;
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 void device_memset_zero(void* p, Device device, size_t bytes);
+// Blocks until the work submitted so far to `cuda_stream` (a cudaStream_t) has completed: what a
+// host-side collective needs before it reads device data written there (collectives/communicator.h).
+void device_stream_synchronize(void* cuda_stream);
 // Free and total memory, bytes: the device's (cudaMemGetInfo) or, for the CPU, the host's (free
 // physical pages). {0, 0} when it cannot be read (no such device, a build without CUDA). Never
 // throws: error paths call it.

@@ -52,6 +52,10 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after a copy");
 }
 
+void device_stream_synchronize(void* cuda_stream) {
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream)), "cudaStreamSynchronize");
+}
+
 void device_memset_zero(void* p, Device device, size_t bytes) {
   check_cuda(cudaSetDevice(device.index), "cudaSetDevice");
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize before a memset");

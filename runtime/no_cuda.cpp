@@ -28,6 +28,7 @@ void device_copy(void*, Device, const void*, Device, size_t) {
   throw DpError("device copy requested in a build without CUDA");
 }
 void device_memset_zero(void*, Device, size_t) { throw DpError("device memset requested in a build without CUDA"); }
+void device_stream_synchronize(void*) { throw DpError("a CUDA stream synchronise requested in a build without CUDA"); }
 MemoryInfo device_memory_info(Device device) noexcept { return device.is_cpu() ? host_memory_info() : MemoryInfo{}; }
 int cuda_device_count() { return 0; }
 bool built_with_cuda() { return false; }

@@ -5,6 +5,7 @@
 
 #include "base/pages.h"
 #include "collectives/collective_tag.h"
+#include "runtime/device_memory.h"
 #include "runtime/memory_account.h"
 
 namespace dp {
@@ -85,9 +86,10 @@ void ZeroShard::step(optim::Optimizer& opt, const Tensor& params, const Tensor& 
   opt.step_pieces(params, grads, pieces_, lr);
 }
 
-void ZeroShard::gather_params(const Tensor& params) {
+void ZeroShard::gather_params(const Tensor& params, void* cuda_stream) {
   DP_CHECK(params.defined() && params.numel() == arena_numel_, "ZeRO parameter gather: want the flat arena of {} "
            "elements", arena_numel_);
+  if (cuda_stream) device_stream_synchronize(cuda_stream);  // the update's kernels: the pieces are ready
   std::vector<WorkPtr> works;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     BucketScope tag(static_cast<int32_t>(b));
@@ -97,6 +99,9 @@ void ZeroShard::gather_params(const Tensor& params) {
   for (auto& w : works) w->wait();
 }
 
+// The state may live on a GPU (the shard optimizer placed there): each bucket is gathered where
+// the communicator gathers (on the device for nccl, else on the host; Tensor::copy_from waits for
+// the device's work before it copies) and the sink reads host memory.
 void ZeroShard::stream_state(const optim::Optimizer& shard, const StateSink& sink) {
   const auto mine = shard.state();
   std::vector<size_t> order(buckets_.size());
@@ -106,12 +111,15 @@ void ZeroShard::stream_state(const optim::Optimizer& shard, const StateSink& sin
     widest = std::max(widest, buckets_[b].end - buckets_[b].begin);
   }
   std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return buckets_[x].begin < buckets_[y].begin; });
-  const Tensor scratch = mine.empty() ? Tensor() : Tensor::zeros({widest}, DType::F32);
+  const Device where = mine.empty() ? Device::cpu() : mine[0].second.device();
+  const Device gather_on = where.is_cuda() && comm_.device_native() ? where : Device::cpu();
+  const Tensor scratch = mine.empty() ? Tensor() : Tensor::zeros({widest}, DType::F32, gather_on);
+  const Tensor host = gather_on.is_cpu() || !sink ? scratch : Tensor::zeros({widest}, DType::F32);
   for (size_t k = 0; k < mine.size(); ++k) {
     const Tensor& src = mine[k].second;
-    DP_CHECK(src.dtype() == DType::F32 && src.numel() == layout_.numel && src.device().is_cpu(),
-             "ZeRO checkpoint state: slot '{}' is {}, want the shard's {} f32 elements on the CPU", mine[k].first,
-             src.describe(), layout_.numel);
+    DP_CHECK(src.dtype() == DType::F32 && src.numel() == layout_.numel && src.device() == where,
+             "ZeRO checkpoint state: slot '{}' is {}, want the shard's {} f32 elements on {}", mine[k].first,
+             src.describe(), layout_.numel, where.str());
     for (const size_t b : order) {
       const Bucket& bk = buckets_[b];
       const ShardPiece& pc = layout_.pieces[b];
@@ -120,7 +128,10 @@ void ZeroShard::stream_state(const optim::Optimizer& shard, const StateSink& sin
         view.slice_flat(pc.arena_begin - bk.begin, {pc.len}).copy_from(src.slice_flat(pc.shard_begin, {pc.len}));
       BucketScope tag(static_cast<int32_t>(b));
       comm_.allgather_blocks_async(view)->wait();  // the parameters' in-place block all-gather
-      if (sink) sink(static_cast<int>(k), bk.begin, view.data<float>(), bk.end - bk.begin);
+      if (!sink) continue;
+      const Tensor out = host.slice_flat(0, {bk.end - bk.begin});
+      if (gather_on.is_cuda()) out.copy_from(view);
+      sink(static_cast<int>(k), bk.begin, out.data<float>(), bk.end - bk.begin);
     }
   }
 }

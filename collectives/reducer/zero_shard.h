@@ -70,8 +70,10 @@ class ZeroShard {
   double clip(const Tensor& grads, optim::GradClipper& clipper, void* cuda_stream = nullptr);
   // The update of the rank's pieces of params (opt: the shard's optimizer, numel() = layout().numel).
   void step(optim::Optimizer& opt, const Tensor& params, const Tensor& grads, double lr);
-  // Every bucket of params all-gathered in place (collective); returns when all are done.
-  void gather_params(const Tensor& params);
+  // Every bucket of params all-gathered in place (collective); returns when all are done. On a
+  // GPU, cuda_stream: the stream the update ran on (its cudaStream_t), synchronised first (the
+  // communicator reads the pieces as the update left them); afterwards every stream sees them.
+  void gather_params(const Tensor& params, void* cuda_stream = nullptr);
 
   // Stage 2; grads: the flat f32 gradient arena on its own page mapping (Tensor::zeros_paged).
   // Bucket `bucket`'s reduce-scatter is complete: the whole pages of its elements this rank does
@@ -94,8 +96,9 @@ class ZeroShard {
   // The whole optimizer state a bucket at a time: for each of the shard optimizer's state tensors
   // (slot k of state()) and each bucket in arena order, the bucket's elements all-gathered in
   // place into one scratch tensor of the largest bucket's size and handed to
-  // sink(k, the bucket's first arena element, data, its length). Collective; a rank that keeps
-  // nothing passes a null sink. A checkpoint save writes what arrives (CheckpointStream), so no
+  // sink(k, the bucket's first arena element, data (host memory), its length). Collective; a
+  // rank that keeps nothing passes a null sink. The state may be on a GPU (nccl gathers there,
+  // the ring on the host; the bucket comes to the host for the sink). A checkpoint save writes what arrives (CheckpointStream), so no
   // rank holds more of the state than its shard and one bucket.
   using StateSink = optim::StateSink;
   void stream_state(const optim::Optimizer& shard, const StateSink& sink);
