@@ -75,12 +75,15 @@ Run zero_steps(Communicator& comm, int r, cuda::CudaStream* stream) {
   Tensor params = Tensor::zeros({kN}, DType::F32, dev);
   params.copy_from(host_values(1, 0));  // the same start on every rank
   Tensor grads = Tensor::zeros({kN}, DType::F32, dev);
+  // The device gradients' source, alive for the whole run: a device tensor's free synchronises the
+  // device (runtime/device_memory_cuda.cpp), which would finish the write below before the
+  // collectives are issued and hide a collective that ignores the stream.
+  const Tensor src = stream ? Tensor::zeros({kN}, DType::F32, dev) : Tensor();
   Run run;
   for (int step = 0; step < 3; ++step) {
     const Tensor g = host_values(10 + step, r);
     if (stream) {  // written on the stream behind a sleep: the collectives must wait for it
-      const Tensor src = Tensor::zeros({kN}, DType::F32, dev);
-      src.copy_from(g);
+      src.copy_from(g);  // synchronous, before the sleep is enqueued
       CHECK_CUDA(cudaLaunchHostFunc(stream->get(), sleep_2ms, nullptr));
       CHECK_CUDA(cudaMemcpyAsync(grads.raw(), src.raw(), grads.nbytes(), cudaMemcpyDeviceToDevice, stream->get()));
     } else {
