@@ -68,36 +68,17 @@ TEST(SingleProcessCommunicator, StreamOrderedBlockReduceScatterIsTheIdentityWith
   EXPECT_EQ(t.data<float>()[6], -1.25f);
 }
 
-// The ring's stream-ordered forms are for device tensors: a host tensor is a clear error.
-TEST(RingDevice, StreamOrderedBlockReduceScatterOfAHostTensorIsAClearError) {
-  auto rs = ringtest::run_ranks(
-      2,
-      [](Bootstrap& bs, ringtest::SharedState* s, int r) {
-        auto c = make_ring_communicator(bs, RingOptions{});
-        try {
-          c->reduce_scatter_blocks_stream_async(Tensor::zeros({4}), ReduceOp::Avg, nullptr);
-        } catch (const DpError& e) {
-          ringtest::report(s, r, e.what());
-          return 0;
-        }
-        return 1;
-      },
-      /*limit_s=*/30);
-  EXPECT_EQ(ringtest::all_exited_with(rs, 0), "");
-  EXPECT_NE(rs[1].report.find("ring reduce_scatter_blocks_stream_async: takes a device tensor, got f32[4] on cpu"),
-            std::string::npos)
-      << rs[1].report;
-}
-
-// The ring's stream-ordered form is for device tensors: a host tensor is a clear error.
-TEST(RingDevice, StreamOrderedAllreduceOfAHostTensorIsAClearError) {
+// The ring's stream-ordered forms are for device tensors: a host tensor is a clear error, each
+// naming its collective (rank 0 reports the all-reduce's, rank 1 the block reduce-scatter's).
+TEST(RingDevice, StreamOrderedFormsOfAHostTensorAreClearErrors) {
   auto rs = ringtest::run_ranks(
       2,
       [](Bootstrap& bs, ringtest::SharedState* s, int r) {
         auto c = make_ring_communicator(bs, RingOptions{});
         if (c->device_native()) return 2;
         try {
-          c->allreduce_stream_async(Tensor::zeros({3}), ReduceOp::Sum, nullptr);
+          if (r == 0) c->allreduce_stream_async(Tensor::zeros({3}), ReduceOp::Sum, nullptr);
+          else c->reduce_scatter_blocks_stream_async(Tensor::zeros({4}), ReduceOp::Avg, nullptr);
         } catch (const DpError& e) {
           ringtest::report(s, r, e.what());
           return 0;
@@ -109,6 +90,9 @@ TEST(RingDevice, StreamOrderedAllreduceOfAHostTensorIsAClearError) {
   EXPECT_NE(rs[0].report.find("ring allreduce_stream_async: takes a device tensor, got f32[3] on cpu"),
             std::string::npos)
       << rs[0].report;
+  EXPECT_NE(rs[1].report.find("ring reduce_scatter_blocks_stream_async: takes a device tensor, got f32[4] on cpu"),
+            std::string::npos)
+      << rs[1].report;
 }
 
 #ifdef DPTRAIN_HAVE_CUDA
