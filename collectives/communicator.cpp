@@ -63,6 +63,11 @@ std::string collective_description(const char* backend, const char* name, uint64
   return d + ")";
 }
 
+void check_stream_tensor(const Tensor& t, const std::string& what) {
+  DP_CHECK(t.defined() && t.device().is_cuda(), "{}: takes a device tensor, got {}", what,
+           t.defined() ? t.describe() : "an undefined tensor");
+}
+
 void check_collective_dtype(const Tensor& t, const std::string& what) {
   DP_CHECK(t.defined(), "{}: the tensor is undefined", what);
   const DType d = t.dtype();

@@ -2,20 +2,20 @@
 // stream synchronised, then the plain form.
 #include "collectives/communicator.h"
 
+#include <fmt/format.h>
+
 #include "runtime/cuda/check.h"
 
 namespace dp {
 
 WorkPtr Communicator::allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) {
-  DP_CHECK(t.defined() && t.device().is_cuda(), "{} allreduce_stream_async: takes a device tensor, got {}", backend(),
-           t.defined() ? t.describe() : "an undefined tensor");
+  check_stream_tensor(t, fmt::format("{} allreduce_stream_async", backend()));
   CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   return allreduce_async(t, op);
 }
 
 WorkPtr Communicator::reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) {
-  DP_CHECK(t.defined() && t.device().is_cuda(), "{} reduce_scatter_blocks_stream_async: takes a device tensor, got {}",
-           backend(), t.defined() ? t.describe() : "an undefined tensor");
+  check_stream_tensor(t, fmt::format("{} reduce_scatter_blocks_stream_async", backend()));
   CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   return reduce_scatter_blocks_async(t, op);
 }
