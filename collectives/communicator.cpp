@@ -63,8 +63,8 @@ std::string collective_description(const char* backend, const char* name, uint64
   return d + ")";
 }
 
-void check_stream_tensor(const Tensor& t, const std::string& what) {
-  DP_CHECK(t.defined() && t.device().is_cuda(), "{}: takes a device tensor, got {}", what,
+void check_stream_tensor(const Tensor& t, const char* backend, const char* op) {
+  DP_CHECK(t.defined() && t.device().is_cuda(), "{} {}: takes a device tensor, got {}", backend, op,
            t.defined() ? t.describe() : "an undefined tensor");
 }
 

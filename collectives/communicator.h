@@ -190,8 +190,9 @@ std::string collective_description(const char* backend, const char* name, uint64
 // defined, contiguous CPU-or-device tensors of a supported dtype, matching sizes, root in range,
 // in and out on one device.
 void check_collective_dtype(const Tensor& t, const std::string& what);
-// The stream-ordered forms' own check: `t` is a device tensor ("<what>: takes a device tensor, got ...").
-void check_stream_tensor(const Tensor& t, const std::string& what);
+// The stream-ordered forms' own check: `t` is a device tensor ("<backend> <op>: takes a device
+// tensor, got ..."). Runs on every bucket of every step: the message is made only on failure.
+void check_stream_tensor(const Tensor& t, const char* backend, const char* op);
 void check_allgather_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what);
 void check_reduce_scatter_shapes(const Tensor& in, const Tensor& out, int world, const std::string& what);
 

@@ -95,7 +95,7 @@ class RingCommunicator final : public Communicator {
 
   WorkPtr allreduce_async(const Tensor& t, ReduceOp op) override { return allreduce_impl(t, op, false, nullptr); }
   WorkPtr allreduce_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
-    check_stream_tensor(t, "ring allreduce_stream_async");
+    check_stream_tensor(t, backend(), "allreduce_stream_async");
     return allreduce_impl(t, op, false, stream);
   }
   WorkPtr broadcast_async(const Tensor& t, int root) override { return broadcast_impl(t, root, false); }
@@ -108,7 +108,7 @@ class RingCommunicator final : public Communicator {
     return reduce_scatter_blocks_impl(t, op, nullptr);
   }
   WorkPtr reduce_scatter_blocks_stream_async(const Tensor& t, ReduceOp op, void* stream) override {
-    check_stream_tensor(t, "ring reduce_scatter_blocks_stream_async");
+    check_stream_tensor(t, backend(), "reduce_scatter_blocks_stream_async");
     return reduce_scatter_blocks_impl(t, op, stream);
   }
   // A device tensor: only block rank() travels in (what this rank sends first) and every block
